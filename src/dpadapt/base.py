@@ -1,0 +1,72 @@
+"""Base class for domain-adaptation estimators (scikit-learn / skada conventions)."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.validation import check_is_fitted
+
+from dpadapt.privacy.guarantee import Guarantee
+from dpadapt.validation import check_features, check_labels, check_same_features, split_domains
+
+
+class DAEstimator(ClassifierMixin, BaseEstimator):
+    """A domain-adaptation classifier that runs both party steps in one process.
+
+    Subclasses implement :meth:`fit_domains` (explicit source/target arrays) and
+    :meth:`predict`. :meth:`fit` accepts skada's ``X, y, sample_domain`` (source rows have
+    ``sample_domain ≥ 0``, target rows ``< 0`` with ``y = −1`` when unlabelled).
+
+    After fitting, ``guarantees_`` maps each protected party to its
+    :class:`~dpadapt.privacy.Guarantee` (empty for non-private baselines), and
+    :meth:`privacy_report` prints them.
+    """
+
+    def fit(self, X, y=None, sample_domain=None, **fit_params):
+        """Fit on skada-style inputs; see :meth:`fit_domains`."""
+        if y is None:
+            raise ValueError("y is required: source labels (target rows may carry -1)")
+        X = check_features(X, allow_sparse=True)
+        Xs, ys, Xt, yt = split_domains(X, y, sample_domain)
+        return self.fit_domains(Xs, ys, Xt, yt, **fit_params)
+
+    def fit_domains(self, Xs, ys, Xt, yt=None, **fit_params):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # -- helpers for subclasses --------------------------------------------------------------
+
+    @staticmethod
+    def _check_domains(Xs, ys, Xt, yt=None, allow_sparse: bool = False):
+        """Validate and return dense (or CSR) source/target arrays with integer labels."""
+        Xs = check_features(Xs, "Xs (source)", allow_sparse=allow_sparse)
+        Xt = check_features(Xt, "Xt (target)", allow_sparse=allow_sparse)
+        check_same_features(Xs, Xt)
+        ys = check_labels(ys, Xs.shape[0], "ys (source labels)")
+        if yt is not None:
+            yt = np.asarray(yt)
+            if yt.shape[0] != Xt.shape[0]:
+                raise ValueError(f"yt has {yt.shape[0]} labels for {Xt.shape[0]} target rows")
+            yt = yt.astype(np.int64)
+        return Xs, ys, Xt, yt
+
+    def _set_guarantees(self, *guarantees: Guarantee) -> None:
+        self.guarantees_ = {g.party: g for g in guarantees}
+
+    # -- privacy reporting -----------------------------------------------------------------
+
+    @property
+    def guarantee_(self) -> Guarantee | None:
+        """The guarantee of the single protected party (``None`` for a non-private estimator)."""
+        check_is_fitted(self, "guarantees_")
+        if not self.guarantees_:
+            return None
+        if len(self.guarantees_) > 1:
+            raise AttributeError("both parties are protected; use guarantees_['source'] / guarantees_['target']")
+        return next(iter(self.guarantees_.values()))
+
+    def privacy_report(self) -> str:
+        """Every protected party's guarantee in words."""
+        check_is_fitted(self, "guarantees_")
+        if not self.guarantees_:
+            return f"{type(self).__name__}: non-private (no differential-privacy guarantee)."
+        return "\n\n".join(g.report() for g in self.guarantees_.values())

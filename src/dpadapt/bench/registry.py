@@ -1,0 +1,105 @@
+"""Declarative benchmark rows and the suite registry.
+
+A suite is a function ``build(quick, epsilons) -> list[BenchTask]`` registered with
+:func:`register_suite` in a module of :mod:`dpadapt.bench.suites` (discovered automatically).
+Each :class:`BenchTask` names its dataset pair, method, mode, (ε, δ) and the number the paper
+reports, and carries the function that runs one seed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import math
+import pkgutil
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from dpadapt.privacy.guarantee import Guarantee
+
+
+@dataclasses.dataclass
+class RunOutcome:
+    """What one run of one task produced: the metric value and the guarantees actually spent."""
+
+    value: float
+    guarantees: dict[str, Guarantee] = dataclasses.field(default_factory=dict)
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def epsilon_spent(self) -> float:
+        """Largest ε over the protected parties (∞ when nothing is protected)."""
+        return max((g.epsilon for g in self.guarantees.values()), default=math.inf)
+
+    @property
+    def delta_spent(self) -> float | None:
+        return max((g.delta for g in self.guarantees.values()), default=None)
+
+    @property
+    def guarantee_valid(self) -> bool:
+        return bool(self.guarantees) and all(g.valid for g in self.guarantees.values())
+
+
+@dataclasses.dataclass
+class BenchTask:
+    """One benchmark row: suite × task × method × mode × (ε, δ)."""
+
+    suite: str
+    task: str
+    method: str
+    mode: str
+    run: Callable[[int], RunOutcome]
+    epsilon: float = math.inf
+    delta: float | None = None
+    metric: str = "accuracy"
+    paper_value: float | None = None
+    params: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple:
+        return (self.task, self.method, self.mode, self.epsilon)
+
+
+SuiteBuilder = Callable[[bool, Sequence[float] | None], list[BenchTask]]
+
+
+@dataclasses.dataclass(frozen=True)
+class Suite:
+    name: str
+    build: SuiteBuilder
+    description: str
+
+
+_SUITES: dict[str, Suite] = {}
+
+
+def register_suite(name: str, description: str = "") -> Callable[[SuiteBuilder], SuiteBuilder]:
+    """Decorator registering ``build(quick, epsilons)`` as benchmark suite ``name``."""
+
+    def deco(build: SuiteBuilder) -> SuiteBuilder:
+        if name in _SUITES and _SUITES[name].build is not build:
+            raise ValueError(f"benchmark suite {name!r} is registered twice")
+        _SUITES[name] = Suite(name, build, description or (build.__doc__ or "").strip().splitlines()[0])
+        return build
+
+    return deco
+
+
+def _discover() -> None:
+    import dpadapt.bench.suites as pkg
+
+    for mod in pkgutil.iter_modules(pkg.__path__):
+        importlib.import_module(f"{pkg.__name__}.{mod.name}")
+
+
+def suites() -> dict[str, Suite]:
+    """All registered suites (importing every module of :mod:`dpadapt.bench.suites`)."""
+    _discover()
+    return dict(sorted(_SUITES.items()))
+
+
+def get_suite(name: str) -> Suite:
+    all_suites = suites()
+    if name not in all_suites:
+        raise KeyError(f"unknown benchmark suite {name!r}; available: {', '.join(all_suites)}")
+    return all_suites[name]

@@ -1,0 +1,187 @@
+"""Run benchmark suites, write result rows, and print measured-vs-paper tables."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import time
+import traceback
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from dpadapt.bench.registry import BenchTask, get_suite
+
+ROW_FIELDS = (
+    "suite",
+    "task",
+    "method",
+    "mode",
+    "epsilon_target",
+    "epsilon_spent",
+    "delta",
+    "seed",
+    "metric",
+    "value",
+    "seconds",
+    "guarantee_valid",
+    "paper_value",
+    "error",
+)
+
+
+def select_tasks(tasks: list[BenchTask], patterns: Sequence[str] | None) -> list[BenchTask]:
+    """Keep tasks whose task name (or method) contains one of ``patterns`` (case-insensitive)."""
+    if not patterns:
+        return tasks
+    pats = [p.lower() for p in patterns]
+    return [t for t in tasks if any(p in t.task.lower() or p == t.method.lower() for p in pats)]
+
+
+def run_task(task: BenchTask, seed: int) -> dict[str, Any]:
+    """Run one task for one seed and return its result row (errors are recorded, not raised)."""
+    start = time.perf_counter()
+    row: dict[str, Any] = {
+        "suite": task.suite,
+        "task": task.task,
+        "method": task.method,
+        "mode": task.mode,
+        "epsilon_target": task.epsilon,
+        "delta": task.delta,
+        "seed": seed,
+        "metric": task.metric,
+        "paper_value": task.paper_value,
+        "error": None,
+    }
+    try:
+        outcome = task.run(seed)
+        row.update(
+            value=float(outcome.value),
+            epsilon_spent=outcome.epsilon_spent,
+            guarantee_valid=outcome.guarantee_valid,
+        )
+        if outcome.delta_spent is not None:
+            row["delta"] = outcome.delta_spent
+        if len(outcome.guarantees) > 1:
+            row["epsilon_by_party"] = {p: g.epsilon for p, g in outcome.guarantees.items()}
+        row.update(outcome.extra)
+    except Exception as exc:  # a failing row must not kill a long benchmark
+        row.update(value=math.nan, epsilon_spent=math.nan, guarantee_valid=False,
+                   error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=5))
+    row["seconds"] = time.perf_counter() - start
+    return row
+
+
+def run_suite(
+    name: str,
+    tasks: Sequence[str] | None = None,
+    seeds: int = 3,
+    epsilons: Sequence[float] | None = None,
+    quick: bool = False,
+    out: str | Path | None = None,
+    progress: bool = True,
+) -> list[dict[str, Any]]:
+    """Run every selected task of suite ``name`` for ``seeds`` seeds; write rows to ``out``.
+
+    ``out`` ending in ``.json`` gets a JSON list of rows (written after every run, so partial
+    results survive an interruption); a ``.csv`` twin is written beside it.
+    """
+    suite = get_suite(name)
+    selected = select_tasks(suite.build(quick, epsilons), tasks)
+    if not selected:
+        raise ValueError(f"suite {name!r}: no task matches {list(tasks or [])}")
+    rows: list[dict[str, Any]] = []
+    jobs = [(t, s) for t in selected for s in range(seeds)]
+    bar = tqdm(jobs, desc=f"bench {name}", unit="run", disable=not progress)
+    for task, seed in bar:
+        bar.set_postfix_str(f"{task.task} {task.method}/{task.mode} ε={task.epsilon:g} seed={seed}")
+        rows.append(run_task(task, seed))
+        if out is not None:
+            write_rows(rows, out)
+    return rows
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float) and (math.isinf(value) or math.isnan(value)):
+        return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, (np.floating, np.integer)):
+        return _clean(value.item())
+    return value
+
+
+def write_rows(rows: list[dict[str, Any]], out: str | Path) -> Path:
+    """Write rows as JSON (and CSV beside it)."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    clean = [_clean(r) for r in rows]
+    if out.suffix == ".csv":
+        csv_path = out
+    else:
+        out.write_text(json.dumps(clean, indent=1))
+        csv_path = out.with_suffix(".csv")
+    with open(csv_path, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=ROW_FIELDS, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(clean)
+    return out
+
+
+def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Mean/std of each (task, method, mode, ε) over seeds, with ε spent and the paper's number."""
+    groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        groups[(r["task"], r["method"], r["mode"], r["epsilon_target"])].append(r)
+    out = []
+    for (task, method, mode, eps), rs in groups.items():
+        vals = np.array([r["value"] for r in rs if r.get("error") is None], dtype=float)
+        spent = [r["epsilon_spent"] for r in rs if r.get("error") is None]
+        out.append(
+            {
+                "task": task,
+                "method": method,
+                "mode": mode,
+                "epsilon": eps,
+                "mean": float(vals.mean()) if vals.size else math.nan,
+                "std": float(vals.std()) if vals.size > 1 else 0.0,
+                "n": int(vals.size),
+                "errors": sum(r.get("error") is not None for r in rs),
+                "epsilon_spent": max(spent) if spent else math.nan,
+                "valid": all(r.get("guarantee_valid") for r in rs),
+                "paper": rs[0].get("paper_value"),
+                "seconds": float(np.mean([r["seconds"] for r in rs])),
+            }
+        )
+    return out
+
+
+def format_table(rows: list[dict[str, Any]]) -> str:
+    """Measured vs paper table (one line per task × method × mode × ε)."""
+    summary = summarise(rows)
+    header = f"{'task':<22} {'method':<22} {'mode':<12} {'ε target':>8} {'ε spent':>8} {'valid':>5} {'measured':>15} {'paper':>7} {'s/run':>7}"
+    lines = [header, "-" * len(header)]
+    for s in sorted(summary, key=lambda s: (s["task"], s["method"], s["mode"], s["epsilon"])):
+        eps = "∞" if math.isinf(s["epsilon"]) else f"{s['epsilon']:g}"
+        spent = "∞" if math.isinf(s["epsilon_spent"]) else ("—" if math.isnan(s["epsilon_spent"]) else f"{s['epsilon_spent']:.3g}")
+        measured = f"{s['mean']:.4f}±{s['std']:.3f}" if s["n"] else f"ERROR×{s['errors']}"
+        paper = "—" if s["paper"] is None else f"{s['paper']:.4g}"
+        lines.append(
+            f"{s['task']:<22} {s['method']:<22} {s['mode']:<12} {eps:>8} {spent:>8} {'yes' if s['valid'] else 'no':>5} {measured:>15} {paper:>7} {s['seconds']:>7.2f}"
+        )
+    return "\n".join(lines)
+
+
+def load_rows(path: str | Path) -> list[dict[str, Any]]:
+    """Read rows written by :func:`write_rows` (JSON), restoring ∞."""
+    rows = json.loads(Path(path).read_text())
+    for r in rows:
+        for key in ("epsilon_target", "epsilon_spent"):
+            if r.get(key) in ("inf", None):
+                r[key] = math.inf if r.get(key) == "inf" else math.nan
+    return rows

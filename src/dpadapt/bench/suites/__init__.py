@@ -1,0 +1,1 @@
+"""Benchmark suites; every module here registers its suites on import."""

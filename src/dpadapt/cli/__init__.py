@@ -1,0 +1,1 @@
+"""The ``dpadapt`` command line."""

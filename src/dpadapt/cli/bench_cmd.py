@@ -1,0 +1,43 @@
+"""``dpadapt bench``: run a registered benchmark suite."""
+
+from __future__ import annotations
+
+import argparse
+
+from dpadapt.bench import format_table, run_suite, suites
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("bench", help="run a benchmark suite and print measured vs paper numbers")
+    p.add_argument("suite", nargs="?", help="suite name (omit, or --list, to list suites)")
+    p.add_argument("--list", action="store_true", help="list the registered suites")
+    p.add_argument("--tasks", nargs="+", help="keep tasks whose name contains one of these (e.g. D->W bow5000)")
+    p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--epsilon", type=float, nargs="+", help="override the suite's ε values")
+    p.add_argument("--quick", action="store_true", help="reduced version of the suite (about a minute)")
+    p.add_argument("--out", default=None, help="JSON file for the result rows (a CSV is written beside it)")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    if args.list or not args.suite:
+        for name, suite in suites().items():
+            print(f"{name:<24} {suite.description}")
+        return 0
+    rows = run_suite(
+        args.suite,
+        tasks=args.tasks,
+        seeds=args.seeds,
+        epsilons=args.epsilon,
+        quick=args.quick,
+        out=args.out,
+        progress=not args.no_progress,
+    )
+    print(format_table(rows))
+    if args.out:
+        print(f"\n{len(rows)} rows written to {args.out}")
+    failed = sum(r.get("error") is not None for r in rows)
+    if failed:
+        print(f"{failed} run(s) failed; see the 'error' field of the rows")
+    return 1 if failed == len(rows) else 0

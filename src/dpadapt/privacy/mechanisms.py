@@ -1,0 +1,228 @@
+"""Noise-adding mechanisms. Each takes a caller-supplied :class:`numpy.random.Generator`.
+
+Every mechanism here releases a quantity whose sensitivity the *caller* bounds (by clipping rows
+to a public norm with :func:`clip_rows`, by counting, ...) and returns the noisy value with the
+:class:`~dpadapt.privacy.guarantee.Guarantee` of that one release. Calibrations:
+
+* Gaussian: analytic Gaussian mechanism (Balle & Wang, ICML 2018, Thm. 8) — exact for one
+  release, valid for every ε > 0 (the classic sqrt(2 ln(1.25/δ))/ε is not, for ε ≥ 1).
+* Laplace: scale Δ₁/ε gives ε-DP (Dwork et al. 2006).
+* k-ary randomized response: keep with probability e^ε/(e^ε + k − 1), else a uniformly drawn
+  *other* label; ε-DP for one label (Warner 1965; Kairouz et al. 2016).
+* Report-noisy-min: Laplace scale 2Δ/ε₀ for non-monotone queries (Dwork & Roth, Claim 3.9).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from dpadapt.privacy import accounting
+from dpadapt.privacy.guarantee import Guarantee, Party, Unit
+from dpadapt.validation import check_epsilon, check_positive
+
+
+@dataclasses.dataclass(frozen=True)
+class MechanismOutput:
+    """A noisy value, the noise scale used and the guarantee of this single release."""
+
+    value: np.ndarray
+    noise_scale: float
+    guarantee: Guarantee
+
+
+def clip_rows(X: np.ndarray, max_norm: float) -> np.ndarray:
+    """Scale every row with ℓ2 norm above ``max_norm`` down to ``max_norm`` (a per-record operation).
+
+    ``max_norm`` must be public (fixed before seeing the data); rows below it are unchanged.
+    """
+    check_positive(max_norm, "max_norm")
+    X = np.asarray(X, dtype=np.float64)
+    norms = np.linalg.norm(X, axis=1, keepdims=True)
+    scale = np.minimum(1.0, max_norm / np.maximum(norms, np.finfo(float).tiny))
+    return X * scale
+
+
+def gaussian_sigma_for(epsilon: float, delta: float, sensitivity: float) -> float:
+    """Analytic-Gaussian σ for one release with ℓ2 sensitivity Δ at (ε, δ)."""
+    return accounting.analytic_gaussian_sigma(epsilon, delta, sensitivity)
+
+
+def gaussian_mechanism(
+    value,
+    sensitivity: float,
+    epsilon: float,
+    delta: float,
+    rng: np.random.Generator,
+    *,
+    party: Party,
+    unit: Unit = "record",
+    relation: accounting.Relation = "replace_one",
+    symmetric: bool = False,
+    theorem: str = "Analytic Gaussian mechanism (Balle & Wang, ICML 2018, Thm. 8)",
+) -> MechanismOutput:
+    """Release ``value + N(0, σ²)`` with σ calibrated so one release is (ε, δ)-DP.
+
+    Parameters
+    ----------
+    value : array_like
+        The exact quantity; its ℓ2 sensitivity under ``relation`` must be at most ``sensitivity``.
+    symmetric : bool
+        For a symmetric matrix: draw the upper triangle (with diagonal) i.i.d. and mirror it, so
+        the released matrix is symmetric. ``sensitivity`` must then be the Frobenius sensitivity
+        of the upper triangle (Dwork, Talwar, Thakurta, Zhang, STOC 2014 "Analyze Gauss").
+    """
+    check_positive(sensitivity, "sensitivity")
+    sigma = gaussian_sigma_for(epsilon, delta, sensitivity)
+    value = np.asarray(value, dtype=np.float64)
+    noise = gaussian_noise(value.shape, sigma, rng, symmetric=symmetric)
+    event = accounting.gaussian_event(sigma / sensitivity)
+    guarantee = Guarantee(
+        party=party,
+        unit=unit,
+        relation=relation,
+        epsilon=float(epsilon),
+        delta=float(delta),
+        events=(event,),
+        accounting="analytic_gaussian",
+        theorem=theorem,
+        sensitivity=float(sensitivity),
+        details={"sigma": sigma},
+    )
+    return MechanismOutput(value + noise, sigma, guarantee)
+
+
+def gaussian_noise(shape: tuple[int, ...], sigma: float, rng: np.random.Generator, symmetric: bool = False) -> np.ndarray:
+    """i.i.d. N(0, σ²) noise; symmetric (mirrored upper triangle) for square matrices when asked."""
+    if not symmetric:
+        return rng.normal(0.0, sigma, size=shape)
+    if len(shape) != 2 or shape[0] != shape[1]:
+        raise ValueError(f"symmetric noise needs a square matrix, got shape {shape}")
+    upper = np.triu(rng.normal(0.0, sigma, size=shape))
+    return upper + np.triu(upper, 1).T
+
+
+def gaussian_matrix_release(
+    X,
+    l2_sensitivity: float,
+    epsilon: float,
+    delta: float,
+    rng: np.random.Generator,
+    *,
+    party: Party,
+    unit: Unit = "record",
+    relation: accounting.Relation = "replace_one",
+    theorem: str = "Analytic Gaussian mechanism (Balle & Wang, ICML 2018, Thm. 8) on the whole matrix",
+) -> MechanismOutput:
+    """Release a matrix ``X + N(0, σ²)`` whose ℓ2 (Frobenius) sensitivity is ``l2_sensitivity``.
+
+    Used for DPOT's projected rows (Δ = 2C‖M‖op under replace-one), DP-SWD projections and
+    noisy covariances. The whole matrix is one Gaussian release.
+    """
+    return gaussian_mechanism(
+        X, l2_sensitivity, epsilon, delta, rng, party=party, unit=unit, relation=relation, theorem=theorem
+    )
+
+
+def laplace_mechanism(
+    value,
+    l1_sensitivity: float,
+    epsilon: float,
+    rng: np.random.Generator,
+    *,
+    party: Party,
+    unit: Unit = "record",
+    relation: accounting.Relation = "replace_one",
+) -> MechanismOutput:
+    """Release ``value + Lap(Δ₁/ε)`` (ε-DP, Dwork, McSherry, Nissim, Smith 2006)."""
+    check_epsilon(epsilon)
+    check_positive(l1_sensitivity, "l1_sensitivity")
+    scale = l1_sensitivity / epsilon
+    value = np.asarray(value, dtype=np.float64)
+    noisy = value + rng.laplace(0.0, scale, size=value.shape)
+    guarantee = Guarantee(
+        party=party,
+        unit=unit,
+        relation=relation,
+        epsilon=float(epsilon),
+        delta=0.0,
+        events=(accounting.laplace_event(1.0 / epsilon),),
+        accounting="pure",
+        theorem="Laplace mechanism (Dwork, McSherry, Nissim, Smith 2006)",
+        sensitivity=float(l1_sensitivity),
+        details={"scale": scale},
+    )
+    return MechanismOutput(noisy, scale, guarantee)
+
+
+def randomized_response(
+    labels,
+    num_classes: int,
+    epsilon: float,
+    rng: np.random.Generator,
+    *,
+    party: Party = "source",
+) -> MechanismOutput:
+    """k-ary randomized response on integer labels in ``0..k-1`` (ε-DP for each record's label).
+
+    Each label is kept with probability e^ε/(e^ε + k − 1) and otherwise replaced by one of the
+    k − 1 other labels uniformly. Labels are perturbed independently, so releasing a whole
+    vector is ε-DP with respect to changing one record's label (parallel composition).
+    """
+    check_epsilon(epsilon)
+    if num_classes < 2:
+        raise ValueError(f"randomized response needs at least 2 classes, got {num_classes}")
+    labels = np.asarray(labels)
+    if labels.size and (labels.min() < 0 or labels.max() >= num_classes):
+        raise ValueError(f"labels must lie in 0..{num_classes - 1}")
+    keep = math.exp(epsilon) / (math.exp(epsilon) + num_classes - 1)
+    flip = rng.random(labels.shape) >= keep
+    shift = rng.integers(1, num_classes, size=labels.shape)
+    noisy = np.where(flip, (labels + shift) % num_classes, labels).astype(np.int64)
+    guarantee = Guarantee(
+        party=party,
+        unit="label",
+        relation="replace_one",
+        epsilon=float(epsilon),
+        delta=0.0,
+        events=(accounting.randomized_response_event(epsilon, num_classes),),
+        accounting="pure",
+        theorem="k-ary randomized response (Warner 1965; Kairouz, Oh, Viswanath 2016)",
+        sensitivity=None,
+        details={"keep_probability": keep, "num_classes": num_classes},
+    )
+    return MechanismOutput(noisy, keep, guarantee)
+
+
+def report_noisy_min(
+    scores,
+    sensitivity: float,
+    epsilon: float,
+    rng: np.random.Generator,
+    *,
+    monotone: bool = False,
+) -> tuple[int, float]:
+    """Index of the smallest of ``scores + Lap(b)`` — ε-DP for scores of ℓ∞ sensitivity Δ.
+
+    b = Δ/ε suffices only for monotone queries (counts); in general b = 2Δ/ε (Dwork & Roth,
+    Claim 3.9; spec overview convention 6). Returns the index and the Laplace scale used.
+    """
+    check_epsilon(epsilon)
+    check_positive(sensitivity, "sensitivity")
+    scale = (1.0 if monotone else 2.0) * sensitivity / epsilon
+    scores = np.asarray(scores, dtype=np.float64)
+    noisy = scores + rng.laplace(0.0, scale, size=scores.shape)
+    return int(np.argmin(noisy)), scale
+
+
+def unbias_randomized_response_counts(noisy_labels, num_classes: int, epsilon: float) -> np.ndarray:
+    """Unbiased estimate of the true class counts from randomized-response labels (post-processing)."""
+    check_epsilon(epsilon)
+    n = len(noisy_labels)
+    observed = np.bincount(np.asarray(noisy_labels, dtype=np.int64), minlength=num_classes).astype(float)
+    keep = math.exp(epsilon) / (math.exp(epsilon) + num_classes - 1)
+    other = (1.0 - keep) / (num_classes - 1)
+    return (observed - n * other) / (keep - other)
+

@@ -1,0 +1,150 @@
+"""Input validation shared by every method: clear errors for inputs that would break a guarantee or a solver."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+
+
+class PrivacyWarning(UserWarning):
+    """A setting that is allowed but weakens the meaning of the guarantee (e.g. δ ≥ 1/n)."""
+
+
+def check_epsilon(eps: float, name: str = "epsilon", allow_inf: bool = False) -> float:
+    """Validate a privacy parameter ε > 0 (``inf`` only where non-private runs are meaningful)."""
+    try:
+        value = float(eps)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a number, got {eps!r}") from None
+    if math.isnan(value) or value <= 0:
+        raise ValueError(f"{name} must be > 0, got {eps!r}")
+    if math.isinf(value) and not allow_inf:
+        raise ValueError(f"{name} must be finite (use the non-private baseline for ε = ∞)")
+    return value
+
+
+def check_delta(delta: float, n: int | None = None, name: str = "delta") -> float:
+    """Validate δ ∈ (0, 1); warn when δ ≥ 1/n (such a δ allows releasing a whole record)."""
+    try:
+        value = float(delta)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a number, got {delta!r}") from None
+    if not 0.0 < value < 1.0:
+        raise ValueError(f"{name} must be in (0, 1), got {delta!r}")
+    if n is not None and n > 0 and value >= 1.0 / n:
+        warnings.warn(
+            f"{name}={value:g} is ≥ 1/n = {1.0 / n:g}: a mechanism that publishes one random record "
+            "in the clear satisfies this guarantee. Use δ ≪ 1/n.",
+            PrivacyWarning,
+            stacklevel=2,
+        )
+    return value
+
+
+def check_features(X, name: str = "X", allow_sparse: bool = False, min_rows: int = 1) -> np.ndarray:
+    """Return X as a 2-D float array (or CSR when ``allow_sparse``), rejecting NaN/inf and empty input."""
+    if X is None:
+        raise ValueError(f"{name} is None")
+    if sp.issparse(X):
+        if not allow_sparse:
+            X = X.toarray()
+        else:
+            X = sp.csr_matrix(X, dtype=np.float64)
+            values = X.data
+    if not sp.issparse(X):
+        X = np.asarray(X)
+        if X.dtype == object:
+            raise TypeError(f"{name} must be numeric, got dtype object")
+        X = X.astype(np.float64, copy=False)
+        if X.ndim == 1:
+            raise ValueError(f"{name} must be 2-D (n_samples, n_features); got a 1-D array, reshape it")
+        if X.ndim != 2:
+            raise ValueError(f"{name} must be 2-D (n_samples, n_features), got shape {X.shape}")
+        values = X
+    if X.shape[0] < min_rows:
+        raise ValueError(f"{name} is empty: {X.shape[0]} rows (need at least {min_rows}); is a domain missing?")
+    if X.shape[1] == 0:
+        raise ValueError(f"{name} has no features")
+    if not np.all(np.isfinite(values)):
+        bad = int(np.size(values) - np.isfinite(values).sum())
+        raise ValueError(f"{name} contains {bad} NaN or infinite values; impute or drop them first")
+    return X
+
+
+def check_labels(y, n: int, name: str = "y", min_classes: int = 2) -> np.ndarray:
+    """Return integer labels of length n with at least ``min_classes`` classes."""
+    y = np.asarray(y)
+    if y.ndim != 1:
+        y = y.ravel()
+    if y.shape[0] != n:
+        raise ValueError(f"{name} has {y.shape[0]} labels for {n} rows")
+    if y.size and not np.all(np.isfinite(y.astype(float))):
+        raise ValueError(f"{name} contains NaN")
+    if y.size and not np.all(np.equal(np.mod(y.astype(float), 1), 0)):
+        raise ValueError(f"{name} must hold integer class labels")
+    y = y.astype(np.int64)
+    classes = np.unique(y)
+    if classes.size < min_classes:
+        raise ValueError(
+            f"{name} has {classes.size} class(es) ({classes.tolist()}); at least {min_classes} are needed to train a classifier"
+        )
+    return y
+
+
+def check_same_features(Xs, Xt, names: tuple[str, str] = ("source", "target")) -> None:
+    """Both domains must share the feature space."""
+    if Xs.shape[1] != Xt.shape[1]:
+        raise ValueError(
+            f"{names[0]} has {Xs.shape[1]} features but {names[1]} has {Xt.shape[1]}: the domains must share a feature space"
+        )
+
+
+def check_positive(value: float, name: str) -> float:
+    value = float(value)
+    if not value > 0 or math.isinf(value):
+        raise ValueError(f"{name} must be a finite number > 0, got {value}")
+    return value
+
+
+def check_privacy_mode(mode: str) -> str:
+    if mode not in ("sound", "paper"):
+        raise ValueError(f"privacy_mode must be 'sound' or 'paper', got {mode!r}")
+    return mode
+
+
+def check_random_state(random_state) -> np.random.Generator:
+    """A :class:`numpy.random.Generator` from None / int / Generator (never the legacy global state)."""
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if random_state is None or isinstance(random_state, (int, np.integer)):
+        return np.random.default_rng(random_state)
+    if isinstance(random_state, np.random.SeedSequence):
+        return np.random.default_rng(random_state)
+    raise TypeError(f"random_state must be None, an int or a numpy Generator, got {type(random_state).__name__}")
+
+
+def split_domains(X, y, sample_domain):
+    """Split skada-style ``(X, y, sample_domain)`` into source (domain ≥ 0) and target (domain < 0).
+
+    Returns ``Xs, ys, Xt, yt`` where ``yt`` is ``None`` when every target label is −1 (unlabelled).
+    """
+    if sample_domain is None:
+        raise ValueError("sample_domain is required: source rows ≥ 0, target rows < 0 (skada convention)")
+    sample_domain = np.asarray(sample_domain)
+    n = X.shape[0]
+    if sample_domain.shape[0] != n:
+        raise ValueError(f"sample_domain has {sample_domain.shape[0]} entries for {n} rows")
+    src, tgt = sample_domain >= 0, sample_domain < 0
+    if not src.any():
+        raise ValueError("no source rows (sample_domain ≥ 0)")
+    if not tgt.any():
+        raise ValueError("no target rows (sample_domain < 0)")
+    y = None if y is None else np.asarray(y)
+    ys = None if y is None else y[src]
+    yt = None if y is None else y[tgt]
+    if yt is not None and np.all(yt == -1):
+        yt = None
+    return X[src], ys, X[tgt], yt
