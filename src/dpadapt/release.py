@@ -17,6 +17,7 @@ import math
 import os
 import uuid
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -139,7 +140,7 @@ class Release:
                 arrays = {k: npz[k] for k in npz.files if k != _META_KEY}
         except ReleaseError:
             raise
-        except (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError, json.JSONDecodeError) as exc:
+        except (zipfile.BadZipFile, zlib.error, NotImplementedError, EOFError, OSError, ValueError, KeyError) as exc:
             raise ReleaseError(f"{path}: unreadable or truncated release file ({exc})") from exc
         if meta.get("format") != FORMAT:
             raise ReleaseError(f"{path}: not a dpadapt release (format {meta.get('format')!r})")
