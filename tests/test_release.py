@@ -184,3 +184,16 @@ def test_release_zip_really_is_a_zip(tmp_path, release):
     path = release.save(tmp_path / "r.npz")
     with zipfile.ZipFile(path) as zf:
         assert "__dpadapt_meta__.npy" in zf.namelist()
+
+
+def test_guarantee_details_with_numpy_scalars_round_trip(tmp_path):
+    from dpadapt.privacy import accounting as A
+
+    g = Guarantee.from_event(
+        A.gaussian_event(2.0, 10), party="target", unit="record", relation="add_remove", delta=1e-5,
+        theorem="t", details={"steps": np.int64(10), "clip": np.float32(0.5)},
+    )
+    r = Release("m", "k", "target", {"a": np.zeros(2)}, g)
+    back = Release.load(r.save(tmp_path / "g.npz"))
+    assert back.guarantee.details == {"steps": 10, "clip": 0.5}
+    assert back.guarantee.epsilon == g.epsilon and back.digest() == r.digest()

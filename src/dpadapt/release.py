@@ -97,7 +97,7 @@ class Release:
             "method": self.method,
             "kind": self.kind,
             "owner": self.owner,
-            "guarantee": self.guarantee.to_dict(),
+            "guarantee": _jsonable(self.guarantee.to_dict()),  # details may hold numpy scalars
             "params": _jsonable(self.params),
             "version": self.version,
             "release_id": self.release_id,
