@@ -17,6 +17,7 @@ import math
 import os
 import uuid
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -96,7 +97,7 @@ class Release:
             "method": self.method,
             "kind": self.kind,
             "owner": self.owner,
-            "guarantee": self.guarantee.to_dict(),
+            "guarantee": _jsonable(self.guarantee.to_dict()),  # details may hold numpy scalars
             "params": _jsonable(self.params),
             "version": self.version,
             "release_id": self.release_id,
@@ -139,7 +140,7 @@ class Release:
                 arrays = {k: npz[k] for k in npz.files if k != _META_KEY}
         except ReleaseError:
             raise
-        except (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError, json.JSONDecodeError) as exc:
+        except (zipfile.BadZipFile, zlib.error, NotImplementedError, EOFError, OSError, ValueError, KeyError) as exc:
             raise ReleaseError(f"{path}: unreadable or truncated release file ({exc})") from exc
         if meta.get("format") != FORMAT:
             raise ReleaseError(f"{path}: not a dpadapt release (format {meta.get('format')!r})")
@@ -209,12 +210,14 @@ def _digest(meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> str:
     return h.hexdigest()
 
 
-def raw_rows_in_release(release: Release, X, atol: float = 1e-8) -> list[tuple[str, int]]:
-    """Rows of the owner's raw data ``X`` that appear (within ``atol``) in any released array.
+def raw_rows_in_release(release: Release, X, atol: float = 1e-8, rtol: float = 1e-6) -> list[tuple[str, int]]:
+    """Rows of the owner's raw data ``X`` that appear in any released array.
 
-    Every 2-D array whose width equals X's is compared row by row with X, and every 1-D array of
-    that length as one row. Returns ``(array name, row index in X)`` pairs; empty when clean.
-    Rows of X that are all zeros are ignored (they carry no information and collide trivially).
+    A released row matches a raw row when every entry agrees within ``atol + rtol·|x|`` (the
+    default ``rtol`` also catches a raw row cast to float32). Every 2-D array whose width equals
+    X's is compared row by row with X, and every 1-D array of that length as one row. Returns
+    ``(array name, row index in X)`` pairs; empty when clean. Rows of X that are all zeros are
+    ignored (they carry no information and collide trivially).
     """
     X = np.asarray(X.toarray() if hasattr(X, "toarray") else X, dtype=np.float64)
     d = X.shape[1]
@@ -231,16 +234,19 @@ def raw_rows_in_release(release: Release, X, atol: float = 1e-8) -> list[tuple[s
         rows = rows.astype(np.float64)
         for start in range(0, rows.shape[0], 2048):
             chunk = rows[start : start + 2048]
-            dist = (chunk**2).sum(axis=1)[:, None] + x_sq[None, :] - 2.0 * chunk @ Xi.T
-            close = np.argwhere(dist <= atol**2 * d + 1e-12)
-            for _, j in close:
-                if np.allclose(chunk[_], Xi[j], atol=atol, rtol=0):
+            c_sq = (chunk**2).sum(axis=1)[:, None]
+            dist = c_sq + x_sq[None, :] - 2.0 * chunk @ Xi.T
+            # generous pre-filter: the tolerance region plus the rounding error of the expansion
+            # above (which grows with the squared norms), then an exact entrywise check
+            bound = 2.0 * (atol**2 * d + rtol**2 * x_sq[None, :]) + 1e-9 * (c_sq + x_sq[None, :]) + 1e-12
+            for i, j in np.argwhere(dist <= bound):
+                if np.allclose(chunk[i], Xi[j], atol=atol, rtol=rtol):
                     hits.append((name, int(informative[j])))
     return hits
 
 
-def assert_no_raw_rows(release: Release, X, atol: float = 1e-8) -> None:
+def assert_no_raw_rows(release: Release, X, atol: float = 1e-8, rtol: float = 1e-6) -> None:
     """Raise ``AssertionError`` if any raw row of ``X`` appears in ``release`` (see :func:`raw_rows_in_release`)."""
-    hits = raw_rows_in_release(release, X, atol=atol)
+    hits = raw_rows_in_release(release, X, atol=atol, rtol=rtol)
     if hits:
         raise AssertionError(f"{len(hits)} raw row(s) of the owner's data appear in the release, e.g. {hits[:3]}")

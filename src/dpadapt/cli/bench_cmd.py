@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from dpadapt.bench import format_table, run_suite, suites
+from dpadapt.bench import format_table, run_suite
+# not ``dpadapt.bench.suites``: importing the subpackage of that name rebinds the attribute to the module
+from dpadapt.bench.registry import suites
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -157,17 +157,31 @@ def calibrate_noise_multiplier(
 ) -> float:
     """Smallest noise multiplier z such that ``make_event(z)`` is (ε, δ)-DP.
 
-    Uses :func:`dp_accounting.calibrate_dp_mechanism` (bisection over the accountant).
+    Uses :func:`dp_accounting.calibrate_dp_mechanism` (Brent's method over the accountant) on a
+    bracket [z/2, z] found by doubling/halving from z = 1, so the accountant is never asked about
+    a tiny multiplier (PLD discretisation of z ≈ 1e-3 would need tens of GiB).
     """
     check_epsilon(target_epsilon)
     check_delta(target_delta)
     resolved = resolve_method(make_event(1.0), relation, method)
+    within = lambda z: epsilon(make_event(z), target_delta, relation, resolved) <= target_epsilon  # noqa: E731
+    hi = 1.0
+    if within(hi):
+        while hi > 1e-3 and within(hi / 2):
+            hi /= 2
+        if hi <= 1e-3:
+            return hi
+    else:
+        while not within(hi):
+            hi *= 2
+            if hi > 1e6:
+                raise ValueError(f"no noise multiplier ≤ 1e6 reaches ε = {target_epsilon} at δ = {target_delta}")
     z = dp_accounting.calibrate_dp_mechanism(
         lambda: _accountant(relation, resolved),
         make_event,
         target_epsilon,
         target_delta,
-        bracket_interval=dp_accounting.LowerEndpointAndGuess(1e-3, 1.0),
+        bracket_interval=dp_accounting.ExplicitBracketInterval(hi / 2, hi),
         tol=tol,
     )
     return float(z)

@@ -74,8 +74,9 @@ def epsilon_lower_bound(
         ("D>D' lower tail", below_a, below_b),
         ("D'>D lower tail", below_b, below_a),
     ):
-        low_num, _ = clopper_pearson(num, n, 2 * alpha / n_tests)
-        _, high_den = clopper_pearson(den, n, 2 * alpha / n_tests)
+        # each one-sided bound at level α/(2·n_tests): 2·n_tests bounds in all, total error ≤ α
+        low_num, _ = clopper_pearson(num, n, alpha / n_tests)
+        _, high_den = clopper_pearson(den, n, alpha / n_tests)
         with np.errstate(divide="ignore", invalid="ignore"):
             eps = np.log(np.maximum(low_num - delta, 0.0) / high_den)
         eps = np.where(np.isfinite(eps), eps, -math.inf)

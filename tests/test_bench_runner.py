@@ -1,0 +1,122 @@
+"""The benchmark runner: a tiny suite registered here runs, writes JSON + CSV, and tabulates."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+
+import numpy as np
+import pytest
+
+from dpadapt.bench import BenchTask, RunOutcome, format_table, load_rows, register_suite, run_suite, summarise
+from dpadapt.bench import registry
+from dpadapt.privacy import gaussian_mechanism
+
+REQUIRED = (
+    "suite", "task", "method", "mode", "epsilon_target", "epsilon_spent",
+    "delta", "seed", "metric", "value", "seconds", "guarantee_valid",
+)
+
+
+@pytest.fixture
+def tiny_suite(monkeypatch):
+    """Register suite 'tiny-test' in an isolated copy of the registry."""
+    monkeypatch.setattr(registry, "_SUITES", dict(registry._SUITES))
+    monkeypatch.setattr(registry, "_discover", lambda: None)
+
+    def private_run(seed: int) -> RunOutcome:
+        rng = np.random.default_rng(seed)
+        out = gaussian_mechanism(np.zeros(3), 1.0, 2.0, 1e-5, rng, party="target")
+        return RunOutcome(0.5 + 0.01 * seed, {"target": out.guarantee}, extra={"sigma": out.noise_scale})
+
+    def broken_run(seed: int) -> RunOutcome:
+        raise RuntimeError("diverged")
+
+    @register_suite("tiny-test", "a suite for the runner's tests")
+    def build(quick, epsilons=None):
+        eps_list = epsilons or [2.0]
+        tasks = [
+            BenchTask("tiny-test", "toy:A->B", "toy-dp", "sound", private_run, epsilon=e, delta=1e-5, paper_value=0.6)
+            for e in eps_list
+        ]
+        tasks.append(BenchTask("tiny-test", "toy:A->B", "toy-baseline", "non-private", lambda s: RunOutcome(0.9)))
+        if not quick:
+            tasks.append(BenchTask("tiny-test", "toy:B->A", "toy-dp", "sound", broken_run, epsilon=2.0, delta=1e-5))
+        return tasks
+
+    return "tiny-test"
+
+
+def test_run_suite_writes_json_and_csv(tiny_suite, tmp_path):
+    out = tmp_path / "res" / "tiny.json"
+    rows = run_suite(tiny_suite, seeds=2, out=out, progress=False)
+    assert len(rows) == 6  # 3 tasks × 2 seeds
+    data = json.loads(out.read_text())
+    assert len(data) == 6
+    for row in data:
+        for field in REQUIRED:
+            assert field in row, field
+        assert row["suite"] == "tiny-test" and row["seconds"] >= 0
+    dp = [r for r in data if r["method"] == "toy-dp" and r["error"] is None]
+    assert {r["seed"] for r in dp} == {0, 1}
+    assert all(r["guarantee_valid"] and r["epsilon_spent"] == pytest.approx(2.0) and r["delta"] == 1e-5 for r in dp)
+    assert all("sigma" in r for r in dp)  # RunOutcome.extra is recorded
+    base = [r for r in data if r["method"] == "toy-baseline"]
+    assert all(r["epsilon_spent"] == "inf" and r["guarantee_valid"] is False and r["value"] == 0.9 for r in base)
+    with open(out.with_suffix(".csv")) as fh:
+        csv_rows = list(csv.DictReader(fh))
+    assert len(csv_rows) == 6 and set(REQUIRED) <= set(csv_rows[0])
+
+
+def test_erroring_task_is_recorded_not_raised(tiny_suite, tmp_path):
+    rows = run_suite(tiny_suite, tasks=["B->A"], seeds=1, out=tmp_path / "e.json", progress=False)
+    assert len(rows) == 1
+    row = rows[0]
+    assert row["error"] == "RuntimeError: diverged" and "Traceback" in row["traceback"]
+    assert math.isnan(row["value"]) and row["guarantee_valid"] is False
+    back = load_rows(tmp_path / "e.json")
+    assert back[0]["value"] is None and math.isnan(back[0]["epsilon_spent"])
+    assert "ERROR×1" in format_table(rows)
+
+
+def test_quick_and_epsilon_override_and_task_filter(tiny_suite):
+    rows = run_suite(tiny_suite, seeds=1, quick=True, epsilons=[1.0, 4.0], progress=False)
+    assert sorted(r["epsilon_target"] for r in rows if r["method"] == "toy-dp") == [1.0, 4.0]
+    assert not any(r["task"] == "toy:B->A" for r in rows)  # quick drops the extra task
+    only = run_suite(tiny_suite, tasks=["toy-baseline"], seeds=1, progress=False)
+    assert [r["method"] for r in only] == ["toy-baseline"]
+    with pytest.raises(ValueError, match="no task matches"):
+        run_suite(tiny_suite, tasks=["nothing"], seeds=1, progress=False)
+    with pytest.raises(KeyError, match="unknown benchmark suite"):
+        run_suite("no-such-suite", seeds=1, progress=False)
+
+
+def test_format_table_and_summary(tiny_suite, tmp_path):
+    rows = run_suite(tiny_suite, seeds=2, quick=True, out=tmp_path / "t.json", progress=False)
+    summary = {(s["method"], s["epsilon"]): s for s in summarise(rows)}
+    dp = summary[("toy-dp", 2.0)]
+    assert dp["mean"] == pytest.approx(0.505) and dp["std"] == pytest.approx(0.005) and dp["n"] == 2
+    assert dp["paper"] == 0.6 and dp["valid"]
+    table = format_table(load_rows(tmp_path / "t.json"))
+    lines = table.splitlines()
+    assert "measured" in lines[0] and "paper" in lines[0]
+    dp_line = next(line for line in lines if "toy-dp" in line)
+    assert "0.5050±0.005" in dp_line and "0.6" in dp_line and "yes" in dp_line
+    base_line = next(line for line in lines if "toy-baseline" in line)
+    assert "∞" in base_line and "0.9000" in base_line
+
+
+def test_duplicate_suite_name_rejected(tiny_suite):
+    with pytest.raises(ValueError, match="registered twice"):
+        register_suite("tiny-test")(lambda quick, epsilons=None: [])
+
+
+def test_source_only_suite_is_registered():
+    suite = registry.get_suite("source-only")
+    tasks = suite.build(False, None)
+    names = {t.task for t in tasks}
+    assert {"decaf6:D->W", "decaf6:W->D"} <= names
+    assert sum(t.task.startswith("bow5000:") for t in tasks if t.method == "source-only-logreg") == 12
+    assert {t.method for t in tasks} == {"source-only-logreg", "source-only-mlp"}
+    assert all(t.mode == "non-private" for t in tasks)

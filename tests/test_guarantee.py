@@ -1,0 +1,127 @@
+"""The Guarantee record: construction rules, composition, serialisation, report."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from dpadapt.privacy import accounting as A
+from dpadapt.privacy import Guarantee, compose_guarantees, gaussian_mechanism, laplace_mechanism
+
+
+def _gauss(eps=1.0, delta=1e-5, party="target", relation="replace_one"):
+    import numpy as np
+
+    return gaussian_mechanism(np.zeros(3), 1.0, eps, delta, np.random.default_rng(0), party=party, relation=relation).guarantee
+
+
+def test_from_event_uses_the_accountant():
+    event = A.poisson_gaussian_event(1.1, 256 / 60000, 2343)
+    g = Guarantee.from_event(event, party="target", unit="record", relation="add_remove", delta=1e-5, theorem="DP-SGD", method="pld")
+    assert g.valid and g.mode == "sound" and not g.reasons
+    assert g.epsilon == pytest.approx(A.epsilon(event, 1e-5, "add_remove", "pld"))
+    assert g.accounting == "pld"
+    g_auto = Guarantee.from_event(event, party="target", unit="record", relation="add_remove", delta=1e-5, theorem="", method="auto")
+    assert g_auto.accounting == "pld"
+
+
+def test_paper_mode_is_invalid_with_reasons():
+    event = A.gaussian_event(2.0)
+    g = Guarantee.from_event(event, party="source", unit="attribute", relation="replace_one", delta=1e-5, theorem="JL", mode="paper")
+    assert not g.valid
+    assert any("paper" in r for r in g.reasons)
+    g2 = Guarantee.from_event(
+        event, party="source", unit="record", relation="replace_one", delta=1e-5, theorem="x", reasons=("rows not clipped",)
+    )
+    assert not g2.valid and g2.reasons == ("rows not clipped",)
+    with pytest.raises(ValueError, match="paper-mode"):
+        Guarantee(party="source", unit="record", relation="replace_one", epsilon=1.0, delta=1e-5, mode="paper", valid=True)
+    with pytest.raises(ValueError, match="reason"):
+        Guarantee(party="source", unit="record", relation="replace_one", epsilon=1.0, delta=1e-5, valid=False)
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [("party", "both"), ("unit", "row"), ("relation", "swap"), ("mode", "loose"), ("epsilon", -1.0), ("delta", 2.0)],
+)
+def test_constructor_rejects_bad_fields(field, value):
+    kwargs = dict(party="source", unit="record", relation="replace_one", epsilon=1.0, delta=1e-5)
+    kwargs[field] = value
+    with pytest.raises(ValueError, match=field):
+        Guarantee(**kwargs)
+
+
+def test_rdp_recomposition_beats_basic_sum():
+    g = _gauss(1.0, 1e-5)
+    composed = g.compose(*[g] * 9)  # 10 releases
+    assert composed.accounting == "rdp"
+    assert composed.delta == pytest.approx(1e-4)
+    assert composed.epsilon < 10 * g.epsilon / 2  # far below the basic sum 10
+    assert composed.epsilon == pytest.approx(A.epsilon(A.gaussian_event(g.details["sigma"], 10), 1e-4, "replace_one"))
+    assert composed.details["composed_of"] == 10
+    assert composed.valid
+
+
+def test_composition_never_worse_than_basic_sum():
+    # a single pure-DP part plus a Gaussian part: the reported ε is at most the sum of the parts
+    rng = __import__("numpy").random.default_rng(0)
+    lap = laplace_mechanism([1.0], 1.0, 0.1, rng, party="target").guarantee
+    g = _gauss(0.5, 1e-6)
+    composed = compose_guarantees([lap, g])
+    assert composed.epsilon <= lap.epsilon + g.epsilon + 1e-12
+    assert composed.delta == pytest.approx(1e-6)
+
+
+def test_composition_without_events_is_basic():
+    a = Guarantee(party="target", unit="record", relation="add_remove", epsilon=1.0, delta=1e-6, accounting="kkmm")
+    b = Guarantee(party="target", unit="record", relation="add_remove", epsilon=0.5, delta=2e-6, accounting="kkmm")
+    c = a.compose(b)
+    assert c.accounting == "basic_composition"
+    assert c.epsilon == pytest.approx(1.5) and c.delta == pytest.approx(3e-6)
+
+
+def test_composition_propagates_invalidity_and_paper_mode():
+    sound = _gauss()
+    paper = Guarantee.from_event(A.gaussian_event(3.0), party="target", unit="record", relation="replace_one", delta=1e-5, theorem="t", mode="paper")
+    c = sound.compose(paper)
+    assert c.mode == "paper" and not c.valid and c.reasons == paper.reasons
+
+
+def test_composition_requires_same_party_unit_relation():
+    with pytest.raises(ValueError, match="same party"):
+        _gauss(party="target").compose(_gauss(party="source"))
+    with pytest.raises(ValueError, match="same party"):
+        _gauss(relation="replace_one").compose(_gauss(relation="add_remove"))
+    with pytest.raises(ValueError, match="nothing"):
+        compose_guarantees([])
+
+
+def test_serialisation_round_trip():
+    event = A.compose([A.poisson_gaussian_event(1.0, 0.01, 100), A.laplace_event(2.0)])
+    g = Guarantee.from_event(
+        event, party="target", unit="record", relation="add_remove", delta=1e-6, theorem="Thm 1",
+        sensitivity=2.0, details={"clip": 1.0, "steps": 100},
+    )
+    back = Guarantee.from_dict(json.loads(g.to_json()))
+    assert back == g
+    assert back.epsilon == pytest.approx(A.epsilon(back.event, 1e-6, "add_remove"))
+    inf = Guarantee.non_private("source")
+    back_inf = Guarantee.from_dict(json.loads(json.dumps(inf.to_dict())))
+    assert math.isinf(back_inf.epsilon) and not back_inf.valid
+    with pytest.raises(ValueError, match="unknown Guarantee fields"):
+        Guarantee.from_dict({**g.to_dict(), "colour": "red"})
+
+
+def test_report_mentions_party_unit_relation():
+    g = _gauss(party="source", relation="replace_one")
+    text = g.report()
+    assert "source" in text and "one whole record" in text and "replacing one record" in text
+    assert "valid differential-privacy guarantee" in text and "Balle" in text
+    att = Guarantee.from_event(A.gaussian_event(1.0), party="target", unit="attribute", relation="add_remove", delta=1e-5, theorem="JL", mode="paper")
+    text = att.report()
+    assert "one attribute" in text and "adding or removing" in text and "NOT a valid" in text and "paper mode" in text
+    assert "∞" in Guarantee.non_private("target").report()
+    assert "NOT a valid" in Guarantee.non_private("target").summary()
+    assert str(g) == g.summary() and "source" in g.summary()
