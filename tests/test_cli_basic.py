@@ -86,7 +86,7 @@ def test_bench_list(capsys):
     import dpadapt.bench.registry as registry
     import dpadapt.cli.bench_cmd as bench_cmd
 
-    registry.suites()  # discovery imports dpadapt.bench.suites (the subpackage) ...
+    registry.all_suites()  # discovery imports dpadapt.bench.suites (the subpackage) ...
     importlib.reload(bench_cmd)  # ... so the command must still find the function, not the module
     assert main(["bench", "--list"]) == 0
     assert "source-only" in capsys.readouterr().out

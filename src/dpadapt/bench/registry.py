@@ -92,14 +92,14 @@ def _discover() -> None:
         importlib.import_module(f"{pkg.__name__}.{mod.name}")
 
 
-def suites() -> dict[str, Suite]:
+def all_suites() -> dict[str, Suite]:
     """All registered suites (importing every module of :mod:`dpadapt.bench.suites`)."""
     _discover()
     return dict(sorted(_SUITES.items()))
 
 
 def get_suite(name: str) -> Suite:
-    all_suites = suites()
-    if name not in all_suites:
-        raise KeyError(f"unknown benchmark suite {name!r}; available: {', '.join(all_suites)}")
-    return all_suites[name]
+    registered = all_suites()
+    if name not in registered:
+        raise KeyError(f"unknown benchmark suite {name!r}; available: {', '.join(registered)}")
+    return registered[name]

@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 
 from dpadapt.bench import format_table, run_suite
-# not ``dpadapt.bench.suites``: importing the subpackage of that name rebinds the attribute to the module
-from dpadapt.bench.registry import suites
+from dpadapt.bench.registry import all_suites
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -24,7 +23,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args) -> int:
     if args.list or not args.suite:
-        for name, suite in suites().items():
+        for name, suite in all_suites().items():
             print(f"{name:<24} {suite.description}")
         return 0
     rows = run_suite(
