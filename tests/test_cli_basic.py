@@ -90,3 +90,8 @@ def test_bench_list(capsys):
     importlib.reload(bench_cmd)  # ... so the command must still find the function, not the module
     assert main(["bench", "--list"]) == 0
     assert "source-only" in capsys.readouterr().out
+
+
+def test_account_rejects_sample_rate_above_one(capsys):
+    assert main(["account", "--sigma", "1.0", "--sample-rate", "1.5", "--steps", "10", "--delta", "1e-5"]) == 1
+    assert "--sample-rate must be in (0, 1]" in capsys.readouterr().err

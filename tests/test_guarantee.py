@@ -125,3 +125,14 @@ def test_report_mentions_party_unit_relation():
     assert "∞" in Guarantee.non_private("target").report()
     assert "NOT a valid" in Guarantee.non_private("target").summary()
     assert str(g) == g.summary() and "source" in g.summary()
+
+
+def test_to_json_accepts_numpy_details():
+    import numpy as np
+
+    g = Guarantee(
+        party="source", unit="record", relation="add_remove", epsilon=1.0, delta=1e-5,
+        details={"sigma": np.float32(2.5), "steps": np.int64(3), "norms": np.arange(2)},
+    )
+    data = json.loads(g.to_json())
+    assert data["details"] == {"sigma": 2.5, "steps": 3, "norms": [0, 1]}

@@ -13,7 +13,6 @@ import datetime as _dt
 import hashlib
 import io
 import json
-import math
 import os
 import uuid
 import zipfile
@@ -24,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from dpadapt import __version__
+from dpadapt.jsonutil import to_jsonable
 from dpadapt.privacy.guarantee import Guarantee
 
 FORMAT = "dpadapt-release"
@@ -97,8 +97,8 @@ class Release:
             "method": self.method,
             "kind": self.kind,
             "owner": self.owner,
-            "guarantee": _jsonable(self.guarantee.to_dict()),  # details may hold numpy scalars
-            "params": _jsonable(self.params),
+            "guarantee": self.guarantee.to_dict(),
+            "params": to_jsonable(self.params),
             "version": self.version,
             "release_id": self.release_id,
             "created": self.created,
@@ -179,23 +179,6 @@ class Release:
             self.guarantee.report(),
         ]
         return "\n".join(lines)
-
-
-def _jsonable(obj: Any) -> Any:
-    """Convert numpy scalars/arrays and tuples to plain JSON types (and check it round-trips)."""
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, float) and math.isinf(obj):
-        return "inf" if obj > 0 else "-inf"
-    if obj is None or isinstance(obj, (str, int, float, bool)):
-        return obj
-    raise TypeError(f"release parameter of type {type(obj).__name__} is not JSON-serialisable")
 
 
 def _digest(meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> str:

@@ -32,7 +32,9 @@ def _maker(args):
     if args.without_replacement:
         n, b = args.without_replacement
         return "replace_one", lambda z: accounting.sampled_without_replacement_gaussian_event(z, n, b, args.steps)
-    if args.sample_rate >= 1.0:
+    if not 0.0 < args.sample_rate <= 1.0:
+        raise ValueError(f"--sample-rate must be in (0, 1], got {args.sample_rate}")
+    if args.sample_rate == 1.0:
         return "add_remove", lambda z: accounting.gaussian_event(z, args.steps)
     return "add_remove", lambda z: accounting.poisson_gaussian_event(z, args.sample_rate, args.steps)
 

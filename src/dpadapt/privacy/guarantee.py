@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 import dp_accounting
 
+from dpadapt.jsonutil import to_jsonable
 from dpadapt.privacy import accounting
 
 Party = Literal["source", "target"]
@@ -174,6 +175,7 @@ class Guarantee:
         out["events"] = [accounting.event_to_dict(e) for e in self.events]
         out["reasons"] = list(self.reasons)
         out["epsilon"] = _json_float(self.epsilon)
+        out["details"] = to_jsonable(self.details)
         return out
 
     @classmethod
