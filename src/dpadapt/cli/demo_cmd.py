@@ -69,6 +69,12 @@ def make_shifted_blobs(
 
 
 def run(args) -> int:
+    from dpadapt.cli.methods import methods
+
+    registered = methods()
+    if args.method not in registered:
+        names = ", ".join(registered) or "none"
+        raise ValueError(f"method {args.method!r} is not registered in this installation (registered: {names})")
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="dpadapt-demo-"))
     src, tgt, exchange = workdir / "source", workdir / "target", workdir / "exchange"
     for d in (src, tgt, exchange):

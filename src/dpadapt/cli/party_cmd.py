@@ -160,7 +160,7 @@ def budgeted_release(
         release.save(out)
     budget = ledger.budget(party, dataset_id)
     print(
-        f"ledger {ledger.path}: {party} / dataset {short_id(dataset_id)} has now spent {reservation.spend.words()}"
+        f"ledger {ledger.path}: {party} / dataset {short_id(dataset_id)} has now spent {ledger.spent(party, dataset_id).words()}"
         + (f" of its budget (ε = {budget.epsilon:.4g}, δ = {budget.delta:.3g})" if budget else "")
     )
     return release
