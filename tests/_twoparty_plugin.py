@@ -133,3 +133,44 @@ def adapt(args: argparse.Namespace, table: Table, releases: list[Release]) -> Ad
 
 
 register(MethodCommands(NAME, "test-only: noisy class means", add_release_arguments, plan_release, add_adapt_arguments, adapt))
+
+
+# -- an iterative method: "toy-mean-shift" (dpadapt serve / dpadapt adapt --exchange) -------------
+
+ITERATIVE = "toy-mean-shift"
+
+
+def _add_rounds(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--rounds", type=int, default=10, help="number of rounds (both parties agree on it)")
+    p.add_argument("--clip", type=float, default=1.0)
+
+
+def plan_answers(args: argparse.Namespace, table: Table):
+    """Each round: noisy mean of clip(x − q, C); σ calibrated so that ``--rounds`` rounds cost (ε, δ) (RDP)."""
+    from _toy_responder import planner
+
+    z = accounting.calibrate_noise_multiplier(
+        lambda z: accounting.gaussian_event(z, args.rounds), args.epsilon, args.delta, "replace_one", "rdp"
+    )
+    return planner(_dense(table.X), z, args.clip, args.delta, np.random.default_rng(args.seed))
+
+
+def adapt_iterative(args: argparse.Namespace, table: Table, releases: list[Release]) -> AdaptOutcome:
+    from dpadapt.protocol import Message, ask
+
+    q = np.zeros(table.X.shape[1])
+    for _ in range(args.rounds):
+        q = q + ask(args.channel, Message("query", {"q": q}), timeout=args.timeout)["step"]
+    return AdaptOutcome(model=q, metrics={"distance_to_own_mean": float(np.linalg.norm(q - _dense(table.X).mean(axis=0)))})
+
+
+def _no_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
+    raise ValueError(f"{ITERATIVE} is iterative: run `dpadapt serve {ITERATIVE}`")
+
+
+register(
+    MethodCommands(
+        ITERATIVE, "test-only: iterative noisy mean shift", _add_rounds, _no_release, _add_rounds, adapt_iterative,
+        add_serve_arguments=_add_rounds, plan_answers=plan_answers,
+    )
+)

@@ -228,3 +228,42 @@ def test_no_release_of_any_method_contains_raw_rows(name, parties):
     out = src / f"{name}.release"
     assert main(["release", name, "--data", str(src / "source.npz"), "--epsilon", "4", "--delta", "1e-5", "--out", str(out), "--seed", "0"]) == 0
     assert_no_raw_rows(Release.load(out), Xs)
+
+
+def test_iterative_method_serve_and_adapt_through_an_exchange_folder(parties, tmp_path, capsys):
+    src, tgt, _ = parties
+    rng = np.random.default_rng(5)
+    mean = np.array([1.0, -1.0, 2.0])
+    save_table(src / "private.npz", mean + 0.3 * rng.normal(size=(500, 3)))
+    save_table(tgt / "own.npz", mean + 0.3 * rng.normal(size=(300, 3)))
+    ledger_path = src / "ledger.sqlite"
+    _set_budget(ledger_path, src / "private.npz", 1.0)
+    exchange = tmp_path / "exchange"
+    server = subprocess.Popen(
+        [sys.executable, "-m", "dpadapt.cli.main", "serve", "toy-mean-shift", "--data", "private.npz", "--exchange", str(exchange),
+         "--epsilon", "1", "--delta", "1e-5", "--rounds", "10", "--timeout", "60", "--seed", "0"],
+        cwd=src, env=_env(DPADAPT_LEDGER=str(ledger_path)), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    code = main(["adapt", "toy-mean-shift", "--exchange", str(exchange), "--data", str(tgt / "own.npz"),
+                 "--out", str(tgt / "q.joblib"), "--rounds", "10", "--timeout", "60"])
+    assert code == 0, capsys.readouterr().err
+    assert server.wait(60) == 0
+    assert "answered 10 round(s)" in server.stdout.read()
+    assert "10 answered round(s)" in capsys.readouterr().out
+    from dpadapt.cli.party_cmd import load_model
+
+    model = load_model(tgt / "q.joblib")
+    assert np.linalg.norm(model["model"] - mean) < 0.3
+    assert model["guarantees"]["source"].epsilon == pytest.approx(1.0, abs=0.01)  # 10 rounds composed
+    spent = Ledger(ledger_path).spent("source", fingerprint(src / "private.npz"))
+    assert spent.n_releases == 10 and spent.epsilon == pytest.approx(1.0, abs=0.01)
+    # the budget is spent: a second session is refused at its first round, before any noise
+    again = subprocess.Popen(
+        [sys.executable, "-m", "dpadapt.cli.main", "serve", "toy-mean-shift", "--data", "private.npz", "--exchange",
+         str(tmp_path / "exchange2"), "--epsilon", "1", "--delta", "1e-5", "--timeout", "60"],
+        cwd=src, env=_env(DPADAPT_LEDGER=str(ledger_path)), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    code = main(["adapt", "toy-mean-shift", "--exchange", str(tmp_path / "exchange2"), "--data", str(tgt / "own.npz"),
+                 "--out", str(tgt / "q2.joblib"), "--timeout", "60"])
+    assert again.wait(60) == 0
+    assert code != 0 and not (tgt / "q2.joblib").exists()

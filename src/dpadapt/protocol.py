@@ -65,7 +65,7 @@ class ChannelError(ValueError):
     """A message is malformed, tampered with, too large, or did not arrive in time."""
 
 
-class Refused(RuntimeError):
+class Refused(ValueError):
     """The private party refused to answer (its privacy budget is spent)."""
 
 
@@ -156,6 +156,8 @@ class Channel(abc.ABC):
         self.me, self.peer, self.session, self.max_bytes = me, peer, session, max_bytes
         self.sent = 0
         self.received = 0
+        #: Guarantees of the private answers received so far (what this end learned about the peer's data).
+        self.guarantees: list[Guarantee] = []
 
     def send(self, message: Message) -> Path | None:
         """Send ``message``; returns the file written (file channels) or ``None``."""
@@ -176,6 +178,8 @@ class Channel(abc.ABC):
         if self.session and message.session != self.session:
             raise ChannelError(f"{where}: message of session {message.session!r}, expected {self.session!r}")
         self.received += 1
+        if message.guarantee is not None:
+            self.guarantees.append(message.guarantee)
         return message
 
     def next_path(self) -> Path | None:
@@ -312,7 +316,7 @@ def serve(
     plan_answer: Callable[[Message], PlannedAnswer],
     *,
     ledger: Ledger,
-    party: str,
+    party: str | None,
     dataset_id: str,
     method: str,
     timeout: float | None = 60.0,
@@ -322,6 +326,7 @@ def serve(
 
     Returns the guarantees of the rounds answered. A round the budget cannot afford is answered
     with a ``refused`` message (no noise drawn) and ends the loop; so does ``max_rounds``.
+    ``party`` names the ledger's party (``None``: the party each answer's guarantee protects).
     """
     answered: list[Guarantee] = []
     while max_rounds is None or len(answered) < max_rounds:
@@ -332,7 +337,7 @@ def serve(
         release_id = uuid.uuid4().hex
         try:
             with ledger.reservation(
-                party, dataset_id, plan.guarantee, release_id=release_id, method=method,
+                party or plan.guarantee.party, dataset_id, plan.guarantee, release_id=release_id, method=method,
                 kind=f"round {channel.sent + 1}", path=channel.next_path(),
             ):
                 answer = plan.execute()

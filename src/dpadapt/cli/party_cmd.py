@@ -25,6 +25,7 @@ from dpadapt.cli.methods import MethodCommands, PlannedRelease, methods
 from dpadapt.io import Table, load_table
 from dpadapt.privacy.guarantee import Guarantee, compose_guarantees
 from dpadapt.privacy.ledger import Ledger, fingerprint, short_id
+from dpadapt.protocol import Channel, FileChannel, Message, SocketChannel, serve
 from dpadapt.release import Release
 from dpadapt.validation import check_delta, check_epsilon
 
@@ -50,6 +51,23 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="Verify the release file(s), adapt on your own data, save the model (joblib) with its privacy guarantees.",
     )
     asub = ap.add_subparsers(dest="method", metavar="METHOD")
+    sp = sub.add_parser(
+        "serve",
+        help="data owner: answer an iterative method's queries round by round (each round budgeted)",
+        description=(
+            "Answer the other party's queries through a shared folder (--exchange) or a loopback port (--port) "
+            "until it stops; every answer is charged to your privacy budget before its noise is drawn, and a "
+            "round that does not fit is refused."
+        ),
+    )
+    ssub = sp.add_subparsers(dest="method", metavar="METHOD")
+    for name, commands in registered.items():
+        if commands.plan_answers is not None:
+            s = ssub.add_parser(name, help=commands.help, conflict_handler="resolve")
+            _add_serve_common(s)
+            if commands.add_serve_arguments is not None:
+                commands.add_serve_arguments(s)
+            s.set_defaults(func=run_serve, method_name=name)
     for name, commands in registered.items():
         p = rsub.add_parser(name, help=commands.help, conflict_handler="resolve")
         _add_release_common(p)
@@ -59,7 +77,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         _add_adapt_common(q)
         commands.add_adapt_arguments(q)
         q.set_defaults(func=run_adapt, method_name=name)
-    for parser in (rp, ap):
+    for parser in (rp, ap, sp):
         parser.set_defaults(func=lambda args, parser=parser: _no_method(parser, registered))
 
 
@@ -88,8 +106,27 @@ def _add_release_common(p: argparse.ArgumentParser) -> None:
     _add_ledger_arguments(p)
 
 
+def _add_serve_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data", required=True, help="your data file (.npz dense/CSR, .csv, .parquet)")
+    p.add_argument("--label-column", default="y", help="label column of a .csv/.parquet file (default y)")
+    p.add_argument("--epsilon", type=float, required=True, help="ε the method calibrates its rounds for (the whole session)")
+    p.add_argument("--delta", type=float, required=True, help="δ of the whole session (≪ 1/n)")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--exchange", help="shared folder for the message files")
+    where.add_argument("--port", type=int, help="listen on 127.0.0.1:PORT (0: any free port, printed)")
+    p.add_argument("--session", default="", help="session name both parties agree on (checked on every message)")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for each query (default 600)")
+    p.add_argument("--max-rounds", type=int, default=None, help="answer at most this many rounds")
+    p.add_argument("--seed", type=int, default=None, help="seed of the noise generator (default: fresh entropy)")
+    _add_ledger_arguments(p)
+
+
 def _add_adapt_common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--release", required=True, action="append", help="the other party's Release file (repeatable)")
+    p.add_argument("--release", action="append", default=[], help="the other party's Release file (repeatable)")
+    p.add_argument("--exchange", help="iterative methods: shared folder with the party running `dpadapt serve`")
+    p.add_argument("--connect", type=int, metavar="PORT", help="iterative methods: connect to `dpadapt serve` on 127.0.0.1:PORT")
+    p.add_argument("--session", default="", help="session name (as given to `dpadapt serve`)")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for each answer (default 600)")
     p.add_argument("--data", required=True, help="your data file (.npz dense/CSR, .csv, .parquet)")
     p.add_argument("--label-column", default="y", help="label column of a .csv/.parquet file (default y)")
     p.add_argument("--out", required=True, help="model file to write (joblib)")
@@ -169,18 +206,67 @@ def budgeted_release(
 # -- adapt ------------------------------------------------------------------------------------
 
 
+def run_serve(args: argparse.Namespace) -> int:
+    commands = methods()[args.method_name]
+    check_epsilon(args.epsilon)
+    table = load_table(args.data, args.label_column)
+    check_delta(args.delta, n=table.X.shape[0])
+    plan_answer = commands.plan_answers(args, table)
+    dataset_id = args.dataset_id or fingerprint(table.path)
+    ledger = Ledger(args.ledger)
+    with _open_channel(args, me="server", peer="client") as channel:
+        rounds = serve(
+            channel, plan_answer, ledger=ledger, party=args.party, dataset_id=dataset_id,
+            method=commands.name, timeout=args.timeout, max_rounds=args.max_rounds,
+        )
+    print(f"answered {len(rounds)} round(s)")
+    if rounds:
+        party = args.party or rounds[0].party
+        print(f"ledger {ledger.path}: {party} / dataset {short_id(dataset_id)} has now spent {ledger.spent(party, dataset_id).words()}")
+    return 0
+
+
+def _open_channel(args: argparse.Namespace, me: str, peer: str) -> Channel:
+    """The channel named by ``--exchange DIR``, ``--port N`` (serve) or ``--connect N`` (adapt)."""
+    if getattr(args, "exchange", None):
+        return FileChannel(args.exchange, me, peer, session=args.session)
+    if getattr(args, "connect", None) is not None:
+        return SocketChannel.connect(args.connect, me, peer, session=args.session, timeout=args.timeout)
+    server = SocketChannel.listen(args.port)
+    print(f"listening on {SocketChannel.HOST}:{server.getsockname()[1]}", flush=True)
+    try:
+        return SocketChannel.accept(server, me, peer, session=args.session, timeout=args.timeout)
+    finally:
+        server.close()
+
+
 def run_adapt(args: argparse.Namespace) -> int:
     commands = methods()[args.method_name]
+    if args.exchange and args.connect is not None:
+        raise ValueError("give --exchange or --connect, not both")
+    iterative = bool(args.exchange) or args.connect is not None
+    if not args.release and not iterative:
+        raise ValueError("give the other party's --release FILE (or --exchange/--connect for an iterative method)")
     releases = [Release.load(p, expect_method=commands.name) for p in args.release]
     table = load_table(args.data, args.label_column)
     check_release_dimensions(releases, table)
     out = _check_out(args.out, args.force)
     if args.return_release:
         _check_out(args.return_release, args.force)
-    outcome = commands.adapt(args, table, releases)
-    guarantees = model_guarantees(outcome.guarantees, releases)
+    args.channel = _open_channel(args, me="client", peer="server") if iterative else None
+    try:
+        outcome = commands.adapt(args, table, releases)
+        if args.channel is not None:
+            args.channel.send(Message("stop"))
+    finally:
+        if args.channel is not None:
+            args.channel.close()
+    received = list(args.channel.guarantees) if args.channel is not None else []
+    guarantees = model_guarantees(outcome.guarantees, releases, received)
+
     save_model(out, outcome.model, commands.name, guarantees, outcome.metrics, releases)
-    print(f"wrote {out}: {commands.name} model trained from release(s) {', '.join(r.release_id[:12] for r in releases)}")
+    sources = [r.release_id[:12] for r in releases] + ([f"{len(received)} answered round(s)"] if received else [])
+    print(f"wrote {out}: {commands.name} model trained from {', '.join(sources)}")
     for party, g in guarantees.items():
         print(f"  {g.summary()}")
     for key, value in outcome.metrics.items():
@@ -208,18 +294,22 @@ def check_release_dimensions(releases: list[Release], table: Table) -> None:
             )
 
 
-def model_guarantees(given: dict[str, Guarantee], releases: list[Release]) -> dict[str, Guarantee]:
-    """The model's guarantee per party: the method's, else the composition of what each party released.
+def model_guarantees(
+    given: dict[str, Guarantee], releases: list[Release], answers: list[Guarantee] | None = None
+) -> dict[str, Guarantee]:
+    """The model's guarantee per party: the method's, else the composition of what each party released
+    (release files and answers received over a channel).
 
     The receiver's own data, used without noise, is reported as non-private unless the method says otherwise.
     """
     out = dict(given)
     by_party: dict[str, list[Guarantee]] = {}
-    for r in releases:
-        by_party.setdefault(r.owner, []).append(r.guarantee)
+    for g in [r.guarantee for r in releases] + list(answers or []):
+        by_party.setdefault(g.party, []).append(g)
     for party, gs in by_party.items():
         if party not in out:
-            out[party] = gs[0] if len(gs) == 1 else compose_guarantees(gs)
+            # RDP composition reported at the largest δ of the parts (basic composition when events are missing)
+            out[party] = gs[0] if len(gs) == 1 else compose_guarantees(gs, delta=max(g.delta for g in gs))
     for party in ("source", "target"):
         if party not in out:
             out[party] = Guarantee.non_private(party, "this party's own data were used by the model without noise")

@@ -59,12 +59,25 @@ class AdaptOutcome:
 
 @dataclasses.dataclass(frozen=True)
 class MethodCommands:
+    """The party steps of one method.
+
+    Iterative methods (many rounds answered by the private party) also give ``plan_answers``:
+    ``plan_answers(args, table)`` returns a function that, for each query
+    :class:`~dpadapt.protocol.Message`, returns a :class:`~dpadapt.protocol.PlannedAnswer`
+    (guarantee first, noise in ``execute``). ``dpadapt serve METHOD`` runs it with the ledger
+    charging every round; ``dpadapt adapt METHOD --exchange DIR`` (or ``--connect PORT``) gives
+    the method's ``adapt`` an open :class:`~dpadapt.protocol.Channel` as ``args.channel`` (ask
+    with :func:`dpadapt.protocol.ask`; the driver sends ``stop`` afterwards).
+    """
+
     name: str
     help: str
     add_release_arguments: Callable[[argparse.ArgumentParser], None]
     plan_release: Callable[[argparse.Namespace, Table], PlannedRelease]
     add_adapt_arguments: Callable[[argparse.ArgumentParser], None]
     adapt: Callable[[argparse.Namespace, Table, list[Release]], AdaptOutcome]
+    add_serve_arguments: Callable[[argparse.ArgumentParser], None] | None = None
+    plan_answers: Callable[[argparse.Namespace, Table], Callable[[Any], Any]] | None = None
 
 
 _METHODS: dict[str, MethodCommands] = {}
