@@ -256,11 +256,9 @@ def run_adapt(args: argparse.Namespace) -> int:
     args.channel = _open_channel(args, me="client", peer="server") if iterative else None
     try:
         outcome = commands.adapt(args, table, releases)
-        if args.channel is not None:
-            args.channel.send(Message("stop"))
     finally:
         if args.channel is not None:
-            args.channel.close()
+            _stop(args.channel)
     received = list(args.channel.guarantees) if args.channel is not None else []
     guarantees = model_guarantees(outcome.guarantees, releases, received)
 
@@ -280,6 +278,16 @@ def run_adapt(args: argparse.Namespace) -> int:
     elif args.return_release:
         print(f"note: method {commands.name!r} has no return release; {args.return_release} was not written", file=sys.stderr)
     return 0
+
+
+def _stop(channel: Channel) -> None:
+    """Tell the serving party we are done (best effort: it may have ended already), then close."""
+    try:
+        channel.send(Message("stop"))
+    except (OSError, ValueError):
+        pass
+    finally:
+        channel.close()
 
 
 def check_release_dimensions(releases: list[Release], table: Table) -> None:

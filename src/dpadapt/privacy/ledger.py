@@ -205,19 +205,25 @@ def total_spend(guarantees: Sequence[Guarantee], delta: float | None = None, n_p
     ``delta`` defaults to the sum of the guarantees' δ. Returns ε = ∞ when the closed-form parts
     already use up δ, or when any guarantee is non-private.
     """
-    units = tuple(sorted({g.unit for g in guarantees}))
-    invalid = tuple(dict.fromkeys(r for g in guarantees if not g.valid for r in g.reasons))
-    if not guarantees:
+    return _weighted_spend([(g, 1) for g in guarantees], delta, n_pending)
+
+
+def _weighted_spend(weighted: Sequence[tuple[Guarantee, int]], delta: float | None, n_pending: int) -> Spend:
+    """:func:`total_spend` of guarantees given with multiplicities (identical rounds counted once)."""
+    n = sum(k for _, k in weighted)
+    units = tuple(sorted({g.unit for g, _ in weighted}))
+    invalid = tuple(dict.fromkeys(r for g, _ in weighted if not g.valid for r in g.reasons))
+    if not weighted:
         return Spend(0.0, 0.0 if delta is None else delta, 0, 0, "none")
     if delta is None:
-        delta = min(sum(g.delta for g in guarantees), 1.0)
-    closed = [g for g in guarantees if not g.events]
-    groups: dict[tuple[str, str], list[Guarantee]] = {}
-    for g in guarantees:
+        delta = min(sum(g.delta * k for g, k in weighted), 1.0)
+    closed = [(g, k) for g, k in weighted if not g.events]
+    groups: dict[tuple[str, str], list[tuple[Guarantee, int]]] = {}
+    for g, k in weighted:
         if g.events:
-            groups.setdefault((g.unit, g.relation), []).append(g)
-    eps = sum(g.epsilon for g in closed)
-    delta_closed = sum(g.delta for g in closed)
+            groups.setdefault((g.unit, g.relation), []).append((g, k))
+    eps = sum(g.epsilon * k for g, k in closed)
+    delta_closed = sum(g.delta * k for g, k in closed)
     how = ["basic_composition"] if closed else []
     if groups:
         remaining = delta - delta_closed
@@ -226,7 +232,7 @@ def total_spend(guarantees: Sequence[Guarantee], delta: float | None = None, n_p
         else:
             share = min(remaining / len(groups), 1.0 - 1e-12)
             for (_, relation), members in groups.items():
-                event = grouped_event([e for g in members for e in g.events])
+                event = grouped_event([e for g, k in members for e in g.events], [k for g, k in members for _ in g.events])
                 eps += accounting.epsilon(event, share, relation, "rdp")
             how.insert(0, "rdp")
         total_delta = delta
@@ -235,7 +241,7 @@ def total_spend(guarantees: Sequence[Guarantee], delta: float | None = None, n_p
     return Spend(
         epsilon=float(eps),
         delta=float(total_delta),
-        n_releases=len(guarantees),
+        n_releases=n,
         n_pending=n_pending,
         accounting=" + ".join(how),
         units=units,
@@ -243,16 +249,16 @@ def total_spend(guarantees: Sequence[Guarantee], delta: float | None = None, n_p
     )
 
 
-def grouped_event(events: Sequence[dp_accounting.DpEvent]) -> dp_accounting.DpEvent:
-    """Compose ``events``, collapsing identical ones into one self-composition (same ε, faster)."""
-    counts: dict[str, list] = {}
-    for e in events:
+def grouped_event(events: Sequence[dp_accounting.DpEvent], counts: Sequence[int] | None = None) -> dp_accounting.DpEvent:
+    """Compose ``events`` (each ``counts[i]`` times), collapsing identical ones into one self-composition (same ε, faster)."""
+    grouped: dict[str, list] = {}
+    for e, k in zip(events, counts if counts is not None else [1] * len(events)):
         key = json.dumps(accounting.event_to_dict(e), sort_keys=True)
-        if key in counts:
-            counts[key][1] += 1
+        if key in grouped:
+            grouped[key][1] += k
         else:
-            counts[key] = [e, 1]
-    parts = [e if n == 1 else dp_accounting.SelfComposedDpEvent(e, n) for e, n in counts.values()]
+            grouped[key] = [e, k]
+    parts = [e if n == 1 else dp_accounting.SelfComposedDpEvent(e, n) for e, n in grouped.values()]
     return accounting.compose(parts)
 
 
@@ -303,33 +309,40 @@ class Ledger:
         self.path = Path(path) if path is not None else default_path()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.timeout = timeout
-        with self._connect() as con:
-            con.executescript(_SCHEMA)
+        self._con: sqlite3.Connection | None = None
+        with self._transaction() as con:
+            for statement in filter(str.strip, _SCHEMA.split(";")):
+                con.execute(statement)
             con.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
             version = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
         if int(version) != SCHEMA_VERSION:
             raise ValueError(f"{self.path}: ledger schema version {version} is not supported (expected {SCHEMA_VERSION})")
 
     def _connect(self) -> sqlite3.Connection:
-        con = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
-        con.execute("PRAGMA journal_mode=WAL")
-        con.execute("PRAGMA synchronous=FULL")
-        return con
+        """This object's connection (opened once; autocommit mode, WAL journal, full fsync)."""
+        if self._con is None:
+            con = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+            con.execute("PRAGMA journal_mode=WAL")
+            con.execute("PRAGMA synchronous=FULL")
+            self._con = con
+        return self._con
+
+    def close(self) -> None:
+        if self._con is not None:
+            self._con.close()
+            self._con = None
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
         """An immediate (write-locked) transaction: concurrent writers are serialised."""
         con = self._connect()
+        con.execute("BEGIN IMMEDIATE")
         try:
-            con.execute("BEGIN IMMEDIATE")
-            try:
-                yield con
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
-            con.execute("COMMIT")
-        finally:
-            con.close()
+            yield con
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        con.execute("COMMIT")
 
     # -- budgets ----------------------------------------------------------------------------
 
@@ -349,7 +362,7 @@ class Ledger:
         return self.budget(party, dataset_id)  # type: ignore[return-value]
 
     def budget(self, party: str, dataset_id: str) -> Budget | None:
-        with contextlib.closing(self._connect()) as con:
+        with contextlib.nullcontext(self._connect()) as con:
             row = con.execute(
                 "SELECT party, dataset_id, epsilon, delta, label FROM budgets WHERE party = ? AND dataset_id = ?",
                 (party, dataset_id),
@@ -357,26 +370,28 @@ class Ledger:
         return Budget(*row) if row else None
 
     def budgets(self) -> list[Budget]:
-        with contextlib.closing(self._connect()) as con:
+        with contextlib.nullcontext(self._connect()) as con:
             rows = con.execute("SELECT party, dataset_id, epsilon, delta, label FROM budgets ORDER BY party, dataset_id")
             return [Budget(*r) for r in rows.fetchall()]
 
     # -- spends -----------------------------------------------------------------------------
 
-    def _guarantees(self, con: sqlite3.Connection, party: str, dataset_id: str) -> tuple[list[Guarantee], int]:
+    def _guarantees(self, con: sqlite3.Connection, party: str, dataset_id: str) -> tuple[list[tuple[Guarantee, int]], int]:
+        """Distinct guarantees charged to a dataset with their multiplicities, and the number in progress."""
         rows = con.execute(
-            "SELECT guarantee, state FROM spends WHERE party = ? AND dataset_id = ? AND state != 'aborted' ORDER BY created",
+            "SELECT guarantee, COUNT(*), SUM(state = 'reserved') FROM spends WHERE party = ? AND dataset_id = ? "
+            "AND state != 'aborted' GROUP BY guarantee ORDER BY MIN(rowid)",
             (party, dataset_id),
         ).fetchall()
-        return [Guarantee.from_dict(json.loads(g)) for g, _ in rows], sum(s == "reserved" for _, s in rows)
+        return [(Guarantee.from_dict(json.loads(g)), k) for g, k, _ in rows], sum(p for _, _, p in rows)
 
     def spent(self, party: str, dataset_id: str) -> Spend:
         """Composed spend of every committed or in-progress release (at the budget's δ if set)."""
         self.recover()
         budget = self.budget(party, dataset_id)
-        with contextlib.closing(self._connect()) as con:
-            guarantees, pending = self._guarantees(con, party, dataset_id)
-        return total_spend(guarantees, budget.delta if budget else None, pending)
+        with contextlib.nullcontext(self._connect()) as con:
+            weighted, pending = self._guarantees(con, party, dataset_id)
+        return _weighted_spend(weighted, budget.delta if budget else None, pending)
 
     def reserve(
         self,
@@ -413,8 +428,8 @@ class Ledger:
                 )
             budget_eps, budget_delta = row
             previous, pending = self._guarantees(con, party, dataset_id)
-            before = total_spend(previous, budget_delta, pending)
-            after = total_spend([*previous, guarantee], budget_delta, pending + 1)
+            before = _weighted_spend(previous, budget_delta, pending)
+            after = _weighted_spend([*previous, (guarantee, 1)], budget_delta, pending + 1)
             hold = float(os.environ.get(HOLD_ENV, "0") or 0)
             if hold > 0:
                 time.sleep(hold)
@@ -534,7 +549,7 @@ class Ledger:
             "SELECT release_id, party, dataset_id, method, kind, state, guarantee, path, created, resolved, note "
             "FROM spends WHERE (? IS NULL OR party = ?) AND (? IS NULL OR dataset_id = ?) ORDER BY created, rowid"
         )
-        with contextlib.closing(self._connect()) as con:
+        with contextlib.nullcontext(self._connect()) as con:
             rows = con.execute(query, (party, party, dataset_id, dataset_id)).fetchall()
         return [
             Entry(r[0], r[1], r[2], r[3], r[4], r[5], Guarantee.from_dict(json.loads(r[6])), r[7], r[8], r[9], r[10])
