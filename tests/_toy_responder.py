@@ -6,7 +6,7 @@ most 2C/n (ℓ2), so σ = z · 2C/n and each round is the Gaussian event with no
 (RDP, Mironov 2017); rounds compose in the ledger. Iterating q ← q + answer converges to
 (a neighbourhood of) the private mean.
 
-Usage: python _toy_responder.py (--dir DIR | --port-file FILE) --data X.npy --ledger DB --z Z --clip C --delta D
+Usage: python _toy_responder.py --dir DIR --data X.npy --ledger DB --z Z --clip C --delta D
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from dpadapt.privacy import accounting
 from dpadapt.privacy.guarantee import Guarantee
 from dpadapt.privacy.ledger import Ledger, fingerprint
 from dpadapt.privacy.mechanisms import clip_rows
-from dpadapt.protocol import FileChannel, Message, PlannedAnswer, SocketChannel, serve
+from dpadapt.protocol import FileChannel, Message, PlannedAnswer, serve
 
 
 def planner(X: np.ndarray, z: float, clip: float, delta: float, rng: np.random.Generator):
@@ -45,8 +45,7 @@ def planner(X: np.ndarray, z: float, clip: float, delta: float, rng: np.random.G
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser()
-    p.add_argument("--dir")
-    p.add_argument("--port-file")
+    p.add_argument("--dir", required=True)
     p.add_argument("--data", required=True)
     p.add_argument("--ledger", required=True)
     p.add_argument("--z", type=float, default=2.0)
@@ -56,17 +55,7 @@ def main(argv=None) -> int:
     X = np.load(args.data)
     ledger = Ledger(args.ledger)
     plan = planner(X, args.z, args.clip, args.delta, np.random.default_rng(0))
-    if args.dir:
-        channel = FileChannel(args.dir, "source", "target", session="toy")
-    else:
-        server = SocketChannel.listen()
-        with open(args.port_file + ".tmp", "w") as fh:
-            fh.write(str(server.getsockname()[1]))
-        import os
-
-        os.replace(args.port_file + ".tmp", args.port_file)
-        channel = SocketChannel.accept(server, "source", "target", session="toy", timeout=30)
-        server.close()
+    channel = FileChannel(args.dir, "source", "target", session="toy")
     with channel:
         rounds = serve(channel, plan, ledger=ledger, party="source", dataset_id=fingerprint(args.data), method="toy-mean", timeout=30)
     print(f"answered {len(rounds)} rounds")

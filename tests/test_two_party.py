@@ -6,7 +6,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +14,7 @@ import pytest
 from dpadapt.privacy import accounting
 from dpadapt.privacy.guarantee import Guarantee
 from dpadapt.privacy.ledger import Ledger, fingerprint
-from dpadapt.protocol import ChannelError, FileChannel, Message, Refused, SocketChannel, ask
+from dpadapt.protocol import ChannelError, FileChannel, Message, Refused, SocketChannel, ask, serve
 from dpadapt.release import raw_rows_in_release
 
 TESTS = Path(__file__).parent
@@ -147,21 +146,29 @@ def test_iterative_protocol_over_files_composes_rounds_and_stops_at_the_budget(t
 
 
 def test_iterative_protocol_over_a_loopback_socket(tmp_path, rng):
+    """The private party's serve loop in a thread, the querier here, over 127.0.0.1."""
     data, X, mean = _private_data(tmp_path, rng)
-    ledger_path = tmp_path / "ledger.sqlite"
-    Ledger(ledger_path).set_budget("source", fingerprint(data), 50.0, DELTA)
-    port_file = tmp_path / "port"
-    proc = _responder(tmp_path, ledger_path, data, ["--port-file", str(port_file)])
-    deadline = time.monotonic() + 30
-    while not port_file.exists():
-        assert time.monotonic() < deadline and proc.poll() is None, "responder did not start"
-        time.sleep(0.05)
-    with SocketChannel.connect(int(port_file.read_text()), "target", "source", session="toy") as channel:
+    ledger = Ledger(tmp_path / "ledger.sqlite")
+    ledger.set_budget("source", fingerprint(data), 50.0, DELTA)
+    server = SocketChannel.listen()
+    port = server.getsockname()[1]
+    result = {}
+
+    def private_party():
+        with SocketChannel.accept(server, "source", "target", session="toy", timeout=30) as channel:
+            plan = planner(X, Z, CLIP, DELTA, np.random.default_rng(0))
+            result["rounds"] = serve(channel, plan, ledger=Ledger(ledger.path), party=None, dataset_id=fingerprint(data), method="toy", timeout=30)
+
+    t = threading.Thread(target=private_party)
+    t.start()
+    with SocketChannel.connect(port, "target", "source", session="toy") as channel:
         q = np.zeros(3)
         for _ in range(8):
             q = q + ask(channel, Message("query", {"q": q}), timeout=30)["step"]
         channel.send(Message("stop"))
-    assert proc.wait(30) == 0
-    entries = Ledger(ledger_path).history()
-    assert len(entries) == 8 and all(e.state == "committed" and e.path is None for e in entries)
+    t.join(30)
+    server.close()
+    assert len(result["rounds"]) == 8
+    entries = ledger.history()
+    assert len(entries) == 8 and all(e.state == "committed" and e.path is None and e.party == "source" for e in entries)
     assert np.linalg.norm(q - mean) < 0.5

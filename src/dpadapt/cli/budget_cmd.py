@@ -30,13 +30,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         q.add_argument("--dataset-id", help="the dataset id (instead of --data)")
     for q in (show, hist):
         q.add_argument("--json", action="store_true", help="print JSON")
+    show.add_argument("--history", action="store_true", help="also list the releases (as `budget history`)")
     setp.add_argument("--epsilon", type=float, required=True)
     setp.add_argument("--delta", type=float, required=True)
     setp.add_argument("--label", help="a human-readable name for the dataset")
     show.set_defaults(func=run_show)
     setp.set_defaults(func=run_set)
     hist.set_defaults(func=run_history)
-    p.set_defaults(func=run_show, ledger=None, party=None, data=None, dataset_id=None, json=False)
+    p.set_defaults(func=run_show, ledger=None, party=None, data=None, dataset_id=None, json=False, history=False)
 
 
 def _dataset_id(args) -> str | None:
@@ -100,16 +101,24 @@ def run_show(args) -> int:
             print("    warning: some releases carry guarantees that are NOT valid DP guarantees, so the true spend may be larger:")
             for r in s.invalid:
                 print(f"      - {r}")
+    if args.history:
+        _print_history(ledger, args.party, dataset_id)
     return 0
 
 
 def run_history(args) -> int:
     ledger = Ledger(args.ledger)
-    entries = ledger.history(args.party, _dataset_id(args))
     if args.json:
+        entries = ledger.history(args.party, _dataset_id(args))
         print(json.dumps([e.to_dict() for e in entries], indent=2, default=str))
         return 0
-    print(f"ledger {ledger.path}: {len(entries)} release(s)")
+    _print_history(ledger, args.party, _dataset_id(args))
+    return 0
+
+
+def _print_history(ledger: Ledger, party: str | None, dataset_id: str | None) -> None:
+    entries = ledger.history(party, dataset_id)
+    print(f"  {len(entries)} release(s) recorded")
     for e in entries:
         g = e.guarantee
         print(
@@ -118,4 +127,3 @@ def run_history(args) -> int:
         )
         if e.note:
             print(f"      {e.note}")
-    return 0

@@ -10,7 +10,8 @@ exactly the commands a user would type in two terminals::
     target$ dpadapt report ../exchange/source.release
     target$ dpadapt adapt METHOD --release ../exchange/source.release --data target.npz --out model.joblib
     target$ dpadapt report model.joblib
-    source$ dpadapt budget show            (and a second release, refused once the budget is spent)
+    source$ dpadapt release METHOD ...          (a second release: refused, the budget is spent)
+    source$ dpadapt budget show --history       (and the target's, which released nothing)
 
 and prints the target accuracy of the adapted model on held-out target rows.
 """
@@ -115,9 +116,10 @@ def run(args) -> int:
               f"{args.delta:g}", "--out", "../exchange/source-2.release", *method_release]
     print("\n== A second release by the source exceeds its budget and is refused ==")
     _step("source", second, src)
-    for party, folder in (("source", src), ("target", tgt)):
-        _step(party, ["budget", "show"], folder)
-        _step(party, ["budget", "history"], folder)
+    print("\n== Both parties' privacy ledgers ==")
+    _step("source", ["budget", "show", "--history"], src)
+    _step("target", ["budget", "show", "--history"], tgt)
+    print(f"\nAll files are in {workdir}; run the same commands yourself in two terminals (one per party folder).")
     return 0
 
 
