@@ -35,7 +35,7 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 def _dpadapt(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "dpadapt.cli.main", *args], cwd=cwd, env=_env(**env), capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "dpadapt.cli.main", *args], cwd=cwd, env=_env(**env), capture_output=True, text=True, check=False)
 
 
 @pytest.fixture

@@ -158,14 +158,12 @@ def test_stale_reservations_are_settled_from_the_file_system(ledger, tmp_path):
 
 def test_reservation_context_aborts_before_write_and_commits_after(ledger, tmp_path):
     g = gaussian_guarantee(3.0)
-    with pytest.raises(RuntimeError):
-        with ledger.reservation("source", "ds", g, release_id="a", method="m", kind="k", path=tmp_path / "a.release"):
-            raise RuntimeError("crashed while drawing noise")
+    with pytest.raises(RuntimeError), ledger.reservation("source", "ds", g, release_id="a", method="m", kind="k", path=tmp_path / "a.release"):
+        raise RuntimeError("crashed while drawing noise")
     out = tmp_path / "b.release"
-    with pytest.raises(RuntimeError):
-        with ledger.reservation("source", "ds", g, release_id="b", method="m", kind="k", path=out):
-            _release_file(out, "b")
-            raise RuntimeError("crashed after writing")
+    with pytest.raises(RuntimeError), ledger.reservation("source", "ds", g, release_id="b", method="m", kind="k", path=out):
+        _release_file(out, "b")
+        raise RuntimeError("crashed after writing")
     with ledger.reservation("source", "ds", g, release_id="c", method="m", kind="k", path=tmp_path / "c.release") as r:
         r.kind = "final-kind"
         _release_file(tmp_path / "c.release", "c")

@@ -14,13 +14,21 @@ import pytest
 from dpadapt.privacy import accounting
 from dpadapt.privacy.guarantee import Guarantee
 from dpadapt.privacy.ledger import Ledger, fingerprint
-from dpadapt.protocol import ChannelError, FileChannel, Message, Refused, SocketChannel, ask, serve
+from dpadapt.protocol import (
+    ChannelError,
+    FileChannel,
+    Message,
+    Refused,
+    SocketChannel,
+    ask,
+    serve,
+)
 from dpadapt.release import raw_rows_in_release
 
 TESTS = Path(__file__).parent
 SRC = TESTS.parent / "src"
 sys.path.insert(0, str(TESTS))
-from _toy_responder import planner  # noqa: E402
+from _toy_responder import planner
 
 Z, CLIP, DELTA = 2.0, 1.0, 1e-5
 

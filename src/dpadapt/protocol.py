@@ -47,7 +47,7 @@ import uuid
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
@@ -195,7 +195,7 @@ class Channel(abc.ABC):
     def close(self) -> None:
         """Release the transport (no-op for files)."""
 
-    def __enter__(self) -> Channel:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -261,11 +261,10 @@ def run_adapt(args: argparse.Namespace) -> int:
             _stop(args.channel)
     received = list(args.channel.guarantees) if args.channel is not None else []
     guarantees = model_guarantees(outcome.guarantees, releases, received)
-
     save_model(out, outcome.model, commands.name, guarantees, outcome.metrics, releases)
     sources = [r.release_id[:12] for r in releases] + ([f"{len(received)} answered round(s)"] if received else [])
     print(f"wrote {out}: {commands.name} model trained from {', '.join(sources)}")
-    for party, g in guarantees.items():
+    for g in guarantees.values():
         print(f"  {g.summary()}")
     for key, value in outcome.metrics.items():
         print(f"  {key} = {value:.4f}" if isinstance(value, float) else f"  {key} = {value}")
@@ -338,7 +337,7 @@ def save_model(
         "guarantees": {k: g.to_dict() for k, g in guarantees.items()},
         "metrics": {k: (float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v) for k, v in metrics.items()},
         "releases": [r.release_id for r in releases],
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
     }
     tmp = path.with_name(path.name + f".tmp-{os.getpid()}")
     joblib.dump(bundle, tmp)
@@ -351,7 +350,7 @@ def load_model(path: str | os.PathLike) -> dict[str, Any]:
 
     try:
         bundle = joblib.load(path)
-    except Exception as exc:  # noqa: BLE001 - any failure means "not a readable model file"
+    except Exception as exc:
         raise ValueError(f"{path}: not a readable dpadapt model file ({exc})") from exc
     if not isinstance(bundle, dict) or bundle.get("format") != MODEL_FORMAT:
         raise ValueError(f"{path}: not a dpadapt model file")

@@ -263,7 +263,7 @@ def grouped_event(events: Sequence[dp_accounting.DpEvent], counts: Sequence[int]
 
 
 def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
 
 def _proc_start(pid: int) -> str | None:
