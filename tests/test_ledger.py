@@ -92,6 +92,10 @@ def test_closed_form_guarantees_use_basic_composition(ledger):
     mixed = total_spend([a, g], delta=DELTA)
     assert mixed.epsilon == pytest.approx(1.0 + accounting.epsilon(g.events[0], DELTA - 1e-6, "add_remove"))
     assert total_spend([closed_form(1.0, DELTA), g], delta=DELTA).epsilon == math.inf  # no δ left for the events
+    assert total_spend([a, b], delta=2e-6).epsilon == math.inf  # Σδ = 3e-6 exceeds the δ asked for
+    ledger.set_budget("source", "tight", 100.0, 1e-6)
+    with pytest.raises(BudgetExceeded):
+        ledger.reserve("source", "tight", closed_form(1.0, 2e-6), release_id="x", method="m", kind="k", path=None)
 
 
 def test_different_relations_are_composed_separately_and_added(ledger):

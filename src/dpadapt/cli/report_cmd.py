@@ -27,11 +27,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def describe(path: str | Path) -> dict[str, Any]:
-    """JSON-able description of a Release or model file."""
+def _existing(path: str | Path) -> Path:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file")
+    return path
+
+
+def describe(path: str | Path) -> dict[str, Any]:
+    """JSON-able description of a Release or model file."""
+    path = _existing(path)
     if zipfile.is_zipfile(path):
         r = Release.load(path)
         return {
@@ -61,7 +66,8 @@ def describe(path: str | Path) -> dict[str, Any]:
 
 
 def words(path: str | Path) -> str:
-    path = Path(path)
+    """The guarantee(s) of a Release or model file, in words."""
+    path = _existing(path)
     if zipfile.is_zipfile(path):
         return Release.load(path).report()
     bundle = load_model(path)

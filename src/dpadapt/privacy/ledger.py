@@ -238,6 +238,8 @@ def _weighted_spend(weighted: Sequence[tuple[Guarantee, int]], delta: float | No
         total_delta = delta
     else:
         total_delta = delta_closed
+        if delta_closed > delta * (1 + 1e-9):
+            eps = math.inf  # the closed-form parts alone exceed the δ asked for
     return Spend(
         epsilon=float(eps),
         delta=float(total_delta),
