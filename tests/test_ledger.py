@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import sqlite3
@@ -64,6 +65,21 @@ def test_spends_compose_with_rdp_not_by_adding_epsilon(ledger):
     assert spent.n_releases == 10 and spent.n_pending == 0
     assert spent.epsilon == pytest.approx(expected, rel=1e-9)
     assert spent.epsilon < 0.5 * 10 * g.epsilon  # additive accounting would be far larger
+
+
+def test_a_release_stated_tighter_than_rdp_fits_a_budget_of_its_own_epsilon(tmp_path):
+    """An analytic-Gaussian release (ε below its RDP conversion) must fit a budget equal to its ε."""
+    z = 1.0
+    g = dataclasses.replace(gaussian_guarantee(z), epsilon=accounting.analytic_gaussian_epsilon(z, DELTA), accounting="analytic_gaussian")
+    rdp = accounting.epsilon(accounting.gaussian_event(z), DELTA, "add_remove", "rdp")
+    assert g.epsilon < rdp
+    assert total_spend([g], delta=DELTA).epsilon == pytest.approx(g.epsilon)
+    two = total_spend([g, g], delta=DELTA)  # Σδ = 2δ > δ: only the RDP bound applies
+    assert two.epsilon == pytest.approx(accounting.epsilon(accounting.gaussian_event(z, 2), DELTA, "add_remove"))
+    assert total_spend([g, g], delta=2 * DELTA).epsilon <= 2 * g.epsilon
+    led = Ledger(tmp_path / "l.sqlite")
+    led.set_budget("source", "ds", g.epsilon, DELTA)
+    led.reserve("source", "ds", g, release_id="a", method="m", kind="k", path=None)
 
 
 def test_grouped_event_matches_plain_composition():

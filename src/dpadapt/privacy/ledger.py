@@ -12,7 +12,10 @@ Total spend of a dataset, for budget δ_B:
 * releases without events: ε_c = Σ εᵢ, δ_c = Σ δᵢ (basic composition);
 * releases with events, grouped by (privacy unit, neighbouring relation): the events of each
   group are composed and converted to ε_g at δ_g = (δ_B − δ_c) / #groups (RDP, Mironov 2017);
-* total: (ε_c + Σ_g ε_g, δ_B) by basic composition across the parts.
+* total: (ε_c + Σ_g ε_g, δ_B) by basic composition across the parts;
+* or, when it is smaller, the basic composition of the guarantees as stated (Σ εᵢ, with
+  Σ δᵢ ≤ δ_B) — both bounds are valid, so is the smaller (this matters for one or a few
+  releases whose ε was calibrated more tightly than RDP, e.g. by the analytic Gaussian).
 
 Two-phase protocol (nothing released without a record, no record of a spend that never left)
 -------------------------------------------------------------------------------------------
@@ -240,6 +243,13 @@ def _weighted_spend(weighted: Sequence[tuple[Guarantee, int]], delta: float | No
         total_delta = delta_closed
         if delta_closed > delta * (1 + 1e-9):
             eps = math.inf  # the closed-form parts alone exceed the δ asked for
+    # Second valid bound: basic composition of the stated guarantees (Σε, Σδ), which holds at
+    # δ whenever Σδ ≤ δ. It is the tighter one for a few releases whose ε was computed more
+    # tightly than RDP (analytic Gaussian, PLD). The spend is the smaller of the two bounds.
+    stated_eps = sum(g.epsilon * k for g, k in weighted)
+    stated_delta = sum(g.delta * k for g, k in weighted)
+    if groups and stated_delta <= delta * (1 + 1e-9) and stated_eps < eps:
+        eps, total_delta, how = stated_eps, delta, ["basic_composition of the stated guarantees"]
     return Spend(
         epsilon=float(eps),
         delta=float(total_delta),
