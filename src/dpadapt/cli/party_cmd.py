@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import math
 import os
 import sys
 import uuid
@@ -94,6 +95,11 @@ def _add_ledger_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dataset-id", help="name of the dataset in the ledger (default: SHA-256 of the data file)")
     p.add_argument("--party", help="party name in the ledger (default: the protected party, source or target)")
     p.add_argument("--force", action="store_true", help="overwrite an existing output file")
+    p.add_argument(
+        "--declare-public",
+        action="store_true",
+        help="these data are public: a release without privacy guarantee (ε = ∞) is allowed and not charged to a budget",
+    )
 
 
 def _add_release_common(p: argparse.ArgumentParser) -> None:
@@ -174,6 +180,8 @@ def budgeted_release(
     guarantee = plan.guarantee
     if not isinstance(guarantee, Guarantee):
         raise TypeError(f"method {method!r} planned a release without a Guarantee")
+    if math.isinf(guarantee.epsilon):
+        return _public_release(plan, table, args, out, method)
     eps, delta = requested
     if eps is not None and guarantee.epsilon > eps * (1 + 1e-6):
         raise ValueError(f"method {method!r} planned a release costing ε = {guarantee.epsilon:.4g} > --epsilon {eps:g}; refused")
@@ -200,6 +208,22 @@ def budgeted_release(
         f"ledger {ledger.path}: {party} / dataset {short_id(dataset_id)} has now spent {ledger.spent(party, dataset_id).words()}"
         + (f" of its budget (ε = {budget.epsilon:.4g}, δ = {budget.delta:.3g})" if budget else "")
     )
+    return release
+
+
+def _public_release(plan: PlannedRelease, table: Table, args: argparse.Namespace, out: Path, method: str) -> Release:
+    """A release without privacy guarantee: only of data declared public, and never charged to a budget."""
+    if not getattr(args, "declare_public", False):
+        raise ValueError(
+            f"method {method!r} planned a release without privacy guarantee (ε = ∞); refused. "
+            "If these data are public, pass --declare-public (nothing is charged to the ledger)"
+        )
+    release = plan.execute()
+    if not isinstance(release, Release) or release.guarantee.to_dict() != plan.guarantee.to_dict():
+        raise ValueError(f"method {method!r} released something other than it planned; refused")
+    release.params[N_FEATURES_PARAM] = int(table.X.shape[1])
+    release.save(out)
+    print(f"warning: {out} carries no privacy guarantee (data declared public); nothing was charged to a budget", file=sys.stderr)
     return release
 
 

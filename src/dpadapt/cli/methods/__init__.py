@@ -31,6 +31,7 @@ import dataclasses
 import importlib
 import os
 import pkgutil
+from pathlib import Path
 from collections.abc import Callable
 from typing import Any
 
@@ -78,6 +79,10 @@ class MethodCommands:
     adapt: Callable[[argparse.Namespace, Table, list[Release]], AdaptOutcome]
     add_serve_arguments: Callable[[argparse.ArgumentParser], None] | None = None
     plan_answers: Callable[[argparse.Namespace, Table], Callable[[Any], Any]] | None = None
+    #: For the generic tests: given small generated data files ``{"source": labelled .npz,
+    #: "target": unlabelled .npz}`` (same features), the method's ``release`` arguments
+    #: (``--data`` included; ``--epsilon/--delta/--out/--seed`` are added). Default: ``--data source``.
+    example_release_args: Callable[[dict[str, Path]], list[str]] | None = None
 
 
 _METHODS: dict[str, MethodCommands] = {}
