@@ -223,7 +223,7 @@ def test_a_crash_mid_release_leaves_the_ledger_consistent(parties, phase, writte
 def test_no_release_of_any_method_contains_raw_rows(name, parties):
     """Every registered method's release through the generic driver: no raw row of the owner's data,
     unless the release says it protects nothing (data declared public)."""
-    src, tgt, Xs = parties
+    src, tgt, _ = parties
     for party in ("source", "target"):
         for f in (src / "source.npz", tgt / "target.npz"):
             _set_budget(src / "ledger.sqlite", f, 50.0, party=party)
@@ -246,7 +246,7 @@ def test_no_release_of_any_method_contains_raw_rows(name, parties):
 
 
 def test_a_non_private_release_needs_declared_public_data(parties, capsys):
-    src, _, Xs = parties
+    src, _, _ = parties
     assert main(["release", "noisy-mean", "--data", str(src / "source.npz"), "--epsilon", "1", "--delta", "1e-5",
                  "--out", str(src / "raw.release"), "--in-the-clear"]) == 1
     assert "--declare-public" in capsys.readouterr().err and not (src / "raw.release").exists()

@@ -31,7 +31,6 @@ import scipy.linalg
 
 from dpadapt.io import save_table
 
-
 #: Method arguments the demo uses unless --release-args / --adapt-args are given: small,
 #: fast settings for the generated 20-feature problem (not tuned on the held-out rows).
 DEMO_ARGS: dict[str, tuple[str, str]] = {

@@ -31,8 +31,8 @@ import dataclasses
 import importlib
 import os
 import pkgutil
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from dpadapt.io import Table
