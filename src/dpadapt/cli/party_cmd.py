@@ -227,7 +227,7 @@ def _public_release(plan: PlannedRelease, table: Table, args: argparse.Namespace
     return release
 
 
-# -- adapt ------------------------------------------------------------------------------------
+# -- serve and adapt --------------------------------------------------------------------------
 
 
 def run_serve(args: argparse.Namespace) -> int:
