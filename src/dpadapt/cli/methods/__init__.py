@@ -5,6 +5,23 @@ driver (:mod:`dpadapt.cli.party_cmd`) loads the party's data file, asks the meth
 its release — computing the :class:`~dpadapt.privacy.Guarantee` it will cost **before any noise
 is drawn** — checks the owner's privacy budget, executes the plan, saves the Release and records
 the spend. ``adapt`` receives the other party's Release(s) and the receiver's own data.
+
+What the driver provides (plugins may rely on these attributes of ``args``):
+
+* ``release``: ``args.data`` (path), ``args.label_column``, ``args.epsilon``, ``args.delta``
+  (the release's target ε, δ), ``args.seed`` (int or ``None``: draw noise from
+  ``numpy.random.default_rng(args.seed)``), ``args.out``.
+* ``adapt``: ``args.release`` (list of paths, already loaded and verified into ``releases``),
+  ``args.data``, ``args.label_column``, ``args.out``, ``args.return_release`` (path or ``None``),
+  ``args.epsilon`` / ``args.delta`` (``None`` unless given: the budget of a return release),
+  ``args.seed``.
+
+A plugin may re-declare these options (to change the help or a default); the driver's parsers
+use ``conflict_handler="resolve"``. The driver overwrites ``release_id`` of the executed Release
+with the id it reserved in the ledger, adds ``params["n_features"]`` (the owner's feature
+dimension; ``adapt`` rejects data of another dimension) and refuses a Release whose guarantee
+differs from the planned one. Plugins outside this package are loaded from the comma-separated
+module names in ``$DPADAPT_PLUGINS`` (used by tests; third-party methods).
 """
 
 from __future__ import annotations
@@ -12,8 +29,10 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib
+import os
 import pkgutil
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from dpadapt.io import Table
@@ -41,15 +60,35 @@ class AdaptOutcome:
 
 @dataclasses.dataclass(frozen=True)
 class MethodCommands:
+    """The party steps of one method.
+
+    Iterative methods (many rounds answered by the private party) also give ``plan_answers``:
+    ``plan_answers(args, table)`` returns a function that, for each query
+    :class:`~dpadapt.protocol.Message`, returns a :class:`~dpadapt.protocol.PlannedAnswer`
+    (guarantee first, noise in ``execute``). ``dpadapt serve METHOD`` runs it with the ledger
+    charging every round; ``dpadapt adapt METHOD --exchange DIR`` (or ``--connect PORT``) gives
+    the method's ``adapt`` an open :class:`~dpadapt.protocol.Channel` as ``args.channel`` (ask
+    with :func:`dpadapt.protocol.ask`; the driver sends ``stop`` afterwards).
+    """
+
     name: str
     help: str
     add_release_arguments: Callable[[argparse.ArgumentParser], None]
     plan_release: Callable[[argparse.Namespace, Table], PlannedRelease]
     add_adapt_arguments: Callable[[argparse.ArgumentParser], None]
     adapt: Callable[[argparse.Namespace, Table, list[Release]], AdaptOutcome]
+    add_serve_arguments: Callable[[argparse.ArgumentParser], None] | None = None
+    plan_answers: Callable[[argparse.Namespace, Table], Callable[[Any], Any]] | None = None
+    #: For the generic tests: given small generated data files ``{"source": labelled .npz,
+    #: "target": unlabelled .npz}`` (same features), the method's ``release`` arguments
+    #: (``--data`` included; ``--epsilon/--delta/--out/--seed`` are added). Default: ``--data source``.
+    example_release_args: Callable[[dict[str, Path]], list[str]] | None = None
 
 
 _METHODS: dict[str, MethodCommands] = {}
+
+#: Comma-separated importable module names that register extra methods.
+PLUGINS_ENV = "DPADAPT_PLUGINS"
 
 
 def register(commands: MethodCommands) -> MethodCommands:
@@ -61,4 +100,6 @@ def methods() -> dict[str, MethodCommands]:
     """Every registered method (imports all modules of this package)."""
     for mod in pkgutil.iter_modules(__path__):
         importlib.import_module(f"{__name__}.{mod.name}")
+    for name in filter(None, (n.strip() for n in os.environ.get(PLUGINS_ENV, "").split(","))):
+        importlib.import_module(name)
     return dict(sorted(_METHODS.items()))

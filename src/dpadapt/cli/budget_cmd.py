@@ -1,0 +1,129 @@
+"""``dpadapt budget show|set|history``: the party's persistent privacy budgets (SQLite ledger)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+from dpadapt.privacy.ledger import Ledger, fingerprint, short_id
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "budget",
+        help="show / set your privacy budgets and list your releases",
+        description=(
+            "Each party keeps a privacy budget (ε, δ) per dataset in a SQLite ledger (--ledger, $DPADAPT_LEDGER, "
+            "or the user data dir). Releases are charged by composing their dp-accounting events (RDP), "
+            "not by adding ε."
+        ),
+    )
+    bsub = p.add_subparsers(dest="action", metavar="ACTION")
+    show = bsub.add_parser("show", help="budgets, what is spent and what is left")
+    setp = bsub.add_parser("set", help="set the budget of a dataset")
+    hist = bsub.add_parser("history", help="every release charged to the ledger")
+    for q in (show, setp, hist):
+        q.add_argument("--ledger", help="ledger file (default: $DPADAPT_LEDGER or the user data dir)")
+        q.add_argument("--party", required=q is setp, help="party name (source / target, or your own)")
+        q.add_argument("--data", help="the dataset's file (its SHA-256 is the dataset id)")
+        q.add_argument("--dataset-id", help="the dataset id (instead of --data)")
+    for q in (show, hist):
+        q.add_argument("--json", action="store_true", help="print JSON")
+    show.add_argument("--history", action="store_true", help="also list the releases (as `budget history`)")
+    setp.add_argument("--epsilon", type=float, required=True)
+    setp.add_argument("--delta", type=float, required=True)
+    setp.add_argument("--label", help="a human-readable name for the dataset")
+    show.set_defaults(func=run_show)
+    setp.set_defaults(func=run_set)
+    hist.set_defaults(func=run_history)
+    p.set_defaults(func=run_show, ledger=None, party=None, data=None, dataset_id=None, json=False, history=False)
+
+
+def _dataset_id(args) -> str | None:
+    if args.data and args.dataset_id:
+        raise ValueError("give --data or --dataset-id, not both")
+    return fingerprint(args.data) if args.data else args.dataset_id
+
+
+def _eps(x: float) -> str:
+    return "∞" if math.isinf(x) else f"{x:.4g}"
+
+
+def run_set(args) -> int:
+    dataset_id = _dataset_id(args)
+    if dataset_id is None:
+        raise ValueError("give --data FILE or --dataset-id ID")
+    ledger = Ledger(args.ledger)
+    b = ledger.set_budget(args.party, dataset_id, args.epsilon, args.delta, args.label or args.data)
+    print(f"ledger {ledger.path}: budget of {b.party} / dataset {short_id(b.dataset_id)} set to (ε = {b.epsilon:g}, δ = {b.delta:g})")
+    return 0
+
+
+def run_show(args) -> int:
+    ledger = Ledger(args.ledger)
+    dataset_id = _dataset_id(args)
+    rows = []
+    for b in ledger.budgets():
+        if (args.party and b.party != args.party) or (dataset_id and b.dataset_id != dataset_id):
+            continue
+        s = ledger.spent(b.party, b.dataset_id)
+        rows.append((b, s))
+    if args.json:
+        out = [
+            {
+                "party": b.party,
+                "dataset_id": b.dataset_id,
+                "label": b.label,
+                "budget": {"epsilon": b.epsilon, "delta": b.delta},
+                "spent": {"epsilon": s.epsilon if not math.isinf(s.epsilon) else "inf", "delta": s.delta,
+                          "releases": s.n_releases, "in_progress": s.n_pending, "accounting": s.accounting,
+                          "units": list(s.units), "invalid_reasons": list(s.invalid)},
+                "left_epsilon": max(b.epsilon - s.epsilon, 0.0),
+            }
+            for b, s in rows
+        ]
+        print(json.dumps({"ledger": str(ledger.path), "budgets": out}, indent=2))
+        return 0
+    print(f"ledger {ledger.path}")
+    if not rows:
+        print("  no budget set (dpadapt budget set --party P --data FILE --epsilon E --delta D)")
+    for b, s in rows:
+        left = max(b.epsilon - s.epsilon, 0.0)
+        name = f" ({b.label})" if b.label else ""
+        print(f"  {b.party} / dataset {short_id(b.dataset_id)}{name}")
+        print(f"    budget : ε = {b.epsilon:.4g}, δ = {b.delta:.3g}")
+        print(f"    spent  : {s.words()}")
+        print(f"    left   : ε ≈ {left:.4g} at δ = {b.delta:.3g}" + ("  — EXHAUSTED" if left <= 0 else ""))
+        if len(s.units) > 1:
+            print(f"    note   : releases protect different units ({', '.join(s.units)}); the total holds for the weakest")
+        if s.invalid:
+            print("    warning: some releases carry guarantees that are NOT valid DP guarantees, so the true spend may be larger:")
+            for r in s.invalid:
+                print(f"      - {r}")
+    if args.history:
+        _print_history(ledger, args.party, dataset_id)
+    return 0
+
+
+def run_history(args) -> int:
+    ledger = Ledger(args.ledger)
+    if args.json:
+        entries = ledger.history(args.party, _dataset_id(args))
+        print(json.dumps([e.to_dict() for e in entries], indent=2, default=str))
+        return 0
+    _print_history(ledger, args.party, _dataset_id(args))
+    return 0
+
+
+def _print_history(ledger: Ledger, party: str | None, dataset_id: str | None) -> None:
+    entries = ledger.history(party, dataset_id)
+    print(f"  {len(entries)} release(s) recorded")
+    for e in entries:
+        g = e.guarantee
+        print(
+            f"  {e.created}  {e.state:<9} {e.party}/{short_id(e.dataset_id)}  {e.method}/{e.kind}  "
+            f"ε = {_eps(g.epsilon)}, δ = {g.delta:.3g}  {e.release_id[:12]}  {e.path or ''}"
+        )
+        if e.note:
+            print(f"      {e.note}")

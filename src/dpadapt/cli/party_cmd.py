@@ -1,0 +1,383 @@
+"""``dpadapt release METHOD`` and ``dpadapt adapt METHOD``: the two party steps, one process each.
+
+``release`` (the data owner): load the data file, ask the method to *plan* its release (the
+Guarantee is known before any noise is drawn), reserve the spend in the owner's privacy ledger
+(refused if over budget), draw the noise, write the Release file atomically, commit the spend.
+
+``adapt`` (the receiver): load and verify the other party's Release file(s), check the feature
+dimension, run the method's adaptation on the receiver's own data, save the model with its
+guarantees (joblib), and — for methods with a return leg — release back to the other party
+through the same budgeted path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import math
+import os
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+from dpadapt import __version__
+from dpadapt.cli.methods import MethodCommands, PlannedRelease, methods
+from dpadapt.io import Table, load_table
+from dpadapt.privacy.guarantee import Guarantee, compose_guarantees
+from dpadapt.privacy.ledger import Ledger, fingerprint, short_id
+from dpadapt.protocol import Channel, FileChannel, Message, SocketChannel, serve
+from dpadapt.release import Release
+from dpadapt.validation import check_delta, check_epsilon
+
+MODEL_FORMAT = "dpadapt-model"
+#: Parameter the driver adds to every Release: the owner's feature dimension.
+N_FEATURES_PARAM = "owner_n_features"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    registered = methods()
+    rp = sub.add_parser(
+        "release",
+        help="data owner: compute a private release of your data for the other party (budgeted)",
+        description=(
+            "Plan the release (its privacy cost is known before any noise is drawn), check it against "
+            "your privacy budget for this dataset (`dpadapt budget`), then write the Release file."
+        ),
+    )
+    rsub = rp.add_subparsers(dest="method", metavar="METHOD")
+    ap = sub.add_parser(
+        "adapt",
+        help="receiver: adapt a model to your data using the other party's release(s)",
+        description="Verify the release file(s), adapt on your own data, save the model (joblib) with its privacy guarantees.",
+    )
+    asub = ap.add_subparsers(dest="method", metavar="METHOD")
+    sp = sub.add_parser(
+        "serve",
+        help="data owner: answer an iterative method's queries round by round (each round budgeted)",
+        description=(
+            "Answer the other party's queries through a shared folder (--exchange) or a loopback port (--port) "
+            "until it stops; every answer is charged to your privacy budget before its noise is drawn, and a "
+            "round that does not fit is refused."
+        ),
+    )
+    ssub = sp.add_subparsers(dest="method", metavar="METHOD")
+    for name, commands in registered.items():
+        if commands.plan_answers is not None:
+            s = ssub.add_parser(name, help=commands.help, conflict_handler="resolve")
+            _add_serve_common(s)
+            if commands.add_serve_arguments is not None:
+                commands.add_serve_arguments(s)
+            s.set_defaults(func=run_serve, method_name=name)
+    for name, commands in registered.items():
+        p = rsub.add_parser(name, help=commands.help, conflict_handler="resolve")
+        _add_release_common(p)
+        commands.add_release_arguments(p)
+        p.set_defaults(func=run_release, method_name=name)
+        q = asub.add_parser(name, help=commands.help, conflict_handler="resolve")
+        _add_adapt_common(q)
+        commands.add_adapt_arguments(q)
+        q.set_defaults(func=run_adapt, method_name=name)
+    for parser in (rp, ap, sp):
+        parser.set_defaults(func=lambda args, parser=parser: _no_method(parser, registered))
+
+
+def _no_method(parser: argparse.ArgumentParser, registered: dict[str, MethodCommands]) -> int:
+    if not registered:
+        print(f"{parser.prog}: no method is registered in this installation", file=sys.stderr)
+    else:
+        parser.print_help(sys.stderr)
+    return 2
+
+
+def _add_ledger_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--ledger", help="privacy-budget ledger file (default: $DPADAPT_LEDGER or the user data dir)")
+    p.add_argument("--dataset-id", help="name of the dataset in the ledger (default: SHA-256 of the data file)")
+    p.add_argument("--party", help="party name in the ledger (default: the protected party, source or target)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing output file")
+    p.add_argument(
+        "--declare-public",
+        action="store_true",
+        help="these data are public: a release without privacy guarantee (ε = ∞) is allowed and not charged to a budget",
+    )
+
+
+def _add_release_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data", required=True, help="your data file (.npz dense/CSR, .csv, .parquet)")
+    p.add_argument("--label-column", default="y", help="label column of a .csv/.parquet file (default y)")
+    p.add_argument("--epsilon", type=float, required=True, help="ε of this release")
+    p.add_argument("--delta", type=float, required=True, help="δ of this release (≪ 1/n)")
+    p.add_argument("--out", required=True, help="Release file to write (give it to the other party)")
+    p.add_argument("--seed", type=int, default=None, help="seed of the noise generator (default: fresh entropy)")
+    _add_ledger_arguments(p)
+
+
+def _add_serve_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data", required=True, help="your data file (.npz dense/CSR, .csv, .parquet)")
+    p.add_argument("--label-column", default="y", help="label column of a .csv/.parquet file (default y)")
+    p.add_argument("--epsilon", type=float, required=True, help="ε the method calibrates its rounds for (the whole session)")
+    p.add_argument("--delta", type=float, required=True, help="δ of the whole session (≪ 1/n)")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--exchange", help="shared folder for the message files")
+    where.add_argument("--port", type=int, help="listen on 127.0.0.1:PORT (0: any free port, printed)")
+    p.add_argument("--session", default="", help="session name both parties agree on (checked on every message)")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for each query (default 600)")
+    p.add_argument("--max-rounds", type=int, default=None, help="answer at most this many rounds")
+    p.add_argument("--seed", type=int, default=None, help="seed of the noise generator (default: fresh entropy)")
+    _add_ledger_arguments(p)
+
+
+def _add_adapt_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--release", action="append", default=[], help="the other party's Release file (repeatable)")
+    p.add_argument("--exchange", help="iterative methods: shared folder with the party running `dpadapt serve`")
+    p.add_argument("--connect", type=int, metavar="PORT", help="iterative methods: connect to `dpadapt serve` on 127.0.0.1:PORT")
+    p.add_argument("--session", default="", help="session name (as given to `dpadapt serve`)")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for each answer (default 600)")
+    p.add_argument("--data", required=True, help="your data file (.npz dense/CSR, .csv, .parquet)")
+    p.add_argument("--label-column", default="y", help="label column of a .csv/.parquet file (default y)")
+    p.add_argument("--out", required=True, help="model file to write (joblib)")
+    p.add_argument("--return-release", default=None, help="Release file for the return leg (methods that send one back)")
+    p.add_argument("--epsilon", type=float, default=None, help="ε of the return release (methods with a return leg)")
+    p.add_argument("--delta", type=float, default=None, help="δ of the return release")
+    p.add_argument("--seed", type=int, default=None, help="random seed (default: fresh entropy)")
+    _add_ledger_arguments(p)
+
+
+# -- release ----------------------------------------------------------------------------------
+
+
+def run_release(args: argparse.Namespace) -> int:
+    commands = methods()[args.method_name]
+    check_epsilon(args.epsilon)
+    table = load_table(args.data, args.label_column)
+    check_delta(args.delta, n=table.X.shape[0])
+    out = _check_out(args.out, args.force)
+    plan = commands.plan_release(args, table)
+    release = budgeted_release(plan, table, args, out, commands.name, requested=(args.epsilon, args.delta))
+    print(f"wrote {out}: {release.method}/{release.kind}, release id {release.release_id}")
+    print(f"  {release.guarantee.summary()}")
+    return 0
+
+
+def _check_out(path: str, force: bool) -> Path:
+    out = Path(path)
+    if out.exists() and not force:
+        raise ValueError(f"{out} exists; choose another output file or pass --force")
+    if not out.parent.is_dir():
+        raise FileNotFoundError(f"{out.parent}: no such directory for the output file")
+    return out
+
+
+def budgeted_release(
+    plan: PlannedRelease,
+    table: Table,
+    args: argparse.Namespace,
+    out: Path,
+    method: str,
+    requested: tuple[float | None, float | None] = (None, None),
+) -> Release:
+    """Charge ``plan`` to the owner's ledger, execute it and write the Release (two-phase; see the ledger)."""
+    guarantee = plan.guarantee
+    if not isinstance(guarantee, Guarantee):
+        raise TypeError(f"method {method!r} planned a release without a Guarantee")
+    if math.isinf(guarantee.epsilon):
+        return _public_release(plan, table, args, out, method)
+    eps, delta = requested
+    if eps is not None and guarantee.epsilon > eps * (1 + 1e-6):
+        raise ValueError(f"method {method!r} planned a release costing ε = {guarantee.epsilon:.4g} > --epsilon {eps:g}; refused")
+    if delta is not None and guarantee.delta > delta * (1 + 1e-6):
+        raise ValueError(f"method {method!r} planned a release costing δ = {guarantee.delta:.3g} > --delta {delta:g}; refused")
+    ledger = Ledger(args.ledger)
+    party = args.party or guarantee.party
+    dataset_id = args.dataset_id or fingerprint(table.path)
+    release_id = uuid.uuid4().hex
+    with ledger.reservation(
+        party, dataset_id, guarantee, release_id=release_id, method=method, kind="(planned)", path=out
+    ) as reservation:
+        release = plan.execute()
+        if not isinstance(release, Release):
+            raise TypeError(f"method {method!r} executed its plan without returning a Release")
+        if release.guarantee.to_dict() != guarantee.to_dict():
+            raise ValueError(f"method {method!r} released under a guarantee other than the one it planned; refused")
+        release.release_id = release_id
+        release.params[N_FEATURES_PARAM] = int(table.X.shape[1])
+        reservation.kind = release.kind
+        release.save(out)
+    budget = ledger.budget(party, dataset_id)
+    print(
+        f"ledger {ledger.path}: {party} / dataset {short_id(dataset_id)} has now spent {ledger.spent(party, dataset_id).words()}"
+        + (f" of its budget (ε = {budget.epsilon:.4g}, δ = {budget.delta:.3g})" if budget else "")
+    )
+    return release
+
+
+def _public_release(plan: PlannedRelease, table: Table, args: argparse.Namespace, out: Path, method: str) -> Release:
+    """A release without privacy guarantee: only of data declared public, and never charged to a budget."""
+    if not getattr(args, "declare_public", False):
+        raise ValueError(
+            f"method {method!r} planned a release without privacy guarantee (ε = ∞); refused. "
+            "If these data are public, pass --declare-public (nothing is charged to the ledger)"
+        )
+    release = plan.execute()
+    if not isinstance(release, Release) or release.guarantee.to_dict() != plan.guarantee.to_dict():
+        raise ValueError(f"method {method!r} released something other than it planned; refused")
+    release.params[N_FEATURES_PARAM] = int(table.X.shape[1])
+    release.save(out)
+    print(f"warning: {out} carries no privacy guarantee (data declared public); nothing was charged to a budget", file=sys.stderr)
+    return release
+
+
+# -- serve and adapt --------------------------------------------------------------------------
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    commands = methods()[args.method_name]
+    check_epsilon(args.epsilon)
+    table = load_table(args.data, args.label_column)
+    check_delta(args.delta, n=table.X.shape[0])
+    plan_answer = commands.plan_answers(args, table)
+    dataset_id = args.dataset_id or fingerprint(table.path)
+    ledger = Ledger(args.ledger)
+    with _open_channel(args, me="server", peer="client") as channel:
+        rounds = serve(
+            channel, plan_answer, ledger=ledger, party=args.party, dataset_id=dataset_id,
+            method=commands.name, timeout=args.timeout, max_rounds=args.max_rounds,
+        )
+    print(f"answered {len(rounds)} round(s)")
+    if rounds:
+        party = args.party or rounds[0].party
+        print(f"ledger {ledger.path}: {party} / dataset {short_id(dataset_id)} has now spent {ledger.spent(party, dataset_id).words()}")
+    return 0
+
+
+def _open_channel(args: argparse.Namespace, me: str, peer: str) -> Channel:
+    """The channel named by ``--exchange DIR``, ``--port N`` (serve) or ``--connect N`` (adapt)."""
+    if getattr(args, "exchange", None):
+        return FileChannel(args.exchange, me, peer, session=args.session)
+    if getattr(args, "connect", None) is not None:
+        return SocketChannel.connect(args.connect, me, peer, session=args.session, timeout=args.timeout)
+    server = SocketChannel.listen(args.port)
+    print(f"listening on {SocketChannel.HOST}:{server.getsockname()[1]}", flush=True)
+    try:
+        return SocketChannel.accept(server, me, peer, session=args.session, timeout=args.timeout)
+    finally:
+        server.close()
+
+
+def run_adapt(args: argparse.Namespace) -> int:
+    commands = methods()[args.method_name]
+    if args.exchange and args.connect is not None:
+        raise ValueError("give --exchange or --connect, not both")
+    iterative = bool(args.exchange) or args.connect is not None
+    if not args.release and not iterative:
+        raise ValueError("give the other party's --release FILE (or --exchange/--connect for an iterative method)")
+    releases = [Release.load(p, expect_method=commands.name) for p in args.release]
+    table = load_table(args.data, args.label_column)
+    check_release_dimensions(releases, table)
+    out = _check_out(args.out, args.force)
+    if args.return_release:
+        _check_out(args.return_release, args.force)
+    args.channel = _open_channel(args, me="client", peer="server") if iterative else None
+    try:
+        outcome = commands.adapt(args, table, releases)
+    finally:
+        if args.channel is not None:
+            _stop(args.channel)
+    received = list(args.channel.guarantees) if args.channel is not None else []
+    guarantees = model_guarantees(outcome.guarantees, releases, received)
+    save_model(out, outcome.model, commands.name, guarantees, outcome.metrics, releases)
+    sources = [r.release_id[:12] for r in releases] + ([f"{len(received)} answered round(s)"] if received else [])
+    print(f"wrote {out}: {commands.name} model trained from {', '.join(sources)}")
+    for g in guarantees.values():
+        print(f"  {g.summary()}")
+    for key, value in outcome.metrics.items():
+        print(f"  {key} = {value:.4f}" if isinstance(value, float) else f"  {key} = {value}")
+    if outcome.return_release is not None:
+        if not args.return_release:
+            raise ValueError(f"method {commands.name!r} sends a release back: give --return-release FILE (nothing was released)")
+        back = budgeted_release(outcome.return_release, table, args, Path(args.return_release), commands.name, (args.epsilon, args.delta))
+        print(f"wrote {args.return_release}: return release {back.release_id}")
+        print(f"  {back.guarantee.summary()}")
+    elif args.return_release:
+        print(f"note: method {commands.name!r} has no return release; {args.return_release} was not written", file=sys.stderr)
+    return 0
+
+
+def _stop(channel: Channel) -> None:
+    """Tell the serving party we are done (best effort: it may have ended already), then close."""
+    try:
+        channel.send(Message("stop"))
+    except (OSError, ValueError):
+        pass
+    finally:
+        channel.close()
+
+
+def check_release_dimensions(releases: list[Release], table: Table) -> None:
+    """Reject data whose feature dimension differs from the release owner's."""
+    d = int(table.X.shape[1])
+    for r in releases:
+        expected = r.params.get(N_FEATURES_PARAM)
+        if expected is not None and int(expected) != d:
+            raise ValueError(
+                f"{table.path} has {d} features but release {r.release_id[:12]} ({r.method}/{r.kind}) was computed "
+                f"on data with {expected} features; both parties must use the same feature space"
+            )
+
+
+def model_guarantees(
+    given: dict[str, Guarantee], releases: list[Release], answers: list[Guarantee] | None = None
+) -> dict[str, Guarantee]:
+    """The model's guarantee per party: the method's, else the composition of what each party released
+    (release files and answers received over a channel).
+
+    The receiver's own data, used without noise, is reported as non-private unless the method says otherwise.
+    """
+    out = dict(given)
+    by_party: dict[str, list[Guarantee]] = {}
+    for g in [r.guarantee for r in releases] + list(answers or []):
+        by_party.setdefault(g.party, []).append(g)
+    for party, gs in by_party.items():
+        if party not in out:
+            # RDP composition reported at the largest δ of the parts (basic composition when events are missing)
+            out[party] = gs[0] if len(gs) == 1 else compose_guarantees(gs, delta=max(g.delta for g in gs))
+    for party in ("source", "target"):
+        if party not in out:
+            out[party] = Guarantee.non_private(party, "this party's own data were used by the model without noise")
+    return out
+
+
+def save_model(
+    path: Path, model: Any, method: str, guarantees: dict[str, Guarantee], metrics: dict[str, Any], releases: list[Release]
+) -> None:
+    """Write the model and its guarantees with joblib (atomically: temporary file + rename)."""
+    import joblib
+
+    bundle = {
+        "format": MODEL_FORMAT,
+        "version": __version__,
+        "method": method,
+        "model": model,
+        "guarantees": {k: g.to_dict() for k, g in guarantees.items()},
+        "metrics": {k: (float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v) for k, v in metrics.items()},
+        "releases": [r.release_id for r in releases],
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+    }
+    tmp = path.with_name(path.name + f".tmp-{os.getpid()}")
+    joblib.dump(bundle, tmp)
+    os.replace(tmp, path)
+
+
+def load_model(path: str | os.PathLike) -> dict[str, Any]:
+    """Read a model file written by ``dpadapt adapt`` (joblib: open only files you trust)."""
+    import joblib
+
+    try:
+        bundle = joblib.load(path)
+    except Exception as exc:
+        raise ValueError(f"{path}: not a readable dpadapt model file ({exc})") from exc
+    if not isinstance(bundle, dict) or bundle.get("format") != MODEL_FORMAT:
+        raise ValueError(f"{path}: not a dpadapt model file")
+    bundle["guarantees"] = {k: Guarantee.from_dict(v) for k, v in bundle["guarantees"].items()}
+    return bundle
+

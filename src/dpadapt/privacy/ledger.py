@@ -1,0 +1,569 @@
+"""Persistent privacy-budget ledger: one small SQLite database per party.
+
+Each data owner keeps a budget (ε, δ) per dataset (identified by the SHA-256 of the data file
+unless named) and a record of every release computed from it. A release records its spend as
+the dp-accounting events of its :class:`~dpadapt.privacy.Guarantee`, so the total is the
+*composition* of all releases — evaluated with the RDP accountant at the budget's δ — and not
+a sum of ε's. Guarantees without events (closed-form calibrations) are added by the basic
+composition theorem (Dwork & Roth, Thm. 3.16).
+
+Total spend of a dataset, for budget δ_B:
+
+* releases without events: ε_c = Σ εᵢ, δ_c = Σ δᵢ (basic composition);
+* releases with events, grouped by (privacy unit, neighbouring relation): the events of each
+  group are composed and converted to ε_g at δ_g = (δ_B − δ_c) / #groups (RDP, Mironov 2017);
+* total: (ε_c + Σ_g ε_g, δ_B) by basic composition across the parts;
+* or, when it is smaller, the basic composition of the guarantees as stated (Σ εᵢ, with
+  Σ δᵢ ≤ δ_B) — both bounds are valid, so is the smaller (this matters for one or a few
+  releases whose ε was calibrated more tightly than RDP, e.g. by the analytic Gaussian).
+
+Two-phase protocol (nothing released without a record, no record of a spend that never left)
+-------------------------------------------------------------------------------------------
+1. **reserve** — in a ``BEGIN IMMEDIATE`` transaction: resolve stale reservations, compose
+   everything committed or reserved with the new guarantee, refuse if it exceeds the budget,
+   otherwise insert a ``reserved`` row (release id, output path, pid). Two processes racing on a
+   budget that affords one release are serialised by SQLite's write lock: only one passes.
+   No noise has been drawn yet.
+2. **write** — the caller draws the noise and writes its output file atomically (temporary
+   file + ``os.replace``), carrying the reserved release id. The rename is the commit point.
+3. **commit** — the row becomes ``committed``.
+
+A reservation whose process has died is resolved from the file system: if the output file
+carries the reserved release id the release happened (``committed``); if there is no file it
+never left the process (``aborted``, and a leftover temporary file is deleted). When the
+outcome cannot be checked (no output file, e.g. a socket message, or the path now holds a
+different release) the spend is kept — the conservative choice. A reservation of a live process
+always counts as spent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime as _dt
+import hashlib
+import json
+import math
+import os
+import socket
+import sqlite3
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import dp_accounting
+import numpy as np
+
+from dpadapt.privacy import accounting
+from dpadapt.privacy.guarantee import Guarantee
+
+LEDGER_ENV = "DPADAPT_LEDGER"
+#: Test hook: ``after_reserve`` or ``after_write`` makes the process exit abruptly at that point.
+CRASH_ENV = "DPADAPT_TEST_CRASH_AT"
+#: Test hook: seconds to hold the write lock inside ``reserve`` (widens race windows in tests).
+HOLD_ENV = "DPADAPT_TEST_HOLD_RESERVE_S"
+SCHEMA_VERSION = 1
+_META_KEY = "__dpadapt_meta__"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS budgets (
+    party TEXT NOT NULL,
+    dataset_id TEXT NOT NULL,
+    epsilon REAL NOT NULL,
+    delta REAL NOT NULL,
+    label TEXT,
+    updated TEXT NOT NULL,
+    PRIMARY KEY (party, dataset_id)
+);
+CREATE TABLE IF NOT EXISTS spends (
+    release_id TEXT PRIMARY KEY,
+    party TEXT NOT NULL,
+    dataset_id TEXT NOT NULL,
+    method TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('reserved', 'committed', 'aborted')),
+    guarantee TEXT NOT NULL,
+    path TEXT,
+    pid INTEGER NOT NULL,
+    proc_start TEXT,
+    host TEXT NOT NULL,
+    created TEXT NOT NULL,
+    resolved TEXT,
+    note TEXT
+);
+CREATE INDEX IF NOT EXISTS spends_by_dataset ON spends (party, dataset_id, state);
+"""
+
+
+class NoBudget(ValueError):
+    """No budget has been set for this party and dataset."""
+
+
+class BudgetExceeded(ValueError):
+    """The release would exceed the remaining privacy budget (refused before any noise is drawn)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Budget:
+    party: str
+    dataset_id: str
+    epsilon: float
+    delta: float
+    label: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Spend:
+    """Composed privacy loss of a set of releases of one dataset."""
+
+    epsilon: float
+    delta: float
+    n_releases: int
+    n_pending: int
+    accounting: str
+    units: tuple[str, ...] = ()
+    invalid: tuple[str, ...] = ()
+
+    def words(self) -> str:
+        eps = "∞" if math.isinf(self.epsilon) else f"{self.epsilon:.4g}"
+        pending = f" ({self.n_pending} in progress)" if self.n_pending else ""
+        return f"ε = {eps} at δ = {self.delta:.3g} over {self.n_releases} release(s){pending}, {self.accounting}"
+
+
+@dataclasses.dataclass
+class Reservation:
+    """A pending spend (phase 1 done). ``kind`` may be refined before the commit."""
+
+    release_id: str
+    spend: Spend
+    kind: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    """One row of the ledger's history."""
+
+    release_id: str
+    party: str
+    dataset_id: str
+    method: str
+    kind: str
+    state: str
+    guarantee: Guarantee
+    path: str | None
+    created: str
+    resolved: str | None
+    note: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out["guarantee"] = self.guarantee.to_dict()
+        return out
+
+
+def default_path() -> Path:
+    """``$DPADAPT_LEDGER`` or ``<user data dir>/dpadapt/ledger.sqlite``."""
+    env = os.environ.get(LEDGER_ENV)
+    if env:
+        return Path(env)
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("dpadapt")) / "ledger.sqlite"
+
+
+def fingerprint(path: str | os.PathLike) -> str:
+    """Dataset id of a data file: ``sha256:`` + the SHA-256 of its content."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return "sha256:" + h.hexdigest()
+
+
+def short_id(dataset_id: str) -> str:
+    return dataset_id[:19] + "…" if dataset_id.startswith("sha256:") and len(dataset_id) > 20 else dataset_id
+
+
+def crash_point(name: str) -> None:
+    """Test hook: exit abruptly (no cleanup) when ``$DPADAPT_TEST_CRASH_AT`` equals ``name``."""
+    if os.environ.get(CRASH_ENV) == name:
+        os._exit(70)
+
+
+def file_release_id(path: str | os.PathLike) -> str | None:
+    """The ``release_id`` stored in a release or message file's metadata (``None`` if unreadable)."""
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            meta = json.loads(npz[_META_KEY].tobytes().decode())
+        return str(meta["release_id"])
+    except Exception:  # noqa: BLE001 - any unreadable file means "no verifiable release here"
+        return None
+
+
+def total_spend(guarantees: Sequence[Guarantee], delta: float | None = None, n_pending: int = 0) -> Spend:
+    """Composed (ε, δ) of ``guarantees`` at total δ ``delta`` (see the module docstring).
+
+    ``delta`` defaults to the sum of the guarantees' δ. Returns ε = ∞ when the closed-form parts
+    already use up δ, or when any guarantee is non-private.
+    """
+    return _weighted_spend([(g, 1) for g in guarantees], delta, n_pending)
+
+
+def _weighted_spend(weighted: Sequence[tuple[Guarantee, int]], delta: float | None, n_pending: int) -> Spend:
+    """:func:`total_spend` of guarantees given with multiplicities (identical rounds counted once)."""
+    n = sum(k for _, k in weighted)
+    units = tuple(sorted({g.unit for g, _ in weighted}))
+    invalid = tuple(dict.fromkeys(r for g, _ in weighted if not g.valid for r in g.reasons))
+    if not weighted:
+        return Spend(0.0, 0.0 if delta is None else delta, 0, 0, "none")
+    if delta is None:
+        delta = min(sum(g.delta * k for g, k in weighted), 1.0)
+    closed = [(g, k) for g, k in weighted if not g.events]
+    groups: dict[tuple[str, str], list[tuple[Guarantee, int]]] = {}
+    for g, k in weighted:
+        if g.events:
+            groups.setdefault((g.unit, g.relation), []).append((g, k))
+    eps = sum(g.epsilon * k for g, k in closed)
+    delta_closed = sum(g.delta * k for g, k in closed)
+    how = ["basic_composition"] if closed else []
+    if groups:
+        remaining = delta - delta_closed
+        if remaining <= 0 or math.isinf(eps):
+            eps = math.inf
+        else:
+            share = min(remaining / len(groups), 1.0 - 1e-12)
+            for (_, relation), members in groups.items():
+                event = grouped_event([e for g, k in members for e in g.events], [k for g, k in members for _ in g.events])
+                eps += accounting.epsilon(event, share, relation, "rdp")
+            how.insert(0, "rdp")
+        total_delta = delta
+    else:
+        total_delta = delta_closed
+        if delta_closed > delta * (1 + 1e-9):
+            eps = math.inf  # the closed-form parts alone exceed the δ asked for
+    # Second valid bound: basic composition of the stated guarantees (Σε, Σδ), which holds at
+    # δ whenever Σδ ≤ δ. It is the tighter one for a few releases whose ε was computed more
+    # tightly than RDP (analytic Gaussian, PLD). The spend is the smaller of the two bounds.
+    stated_eps = sum(g.epsilon * k for g, k in weighted)
+    stated_delta = sum(g.delta * k for g, k in weighted)
+    if groups and stated_delta <= delta * (1 + 1e-9) and stated_eps < eps:
+        eps, total_delta, how = stated_eps, delta, ["basic_composition of the stated guarantees"]
+    return Spend(
+        epsilon=float(eps),
+        delta=float(total_delta),
+        n_releases=n,
+        n_pending=n_pending,
+        accounting=" + ".join(how),
+        units=units,
+        invalid=invalid,
+    )
+
+
+def grouped_event(events: Sequence[dp_accounting.DpEvent], counts: Sequence[int] | None = None) -> dp_accounting.DpEvent:
+    """Compose ``events`` (each ``counts[i]`` times), collapsing identical ones into one self-composition (same ε, faster)."""
+    grouped: dict[str, list] = {}
+    for e, k in zip(events, counts if counts is not None else [1] * len(events)):
+        key = json.dumps(accounting.event_to_dict(e), sort_keys=True)
+        if key in grouped:
+            grouped[key][1] += k
+        else:
+            grouped[key] = [e, k]
+    parts = [e if n == 1 else dp_accounting.SelfComposedDpEvent(e, n) for e, n in grouped.values()]
+    return accounting.compose(parts)
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+
+
+def _proc_start(pid: int) -> str | None:
+    """Start time of process ``pid`` (Linux /proc), to tell a live process from a reused pid."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return fields[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _alive(pid: int, host: str, proc_start: str | None) -> bool:
+    if host != socket.gethostname():
+        return True  # cannot tell: keep the reservation (conservative)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            if fh.read().rsplit(")", 1)[1].split()[0] == "Z":
+                return False
+    except (OSError, IndexError):
+        pass
+    return proc_start is None or _proc_start(pid) in (None, proc_start)
+
+
+class Ledger:
+    """A party's privacy-budget ledger (SQLite file; see the module docstring for the protocol).
+
+    Parameters
+    ----------
+    path : path-like, optional
+        Database file; default :func:`default_path` (``$DPADAPT_LEDGER`` or the user data dir).
+    timeout : float
+        Seconds to wait for another process holding the write lock.
+    """
+
+    def __init__(self, path: str | os.PathLike | None = None, timeout: float = 60.0) -> None:
+        self.path = Path(path) if path is not None else default_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.timeout = timeout
+        self._con: sqlite3.Connection | None = None
+        with self._transaction() as con:
+            for statement in filter(str.strip, _SCHEMA.split(";")):
+                con.execute(statement)
+            con.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            version = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
+        if int(version) != SCHEMA_VERSION:
+            raise ValueError(f"{self.path}: ledger schema version {version} is not supported (expected {SCHEMA_VERSION})")
+
+    def _connect(self) -> sqlite3.Connection:
+        """This object's connection (opened once; autocommit mode, WAL journal, full fsync)."""
+        if self._con is None:
+            con = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+            con.execute("PRAGMA journal_mode=WAL")
+            con.execute("PRAGMA synchronous=FULL")
+            self._con = con
+        return self._con
+
+    def close(self) -> None:
+        if self._con is not None:
+            self._con.close()
+            self._con = None
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """An immediate (write-locked) transaction: concurrent writers are serialised."""
+        con = self._connect()
+        con.execute("BEGIN IMMEDIATE")
+        try:
+            yield con
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        con.execute("COMMIT")
+
+    # -- budgets ----------------------------------------------------------------------------
+
+    def set_budget(self, party: str, dataset_id: str, epsilon: float, delta: float, label: str | None = None) -> Budget:
+        """Set (or replace) the budget of ``party`` for ``dataset_id``."""
+        if not (epsilon > 0 and not math.isnan(epsilon)):
+            raise ValueError(f"budget epsilon must be > 0, got {epsilon}")
+        if not 0 < delta < 1:
+            raise ValueError(f"budget delta must be in (0, 1), got {delta}")
+        with self._transaction() as con:
+            con.execute(
+                "INSERT INTO budgets VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (party, dataset_id) DO UPDATE SET "
+                "epsilon = excluded.epsilon, delta = excluded.delta, label = COALESCE(excluded.label, label), "
+                "updated = excluded.updated",
+                (party, dataset_id, float(epsilon), float(delta), label, _now()),
+            )
+        return self.budget(party, dataset_id)  # type: ignore[return-value]
+
+    def budget(self, party: str, dataset_id: str) -> Budget | None:
+        with contextlib.nullcontext(self._connect()) as con:
+            row = con.execute(
+                "SELECT party, dataset_id, epsilon, delta, label FROM budgets WHERE party = ? AND dataset_id = ?",
+                (party, dataset_id),
+            ).fetchone()
+        return Budget(*row) if row else None
+
+    def budgets(self) -> list[Budget]:
+        with contextlib.nullcontext(self._connect()) as con:
+            rows = con.execute("SELECT party, dataset_id, epsilon, delta, label FROM budgets ORDER BY party, dataset_id")
+            return [Budget(*r) for r in rows.fetchall()]
+
+    # -- spends -----------------------------------------------------------------------------
+
+    def _guarantees(self, con: sqlite3.Connection, party: str, dataset_id: str) -> tuple[list[tuple[Guarantee, int]], int]:
+        """Distinct guarantees charged to a dataset with their multiplicities, and the number in progress."""
+        rows = con.execute(
+            "SELECT guarantee, COUNT(*), SUM(state = 'reserved') FROM spends WHERE party = ? AND dataset_id = ? "
+            "AND state != 'aborted' GROUP BY guarantee ORDER BY MIN(rowid)",
+            (party, dataset_id),
+        ).fetchall()
+        return [(Guarantee.from_dict(json.loads(g)), k) for g, k, _ in rows], sum(p for _, _, p in rows)
+
+    def spent(self, party: str, dataset_id: str) -> Spend:
+        """Composed spend of every committed or in-progress release (at the budget's δ if set)."""
+        self.recover()
+        budget = self.budget(party, dataset_id)
+        with contextlib.nullcontext(self._connect()) as con:
+            weighted, pending = self._guarantees(con, party, dataset_id)
+        return _weighted_spend(weighted, budget.delta if budget else None, pending)
+
+    def reserve(
+        self,
+        party: str,
+        dataset_id: str,
+        guarantee: Guarantee,
+        *,
+        release_id: str,
+        method: str,
+        kind: str,
+        path: str | os.PathLike | None,
+    ) -> Spend:
+        """Phase 1: check the budget and record a pending spend; raise :class:`BudgetExceeded` if it does not fit.
+
+        Returns the composed spend including this release.
+        """
+        if guarantee.party != party and party in ("source", "target"):
+            raise ValueError(f"the guarantee protects the {guarantee.party} party, not {party!r}")
+        if math.isinf(guarantee.epsilon):
+            raise BudgetExceeded(
+                "this release carries no privacy guarantee (ε = ∞) and cannot be charged to a budget; "
+                "release non-private outputs only of public data"
+            )
+        abs_path = str(Path(path).resolve()) if path is not None else None
+        with self._transaction() as con:
+            self._recover(con)
+            row = con.execute(
+                "SELECT epsilon, delta FROM budgets WHERE party = ? AND dataset_id = ?", (party, dataset_id)
+            ).fetchone()
+            if row is None:
+                raise NoBudget(
+                    f"no privacy budget set for the {party} party's dataset {short_id(dataset_id)} in {self.path}; "
+                    f"set one first, e.g. `dpadapt budget set --party {party} --dataset-id {dataset_id} --epsilon 8 --delta 1e-5`"
+                )
+            budget_eps, budget_delta = row
+            previous, pending = self._guarantees(con, party, dataset_id)
+            before = _weighted_spend(previous, budget_delta, pending)
+            after = _weighted_spend([*previous, (guarantee, 1)], budget_delta, pending + 1)
+            hold = float(os.environ.get(HOLD_ENV, "0") or 0)
+            if hold > 0:
+                time.sleep(hold)
+            if after.epsilon > budget_eps * (1 + 1e-9):
+                left = max(budget_eps - before.epsilon, 0.0)
+                raise BudgetExceeded(
+                    f"refused: this release costs (ε = {guarantee.epsilon:.4g}, δ = {guarantee.delta:.3g}) and would "
+                    f"bring the {party} party's spend on dataset {short_id(dataset_id)} to ε = {after.epsilon:.4g} at "
+                    f"δ = {budget_delta:.3g}, over its budget (ε = {budget_eps:.4g}, δ = {budget_delta:.3g}). "
+                    f"Already spent: {before.words()}; left: about ε = {left:.4g} at δ = {budget_delta:.3g} "
+                    "(composition is not additive, so what fits depends on the mechanism). No noise was drawn "
+                    "and nothing was written."
+                )
+            con.execute(
+                "INSERT INTO spends (release_id, party, dataset_id, method, kind, state, guarantee, path, pid, "
+                "proc_start, host, created) VALUES (?, ?, ?, ?, ?, 'reserved', ?, ?, ?, ?, ?, ?)",
+                (
+                    release_id,
+                    party,
+                    dataset_id,
+                    method,
+                    kind,
+                    json.dumps(guarantee.to_dict(), sort_keys=True),
+                    abs_path,
+                    os.getpid(),
+                    _proc_start(os.getpid()),
+                    socket.gethostname(),
+                    _now(),
+                ),
+            )
+        return after
+
+    def commit(self, release_id: str, kind: str | None = None) -> None:
+        """Phase 3: the output was written; the spend is final."""
+        with self._transaction() as con:
+            cur = con.execute(
+                "UPDATE spends SET state = 'committed', resolved = ?, kind = COALESCE(?, kind) "
+                "WHERE release_id = ? AND state = 'reserved'",
+                (_now(), kind, release_id),
+            )
+            if cur.rowcount != 1:
+                raise RuntimeError(f"release {release_id} is not reserved in {self.path}")
+
+    def resolve(self, release_id: str) -> str:
+        """Settle a reservation from the file system (after a failure); returns the new state."""
+        with self._transaction() as con:
+            row = con.execute(
+                "SELECT release_id, path, pid FROM spends WHERE release_id = ? AND state = 'reserved'", (release_id,)
+            ).fetchone()
+            if row is None:
+                return "missing"
+            return self._settle(con, *row)
+
+    @contextlib.contextmanager
+    def reservation(
+        self,
+        party: str,
+        dataset_id: str,
+        guarantee: Guarantee,
+        *,
+        release_id: str,
+        method: str,
+        kind: str,
+        path: str | os.PathLike | None,
+    ) -> Iterator[Reservation]:
+        """Reserve, run the body (draw noise, write the file atomically), then commit.
+
+        On an exception in the body the reservation is settled from the file system: committed
+        if the file carrying ``release_id`` was written (or cannot be checked), aborted otherwise.
+        """
+        spend = self.reserve(party, dataset_id, guarantee, release_id=release_id, method=method, kind=kind, path=path)
+        handle = Reservation(release_id, spend, kind)
+        try:
+            crash_point("after_reserve")
+            yield handle
+        except BaseException:
+            self.resolve(release_id)
+            raise
+        crash_point("after_write")
+        self.commit(release_id, handle.kind)
+
+    def recover(self) -> list[tuple[str, str]]:
+        """Settle the reservations of dead processes; returns ``(release_id, new state)`` pairs."""
+        with self._transaction() as con:
+            return self._recover(con)
+
+    def _recover(self, con: sqlite3.Connection) -> list[tuple[str, str]]:
+        rows = con.execute("SELECT release_id, path, pid, host, proc_start FROM spends WHERE state = 'reserved'").fetchall()
+        out = []
+        for release_id, path, pid, host, proc_start in rows:
+            if not _alive(pid, host, proc_start):
+                out.append((release_id, self._settle(con, release_id, path, pid)))
+        return out
+
+    def _settle(self, con: sqlite3.Connection, release_id: str, path: str | None, pid: int) -> str:
+        if path is None:
+            state, note = "committed", "outcome could not be checked (no output file); counted as spent"
+        elif not os.path.exists(path):
+            state, note = "aborted", "process ended before its output was written; nothing was released"
+            leftover = f"{path}.tmp-{pid}"
+            if os.path.exists(leftover):
+                os.unlink(leftover)
+                note += " (removed its unfinished temporary file)"
+        elif file_release_id(path) == release_id:
+            state, note = "committed", "output found after the process ended; spend recorded"
+        else:
+            state, note = "committed", "the output path holds another release; counted as spent (conservative)"
+        con.execute(
+            "UPDATE spends SET state = ?, resolved = ?, note = ? WHERE release_id = ?", (state, _now(), note, release_id)
+        )
+        return state
+
+    def history(self, party: str | None = None, dataset_id: str | None = None) -> list[Entry]:
+        """Every recorded release (oldest first), optionally of one party / dataset."""
+        self.recover()
+        query = (
+            "SELECT release_id, party, dataset_id, method, kind, state, guarantee, path, created, resolved, note "
+            "FROM spends WHERE (? IS NULL OR party = ?) AND (? IS NULL OR dataset_id = ?) ORDER BY created, rowid"
+        )
+        with contextlib.nullcontext(self._connect()) as con:
+            rows = con.execute(query, (party, party, dataset_id, dataset_id)).fetchall()
+        return [
+            Entry(r[0], r[1], r[2], r[3], r[4], r[5], Guarantee.from_dict(json.loads(r[6])), r[7], r[8], r[9], r[10])
+            for r in rows
+        ]
