@@ -51,9 +51,10 @@ from typing import Any, Self
 
 import numpy as np
 
+from dpadapt.jsonutil import to_jsonable
 from dpadapt.privacy.guarantee import Guarantee
 from dpadapt.privacy.ledger import BudgetExceeded, Ledger
-from dpadapt.release import _digest, _jsonable
+from dpadapt.release import _digest
 
 FORMAT = "dpadapt-message"
 FORMAT_VERSION = 1
@@ -103,7 +104,7 @@ class Message:
             "kind": self.kind,
             "release_id": self.release_id,
             "guarantee": None if self.guarantee is None else self.guarantee.to_dict(),
-            "params": _jsonable(self.params),
+            "params": to_jsonable(self.params),
             "arrays": {k: {"dtype": str(v.dtype), "shape": list(v.shape)} for k, v in self.arrays.items()},
         }
 
