@@ -436,51 +436,40 @@ def single_stage_step_size(problem: Problem, Lambda: float, Y: float) -> float:
     return min(1.0, math.sqrt(2.0 * num / (den * K)))
 
 
-def single_stage_frank_wolfe(
-    X_target,
-    X_source,
-    y_source,
-    epsilon: float,
-    delta: float,
-    *,
-    r: float,
-    Lambda: float,
-    K: int = 1000,
-    mu: float | None = None,
-    r_hat: float | None = None,
-    Y: float | None = None,
-    selection: Selection = "last",
-    random_state=None,
-    privacy_mode: str = "sound",
-) -> PrivateResult:
-    """Private (q̂, ŵ) minimising Σ_i q_i(⟨w, x_i⟩ − y_i)² + 4Λ²F̃_T(q) over Δ_m × B(Λ) (Alg. 1).
-
-    Privacy: (ε, δ)-DP for the target (record level, replace-one): K report-noisy-min steps over
-    ∇_q with ℓ∞ sensitivity 4Λ²μr²r̂²/n; the w-gradient does not involve T. ``selection``:
-    ``"last"`` (q^K, w^K) or ``"uniform"`` (an iterate drawn uniformly from 0..K−1, independent of
-    T) are post-processing; ``"paper_argmin"`` (arg min of the gap estimates, which read
-    un-noised functions of T) only in paper mode, and the guarantee is flagged invalid.
-    ``Y`` bounds |y| (default: max |y_i| over the public source).
-    """
+def check_selection(selection: str, privacy_mode: str) -> None:
+    """``paper_argmin`` reads un-noised functions of T: allowed only in paper mode."""
     check_privacy_mode(privacy_mode)
     if selection not in ("last", "uniform", "paper_argmin"):
         raise ValueError(f"selection must be 'last', 'uniform' or 'paper_argmin', got {selection!r}")
     if selection == "paper_argmin" and privacy_mode != "paper":
         raise ValueError("selection='paper_argmin' leaks through un-noised gap estimates; allowed only in paper mode")
-    rng = check_random_state(random_state)
+
+
+def plan_single_stage(problem: Problem, epsilon: float, delta: float, privacy_mode: str, Lambda: float,
+                      selection: Selection) -> Plan:
+    """Calibrate Alg. 1's K report-noisy-min q-steps (scores Σ-loss + 4Λ²∇F̃_T, ℓ∞ sens. 4Λ²τ)."""
+    check_selection(selection, privacy_mode)
     check_positive(Lambda, "Lambda")
-    problem = make_problem(X_target, X_source, K=K, lam=0.0, r=r, mu=mu, r_hat=r_hat)
+    reasons = (
+        ("output chosen by arg min of gap estimates computed from un-noised gradients of the private objective",)
+        if selection == "paper_argmin" else ()
+    )
+    return plan_rnm_steps(problem, epsilon, delta, privacy_mode, score_scale=4.0 * Lambda**2,
+                          paper_monotone=False, theorem=THEOREM_SS, extra_reasons=reasons)
+
+
+def run_single_stage(problem: Problem, plan: Plan, y_source, Lambda: float, Y: float | None,
+                     selection: Selection, rng: np.random.Generator) -> PrivateResult:
+    """Alg. 1 with a pre-computed plan: FW over Δ_m × B(Λ) with the constant step of Thm 4.
+
+    (q⁰, w⁰) = (uniform, 0). ``"paper_argmin"`` uses the un-noised FW gap of each iterate (the
+    noisy minimum value is not exposed by report-noisy-min; paper mode only, flagged invalid).
+    """
     Xs = problem.X_source
     ys = np.asarray(y_source, dtype=np.float64).ravel()
     if ys.shape[0] != problem.m or not np.all(np.isfinite(ys)):
         raise ValueError(f"y_source must hold {problem.m} finite values")
     Y = float(np.abs(ys).max()) if Y is None else check_positive(Y, "Y")
-    reasons = (
-        ("output chosen by arg min of gap estimates computed from un-noised gradients of the private objective",)
-        if selection == "paper_argmin" else ()
-    )
-    plan = plan_rnm_steps(problem, epsilon, delta, privacy_mode, score_scale=4.0 * Lambda**2,
-                          paper_monotone=False, theorem=THEOREM_SS, extra_reasons=reasons if privacy_mode == "paper" else ())
     eta = single_stage_step_size(problem, Lambda, Y)
     m, d = Xs.shape
     q, w = np.full(m, 1.0 / m), np.zeros(d)
@@ -512,6 +501,39 @@ def single_stage_frank_wolfe(
     details = {**g.details, "algorithm": "single_stage_frank_wolfe", "selection": selection, "eta": eta,
                "Lambda": Lambda, "Y": Y, "mu": problem.mu, "r": problem.r, "r_hat": problem.r_hat, "K": problem.K}
     return PrivateResult(q, w, g, details)
+
+
+def single_stage_frank_wolfe(
+    X_target,
+    X_source,
+    y_source,
+    epsilon: float,
+    delta: float,
+    *,
+    r: float,
+    Lambda: float,
+    K: int = 1000,
+    mu: float | None = None,
+    r_hat: float | None = None,
+    Y: float | None = None,
+    selection: Selection = "last",
+    random_state=None,
+    privacy_mode: str = "sound",
+) -> PrivateResult:
+    """Private (q̂, ŵ) minimising Σ_i q_i(⟨w, x_i⟩ − y_i)² + 4Λ²F̃_T(q) over Δ_m × B(Λ) (Alg. 1).
+
+    Privacy: (ε, δ)-DP for the target (record level, replace-one): K report-noisy-min steps over
+    ∇_q with ℓ∞ sensitivity 4Λ²μr²r̂²/n; the w-gradient does not involve T. ``selection``:
+    ``"last"`` (q^K, w^K) or ``"uniform"`` (an iterate drawn uniformly from 0..K−1, independent of
+    T) are post-processing; ``"paper_argmin"`` (arg min of the gap estimates, which read
+    un-noised functions of T) only in paper mode, and the guarantee is flagged invalid.
+    ``Y`` bounds |y| (default: max |y_i| over the public source).
+    """
+    check_selection(selection, privacy_mode)
+    rng = check_random_state(random_state)
+    problem = make_problem(X_target, X_source, K=K, lam=0.0, r=r, mu=mu, r_hat=r_hat)
+    plan = plan_single_stage(problem, epsilon, delta, privacy_mode, Lambda, selection)
+    return run_single_stage(problem, plan, y_source, Lambda, Y, selection, rng)
 
 
 def _result(q, problem: Problem, plan: Plan, y_source, Lambda, name: str) -> PrivateResult:
