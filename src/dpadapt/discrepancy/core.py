@@ -82,8 +82,10 @@ def softmax_value_grad(q, M0: np.ndarray, X_source: np.ndarray, mu: float) -> tu
     a = np.exp(mu * lam - s)
     b = np.exp(-mu * lam - s)
     Z = float((a + b).sum())
-    proj_sq = (X_source @ V) ** 2
-    grad = -(proj_sq @ (a - b)) / Z
+    weights = (a - b) / Z
+    # directions whose weight underflows relative to the largest contribute nothing at float64 precision
+    keep = np.abs(weights) > 1e-17 * np.abs(weights).max() if weights.any() else np.zeros(lam.size, bool)
+    grad = -(((X_source @ V[:, keep]) ** 2) @ weights[keep])
     return s / mu + math.log(Z) / mu, grad
 
 
