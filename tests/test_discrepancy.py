@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from scipy import optimize
 from sklearn.base import clone
+from threadpoolctl import threadpool_limits
 
 from dpadapt.datasets.synthetic import make_bms_regression
 from dpadapt.discrepancy import (
@@ -361,9 +362,10 @@ def test_msda400_classification_runs(data_root):
 
     pair = load_pair("msda400", "books", "kitchen").dense()
     rng = np.random.default_rng(0)
-    src = rng.choice(len(pair.Xs), 400, replace=False)
+    src = rng.choice(len(pair.Xs), 300, replace=False)
     r = 1.0  # rows are L1-normalised, so ‖x‖₂ ≤ 1 holds without looking at the target
-    clf = DiscrepancyClassifier(algorithm="frank_wolfe", epsilon=4.0, delta=1e-5, r=r, K=15, Lambda=None, ridge=1e-3,
-                                random_state=0).fit_domains(pair.Xs[src], pair.ys[src], pair.Xt)
+    with threadpool_limits(1):  # 400×400 eigendecompositions: one BLAS thread is fastest on a shared machine
+        clf = DiscrepancyClassifier(algorithm="frank_wolfe", epsilon=4.0, delta=1e-5, r=r, K=40, Lambda=None,
+                                    ridge=1e-3, random_state=0).fit_domains(pair.Xs[src], pair.ys[src], pair.Xt)
     assert clf.guarantee_.valid and clf.guarantee_.epsilon <= 4.0
     assert clf.score(pair.Xt_test, pair.yt_test) > 0.6
