@@ -28,11 +28,13 @@ def make_bms_regression(
     d: int = 10,
     n_test: int = 10_000,
     source_target_fraction: float = 0.25,
+    noise_var: float | None = None,
     random_state=None,
 ) -> dict[str, np.ndarray]:
     """The synthetic regression study of Bassily, Mohri & Suresh (AISTATS 2023, Section 7).
 
-    P_X = N(m_P, σ²I), Q_X = N(m_Q, σ²I), σ² = 1/(9d) (see :func:`bms_means`); labels from
+    P_X = N(m_P, σ²I), Q_X = N(m_Q, σ²I), σ² = 1/(9d) unless ``noise_var`` is given (see
+    :func:`bms_means`); labels from
     :func:`bms_labels`. Source: m labelled points from 0.25·P_X + 0.75·Q_X; target: n points from
     P_X (labels returned only for the oracle baseline); test: ``n_test`` fresh P_X points.
 
@@ -44,7 +46,9 @@ def make_bms_regression(
     if not 0.0 <= source_target_fraction <= 1.0:
         raise ValueError(f"source_target_fraction must be in [0, 1], got {source_target_fraction}")
     rng = check_random_state(random_state)
-    sigma = np.sqrt(1.0 / (9.0 * d))
+    if noise_var is not None and not noise_var > 0:
+        raise ValueError(f"noise_var must be > 0, got {noise_var}")
+    sigma = np.sqrt(1.0 / (9.0 * d) if noise_var is None else float(noise_var))
     m_p, m_q = bms_means(d)
     from_p = rng.random(m) < source_target_fraction
     Xs = np.where(from_p[:, None], m_p, m_q) + sigma * rng.standard_normal((m, d))
