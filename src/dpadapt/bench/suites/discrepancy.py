@@ -83,7 +83,7 @@ def _cell(algorithm: str, n: int, eps: float, seed: int, mode: str = "sound", mu
     """Run one algorithm on one (n, ε, seed): ‖M(q̂)‖₂, test MSE, guarantee, wall time (cached)."""
     data = _data(n, seed)
     Xs, ys, Xt = data["Xs"], data["ys"], data["Xt"]
-    rng = np.random.default_rng([seed, n, int(min(eps, 1e6)), hash(algorithm) % 2**31])
+    rng = np.random.default_rng([seed, n, int(min(eps, 1e6)), ("fw", "md", "ss").index(algorithm), mode == "paper"])
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyWarning)  # δ = 1/8000 ≥ 1/n at n = 8000: the paper's choice
