@@ -369,3 +369,30 @@ def test_msda400_classification_runs(data_root):
                                     ridge=1e-3, random_state=0).fit_domains(pair.Xs[src], pair.ys[src], pair.Xt)
     assert clf.guarantee_.valid and clf.guarantee_.epsilon <= 4.0
     assert clf.score(pair.Xt_test, pair.yt_test) > 0.6
+
+
+def test_cli_method_commands_roundtrip(bms, tmp_path):
+    """The registered MethodCommands: target plans/executes its release, source adapts from the file."""
+    import argparse
+
+    from dpadapt.cli.methods import methods
+    from dpadapt.io import load_table, save_table
+
+    cmd = methods()["discrepancy"]
+    src, tgt = tmp_path / "source.npz", tmp_path / "target.npz"
+    save_table(src, bms["Xs"], bms["ys"])
+    save_table(tgt, bms["Xt"])
+    rel_parser = argparse.ArgumentParser()
+    cmd.add_release_arguments(rel_parser)
+    args = rel_parser.parse_args(["--source-data", str(src), "--r", "1.5", "--K", "30"])
+    args.epsilon, args.delta, args.seed = 2.0, DELTA, 0
+    planned = cmd.plan_release(args, load_table(tgt))
+    assert planned.guarantee.valid and planned.guarantee.epsilon <= 2.0
+    release = planned.execute()
+    assert_no_raw_rows(release, bms["Xt"])
+    path = release.save(tmp_path / "weights.release")
+    ad_parser = argparse.ArgumentParser()
+    cmd.add_adapt_arguments(ad_parser)
+    outcome = cmd.adapt(ad_parser.parse_args([]), load_table(src), [Release.load(path)])
+    assert outcome.guarantees["target"].epsilon == planned.guarantee.epsilon
+    assert outcome.model.predict(bms["X_test"]).shape == (len(bms["X_test"]),)
