@@ -18,11 +18,12 @@ from dpadapt.discrepancy import (
     minimize_discrepancy,
     noisy_frank_wolfe,
     noisy_mirror_descent,
+    party,
+    private,
     project_simplex,
     single_stage_frank_wolfe,
     weighted_regression,
 )
-from dpadapt.discrepancy import party, private
 from dpadapt.privacy import accounting
 from dpadapt.privacy.audit import epsilon_lower_bound
 from dpadapt.release import Release, ReleaseError, assert_no_raw_rows
@@ -106,7 +107,7 @@ def test_gradient_sensitivity_never_exceeds_calibration_bound(rng):
         M0 = core.second_moment(Xt, r)
         for q in _simplex_points(rng, m, 5):
             g = core.softmax_value_grad(q, M0, Xs, mu)[1]
-            lam, V = np.linalg.eigh(core.discrepancy_matrix(q, M0, Xs))
+            _lam, V = np.linalg.eigh(core.discrepancy_matrix(q, M0, Xs))
             # candidate replacements: extreme eigen-directions, source directions, random points, all at norm r
             cands = [V[:, 0], V[:, -1], *(Xs[:3] / np.linalg.norm(Xs[:3], axis=1, keepdims=True)),
                      *rng.normal(size=(4, d))]
@@ -133,7 +134,7 @@ def test_project_simplex(rng):
     for v in rng.normal(size=(20, 7)) * 3:
         p = project_simplex(v)
         assert p.min() >= 0 and p.sum() == pytest.approx(1.0)
-        res = optimize.minimize(lambda x: ((x - v) ** 2).sum(), np.full(7, 1 / 7), method="SLSQP",
+        res = optimize.minimize(lambda x, v=v: ((x - v) ** 2).sum(), np.full(7, 1 / 7), method="SLSQP",
                                 bounds=[(0, 1)] * 7, constraints={"type": "eq", "fun": lambda x: x.sum() - 1})
         assert ((p - v) ** 2).sum() <= ((res.x - v) ** 2).sum() + 1e-7
 
@@ -147,7 +148,7 @@ def test_weighted_regression_norm_constraint(rng):
     assert np.allclose(weighted_regression(q, X, y, Lambda=100.0), free)
     w = weighted_regression(q, X, y, Lambda=1.0)
     assert np.linalg.norm(w) == pytest.approx(1.0, abs=1e-8)
-    loss = lambda v: float(q @ (X @ v - y) ** 2)  # noqa: E731
+    loss = lambda v: float(q @ (X @ v - y) ** 2)
     res = optimize.minimize(loss, np.zeros(5), method="SLSQP",
                             constraints={"type": "ineq", "fun": lambda v: 1.0 - v @ v})
     assert loss(w) <= loss(res.x) + 1e-6
@@ -223,14 +224,14 @@ def test_fw_without_noise_reaches_non_private_optimum(bms):
     Xs, Xt = bms["Xs"], bms["Xt"]
     prob = private.make_problem(Xt, Xs, K=1000, lam=1e-3, r=1.5)
     q_star = minimize_discrepancy(prob.M0, Xs, prob.mu, 1e-3)
-    fg = lambda q: core.softmax_value(q, prob.M0, Xs, prob.mu) + 5e-4 * q @ q  # noqa: E731
+    fg = lambda q: core.softmax_value(q, prob.M0, Xs, prob.mu) + 5e-4 * q @ q
     fw = noisy_frank_wolfe(Xt, Xs, math.inf, DELTA, r=1.5, K=1000, y_source=bms["ys"], Lambda=2.0)
     bound = 2 * (core.smoothness(prob.mu, prob.r_hat) + 1e-3) / 1000  # Thm 10's optimisation term
     assert fg(fw.q) - fg(q_star) <= bound
     assert fg(q_star) <= fg(fw.q) + 1e-9
     uniform = np.full(len(Xs), 1 / len(Xs))
     assert core.spectral_norm(fw.q, prob.M0, Xs) < 0.1 * core.spectral_norm(uniform, prob.M0, Xs)
-    mse = lambda w: np.mean((bms["X_test"] @ w - bms["y_test"]) ** 2)  # noqa: E731
+    mse = lambda w: np.mean((bms["X_test"] @ w - bms["y_test"]) ** 2)
     assert mse(fw.w) <= 1.2 * mse(weighted_regression(q_star, Xs, bms["ys"], Lambda=2.0)) + 1e-5
     assert fw.guarantee.valid is False and math.isinf(fw.epsilon)
 
@@ -253,13 +254,13 @@ def test_fw_improves_with_n_and_epsilon():
 def test_single_stage_without_noise_matches_oracle_scale(bms):
     res = single_stage_frank_wolfe(bms["Xt"], bms["Xs"], bms["ys"], math.inf, DELTA, r=1.5, Lambda=2.0, K=1000)
     public = weighted_regression(np.full(len(bms["Xs"]), 1 / len(bms["Xs"])), bms["Xs"], bms["ys"], Lambda=2.0)
-    mse = lambda w: np.mean((bms["X_test"] @ w - bms["y_test"]) ** 2)  # noqa: E731
+    mse = lambda w: np.mean((bms["X_test"] @ w - bms["y_test"]) ** 2)
     assert np.linalg.norm(res.w) <= 2.0 + 1e-9 and res.q.sum() == pytest.approx(1.0)
     assert mse(res.w) < mse(public)
 
 
 def test_single_stage_selection_modes(bms):
-    kw = dict(r=1.5, Lambda=2.0, K=60, random_state=0)
+    kw = {"r": 1.5, "Lambda": 2.0, "K": 60, "random_state": 0}
     with pytest.raises(ValueError, match="paper mode"):
         single_stage_frank_wolfe(bms["Xt"], bms["Xs"], bms["ys"], 4.0, DELTA, selection="paper_argmin", **kw)
     paper = single_stage_frank_wolfe(bms["Xt"], bms["Xs"], bms["ys"], 4.0, DELTA, selection="paper_argmin",

@@ -20,7 +20,12 @@ from dpadapt.discrepancy import nonprivate, private
 from dpadapt.discrepancy.core import default_mu, second_moment, source_radius
 from dpadapt.discrepancy.stage2 import weighted_regression
 from dpadapt.privacy.guarantee import Guarantee
-from dpadapt.validation import check_features, check_random_state, check_same_features, split_domains
+from dpadapt.validation import (
+    check_features,
+    check_random_state,
+    check_same_features,
+    split_domains,
+)
 
 ALGORITHMS = ("frank_wolfe", "mirror_descent", "single_stage", "non_private", "public_only")
 

@@ -271,7 +271,7 @@ def plot_figures(rows: list[dict], out_dir: str | Path) -> list[Path]:
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    sound = lambda eps: ("non-private" if math.isinf(eps) else "sound", eps)  # noqa: E731
+    sound = lambda eps: ("non-private" if math.isinf(eps) else "sound", eps)
     colours = {1.0: "tab:red", 4.0: "tab:orange", 16.0: "tab:green", math.inf: "tab:blue"}
     paths = []
 
@@ -329,6 +329,69 @@ def plot_figures(rows: list[dict], out_dir: str | Path) -> list[Path]:
     return paths
 
 
+def _fmt(values: list[float] | None, digits: int = 3) -> str:
+    if not values:
+        return "—"
+    return f"{np.mean(values):.{digits}f}±{np.std(values):.{digits}f}"
+
+
+def _paper_fmt(value: float | None, digits: int = 3) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def markdown_tables(rows: list[dict]) -> str:
+    """Figure 1 / Figure 2 tables (measured mean±std over seeds beside the paper), plus wall times."""
+    def eps_of(r):
+        return math.inf if r["epsilon_target"] in ("inf", math.inf) else float(r["epsilon_target"])
+
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for r in rows:
+        if not r.get("error"):
+            groups[(r["task"], r["method"], r["mode"], eps_of(r))].append(r)
+
+    def vals(task, method, mode, eps, key="value"):
+        return [float(r[key]) for r in groups.get((task, method, mode, eps), [])]
+
+    ns = sorted({int(t.split("=")[1]) for t, *_ in groups if t.startswith("fig")})
+    lines = ["### Figure 1: ‖M(q̂)‖₂ (mean±std over seeds; paper value read off the plot)", "",
+             "| n | ε | FW sound | FW paper-mode | FW paper | MD sound | MD paper-mode | MD paper | s/run FW | s/run MD |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for n in ns:
+        for eps in EPSILONS:
+            mode = "non-private" if math.isinf(eps) else "sound"
+            t = f"fig1:n={n}"
+            fw, md = vals(t, "fw-spectral-norm", mode, eps), vals(t, "md-spectral-norm", mode, eps)
+            if not fw and not md:
+                continue
+            lines.append(
+                f"| {n} | {'∞' if math.isinf(eps) else f'{eps:g}'} | {_fmt(fw)} | {_fmt(vals(t, 'fw-spectral-norm', 'paper', eps))} "
+                f"| {_paper_fmt(_paper(FIG1, 'fw', eps, n), 2)} | {_fmt(md)} | {_fmt(vals(t, 'md-spectral-norm', 'paper', eps))} "
+                f"| {_paper_fmt(_paper(FIG1, 'md', eps, n), 2)} "
+                f"| {_fmt(vals(t, 'fw-spectral-norm', mode, eps, 'algo_seconds'), 2)} "
+                f"| {_fmt(vals(t, 'md-spectral-norm', mode, eps, 'algo_seconds'), 2)} |")
+    lines += ["", "### Figure 2: test MSE (mean±std; paper value in brackets)", "",
+              "| n | ε | public-only | oracle | single-stage | single-stage paper-mode (argmin) | two-stage FW | two-stage MD | s/run SS |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    for n in ns:
+        t = f"fig2:n={n}"
+        for eps in EPSILONS:
+            mode = "non-private" if math.isinf(eps) else "sound"
+            cells = []
+            for method in ("public-only", "oracle", "single-stage"):
+                e = math.inf if method in ("public-only", "oracle") else eps
+                v = vals(t, method, "non-private" if math.isinf(e) else mode, e)
+                cells.append(f"{_fmt(v, 4)} [{_paper_fmt(_paper(FIG2, method, e, n))}]" if v else "—")
+            cells.append(_fmt(vals(t, "single-stage", "paper", eps), 4))
+            for method in ("two-stage-fw", "two-stage-md"):
+                v = vals(t, method, mode, eps)
+                cells.append(f"{_fmt(v, 4)} [{_paper_fmt(_paper(FIG2, method, eps, n))}]" if v else "—")
+            if not any(c != "—" for c in cells):
+                continue
+            cells.append(_fmt(vals(t, "single-stage", mode, eps, "algo_seconds"), 2))
+            lines.append(f"| {n} | {'∞' if math.isinf(eps) else f'{eps:g}'} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     from dpadapt.bench.runner import load_rows
 
@@ -337,8 +400,14 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("plot", help="draw Figures 1 and 2 from a results JSON")
     p.add_argument("results")
     p.add_argument("--out", default="benchmarks")
+    t = sub.add_parser("table", help="print the Figure 1 / Figure 2 tables (markdown) from a results JSON")
+    t.add_argument("results")
     args = parser.parse_args(argv)
-    for path in plot_figures(load_rows(args.results), args.out):
+    rows = load_rows(args.results)
+    if args.cmd == "table":
+        print(markdown_tables(rows))
+        return 0
+    for path in plot_figures(rows, args.out):
         print(path)
     return 0
 

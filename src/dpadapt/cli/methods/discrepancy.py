@@ -16,7 +16,13 @@ from __future__ import annotations
 import argparse
 
 from dpadapt.cli.methods import AdaptOutcome, MethodCommands, PlannedRelease, register
-from dpadapt.discrepancy.party import KIND, METHOD, PRIVATE_ALGORITHMS, adapt_from_weights, plan_weights_release
+from dpadapt.discrepancy.party import (
+    KIND,
+    METHOD,
+    PRIVATE_ALGORITHMS,
+    adapt_from_weights,
+    plan_weights_release,
+)
 from dpadapt.io import Table, load_table
 
 
