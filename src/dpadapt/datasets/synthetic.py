@@ -6,6 +6,7 @@ import numpy as np
 
 from dpadapt.validation import check_random_state
 
+
 # --- Private discrepancy minimisation (Bassily, Mohri & Suresh 2023, Section 7) -------------------
 
 
