@@ -118,7 +118,7 @@ def test_gradient_sensitivity_never_exceeds_calibration_bound(rng):
                 diff = np.abs(g - g2).max()
                 assert diff <= tau * (1 + 1e-9), (trial, diff, tau)
                 worst_ratio = max(worst_ratio, diff / tau)
-    assert worst_ratio > 0.05  # the search does reach a sizeable fraction of the bound
+    assert worst_ratio > 0.3  # the search reaches a sizeable fraction of the bound (≈ 0.49 with this seed)
 
 
 def test_clipping_enforces_r(rng):
