@@ -23,6 +23,7 @@ from collections.abc import Callable
 import numpy as np
 
 from dpadapt.discrepancy import private
+from dpadapt.discrepancy.core import check_simplex
 from dpadapt.discrepancy.estimator import DiscrepancyRegressor
 from dpadapt.discrepancy.stage2 import weighted_regression
 from dpadapt.privacy.guarantee import Guarantee
@@ -123,7 +124,7 @@ def adapt_from_weights(release: Release, X_source, y_source, *, Lambda: float | 
                            "use the exact source feature file the target party used")
     ys = np.asarray(y_source, dtype=np.float64).ravel()
     Lambda = float(release.params["Lambda"]) if Lambda is None else Lambda
-    q = np.asarray(release["q"], dtype=np.float64)
+    q = check_simplex(release["q"], Xs.shape[0])
     w = np.asarray(release["w"], dtype=np.float64) if "w" in release.arrays else weighted_regression(
         q, Xs, ys, Lambda=Lambda, ridge=ridge)
     model = DiscrepancyRegressor(algorithm=release.params["algorithm"], Lambda=Lambda, ridge=ridge,
