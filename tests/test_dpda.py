@@ -360,3 +360,38 @@ def test_amazon_books_to_dvd_smoke(data_root):
     m = DPDA(epochs=2, random_state=0).fit_domains(pair.Xs, pair.ys, pair.Xt)
     assert m.score(pair.Xt_test, pair.yt_test) > 0.7
     assert m.guarantee_.valid and 0 < m.guarantee_.epsilon < 8
+
+
+def test_cli_two_party_dpda_roundtrip(rng, tmp_path):
+    import argparse
+
+    from dpadapt.cli.methods import dpda as cli
+    from dpadapt.cli.methods import methods
+    from dpadapt.io import Table
+    from dpadapt.release import Release, assert_no_raw_rows
+
+    assert "dpda" in methods()
+    Xs, ys, Xt = _toy(rng, n=80)
+    Xs_sparse = sp.csr_matrix(np.abs(Xs))
+    parser = argparse.ArgumentParser()
+    cli.add_release_arguments(parser)
+    with pytest.raises(ValueError, match="declare-public"):
+        cli.plan_release(parser.parse_args([]), Table(Xs_sparse, ys, tmp_path / "s.npz"))
+    plan = cli.plan_release(parser.parse_args(["--declare-public"]), Table(Xs_sparse, ys, tmp_path / "s.npz"))
+    assert not plan.guarantee.valid and plan.guarantee.party == "source"
+    path = plan.execute().save(tmp_path / "source.npz")
+    release = Release.load(path, expect_method="dpda", expect_kind="public_source")
+    X_back, y_back = cli.source_from_release(release)
+    assert (X_back != Xs_sparse).nnz == 0 and np.array_equal(y_back, ys)
+
+    aparser = argparse.ArgumentParser()
+    cli.add_adapt_arguments(aparser)
+    args = aparser.parse_args(["--epsilon", "3", "--noise-multiplier", "1.0", "--epochs", "2", "--batch-size", "8",
+                               "--hidden", "4", "--seed", "0"])
+    out = cli.adapt(args, Table(np.abs(Xt), None, tmp_path / "t.npz"), [release])
+    g = out.guarantees["target"]
+    assert g.valid and g.epsilon <= 3.0
+    assert out.return_release.guarantee.epsilon == pytest.approx(g.epsilon)
+    model_release = out.return_release.execute()
+    assert model_release.owner == "target" and "param.feature_extractor.0.weight" in model_release.arrays
+    assert_no_raw_rows(model_release, np.abs(Xt))
