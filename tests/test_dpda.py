@@ -395,3 +395,10 @@ def test_cli_two_party_dpda_roundtrip(rng, tmp_path):
     model_release = out.return_release.execute()
     assert model_release.owner == "target" and "param.feature_extractor.0.weight" in model_release.arrays
     assert_no_raw_rows(model_release, np.abs(Xt))
+
+
+def test_ghost_refuses_networks_it_cannot_handle():
+    net = DANNNetwork(nn.Sequential(nn.Linear(6, 4), nn.LayerNorm(4)), nn.Linear(4, 2), nn.Linear(4, 2))
+    gen = torch.Generator().manual_seed(0)
+    with pytest.raises(ValueError, match="vmap"):
+        private_block_gradients(net, torch.randn(3, 6), None, 1, ("domain",), 1.0, PrivacySpec(1.0, 1.0), 3.0, gen, "ghost")

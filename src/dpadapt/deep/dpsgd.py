@@ -311,8 +311,12 @@ def private_block_gradients(
         sums = {key: {p: torch.zeros_like(p) for p in params[key]} for key in keys}
     else:
         method = per_example
+        if method not in ("auto", "ghost", "vmap"):
+            raise ValueError(f"per_example must be 'auto', 'ghost' or 'vmap', got {per_example!r}")
         if method == "auto":
             method = "ghost" if ghost_supported(net) else "vmap"
+        elif method == "ghost" and not ghost_supported(net):
+            raise ValueError("ghost clipping needs every trainable parameter to sit in an nn.Linear layer; use per_example='vmap'")
         backend = (_GhostLinear if method == "ghost" else _VmapGradients)(net, x, y, domain, blocks)
         sq = backend.sq_norms(scales)
         if spec.grouping == "joint":

@@ -218,3 +218,19 @@ def plot_sweep(rows: list[dict], path: str) -> str:
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+@register_suite("dpda-timing", "Seconds per epoch of DANN vs DPDA (ghost clipping and torch.func vmap) and G-DPDA on Amazon B→D")
+def build_timing(quick: bool, epsilons=None) -> list[BenchTask]:
+    epochs = 2 if quick else 5
+    configs = [("dann", "non-private", {}), ("nn", "non-private", {}), ("dpda", "sound", {"per_example": "ghost"}),
+               ("dpda", "sound", {"per_example": "vmap"}), ("dpda", "paper", {"per_example": "ghost"}),
+               ("gdpda", "sound", {"per_example": "ghost"})]
+    return [
+        BenchTask("dpda-timing", task_name("bow5000", "books", "dvd"),
+                  method + (f"-{net['per_example']}" if net else ""), mode,
+                  _runner("bow5000", "books", "dvd", method, "sound" if mode == "non-private" else mode, epochs, net=net),
+                  epsilon={"dpda": 8.0, "gdpda": 4.0}.get(method, math.inf),
+                  params={"epochs": epochs})
+        for method, mode, net in configs
+    ]
