@@ -218,7 +218,7 @@ def test_public_source_step_never_reads_target_rows(rng, monkeypatch):
     Xs = np.abs(Xs) + 0.1  # source rows positive, target rows negative: a row's sign reveals its domain
     Xt = -np.abs(Xt) - 0.1
     seen = {"public": [], "private": []}
-    pub, priv = dann_mod.public_block_gradients, dann_mod.private_block_gradients
+    pub, priv = dann_mod.public_block_gradients, dann_mod.clipped_block_sums
 
     def spy_pub(net, x, *a, **k):
         seen["public"].append(x.clone())
@@ -229,7 +229,7 @@ def test_public_source_step_never_reads_target_rows(rng, monkeypatch):
         return priv(net, x, *a, **k)
 
     monkeypatch.setattr(dann_mod, "public_block_gradients", spy_pub)
-    monkeypatch.setattr(dann_mod, "private_block_gradients", spy_priv)
+    monkeypatch.setattr(dann_mod, "clipped_block_sums", spy_priv)
     DPDA(epsilon=5.0, noise_multiplier=1.0, epochs=2, batch_size=5, hidden=(3,), random_state=0).fit_domains(Xs, ys, Xt)
     pub_rows = torch.cat(seen["public"])
     priv_rows = torch.cat(seen["private"])
@@ -402,3 +402,28 @@ def test_ghost_refuses_networks_it_cannot_handle():
     gen = torch.Generator().manual_seed(0)
     with pytest.raises(ValueError, match="vmap"):
         private_block_gradients(net, torch.randn(3, 6), None, 1, ("domain",), 1.0, PrivacySpec(1.0, 1.0), 3.0, gen, "ghost")
+
+
+def test_training_step_noise_merges_independent_draws_with_the_right_variance():
+    """One G-DPDA-style step with negligible signal: each parameter moves by N(0, Σ_k (lr_k σC/M_k)²)."""
+    torch.manual_seed(0)
+    net = mlp_network(300, 2, (50,), "relu")
+    before = {n: p.detach().clone() for n, p in net.named_parameters()}
+    rng = np.random.default_rng(0)
+    Xs, Xt = rng.normal(size=(40, 300)), rng.normal(size=(25, 300))
+    ys = rng.integers(0, 2, 40)
+    spec = PrivacySpec(1e-9, 1e9)  # σC = 1, clipped signal ≤ 1e-9
+    streams = [dann_mod.Stream("s", "source", Xs, ys, 0, ("label", "domain"), 1.0, spec),
+               dann_mod.Stream("t", "target", Xt, None, 1, ("domain",), 1.0, spec)]
+    lr, lr_d = 0.5, 0.2
+    dann_mod.train_streams(net, streams, 1, 1, lr, lr_d, rng, torch.Generator().manual_seed(1))
+    moved = {n: (p.detach() - before[n]).ravel() for n, p in net.named_parameters()}
+    expected = {
+        "feature_extractor.0.weight": math.sqrt((lr / 40) ** 2 + (lr_d / 40) ** 2 + (lr_d / 25) ** 2),
+        "domain_head.weight": math.sqrt((lr_d / 40) ** 2 + (lr_d / 25) ** 2),
+        "label_head.weight": lr / 40,
+    }
+    n = moved["feature_extractor.0.weight"].numel()
+    assert abs(float(moved["feature_extractor.0.weight"].std()) / expected["feature_extractor.0.weight"] - 1) < 4 / math.sqrt(2 * n)
+    for name in ("domain_head.weight", "label_head.weight"):  # 100 coordinates each: loose check
+        assert abs(float(moved[name].std()) / expected[name] - 1) < 0.3

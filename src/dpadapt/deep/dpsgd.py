@@ -277,7 +277,7 @@ def add_gaussian_noise(total: torch.Tensor, std: float, generator: torch.Generat
     return total + std * torch.randn(total.shape, generator=generator, dtype=total.dtype)
 
 
-def private_block_gradients(
+def clipped_block_sums(
     net: nn.Module,
     x: torch.Tensor,
     y: torch.Tensor | None,
@@ -285,34 +285,26 @@ def private_block_gradients(
     blocks: Sequence[str],
     nu: float,
     spec: PrivacySpec,
-    expected_batch: float,
-    generator: torch.Generator,
     per_example: PerExampleMethod = "auto",
-    return_norms: bool = False,
 ):
-    """Noisy, clipped mean gradients of one Poisson-sampled batch.
+    """Sums of clipped per-example gradients of one batch, before noise.
 
-    Returns ``{block: {parameter: gradient}}`` where the domain block's feature-extractor part
-    already carries the gradient-reversal factor −ν. Every example's concatenated gradient over
-    all blocks (joint) or each group's part (per group) is clipped to ``spec.clip``; the sums
-    get one N(0, σ²C²I) draw (per group in paper mode) and are divided by ``expected_batch``
-    (the expected, not the realised, batch size). With ``return_norms`` the per-example
-    pre-clipping norms and post-clipping norms of the joint vector are returned as well.
+    Returns ``({block: {parameter: Σ_i w_i g_i}}, norms before clipping, norms after clipping)``
+    (norms of each example's joint vector). The domain block's feature-extractor part carries the
+    gradient-reversal factor −ν. Joint grouping clips each example's concatenated vector over all
+    blocks to ``spec.clip``; per-group grouping clips each (block, part) separately. Every
+    trainable parameter of the blocks is present (zeros when the batch is empty).
     """
-    if expected_batch <= 0:
-        raise ValueError("expected_batch must be > 0")
     keys = [(b, part) for b in blocks for part in BLOCK_PARTS[b]]
     scales = {(b, part): (-nu if (b == "domain" and part == "feature") else 1.0) for b, part in keys}
     params = {key: [p for _, p in trainable(net, key[1])] for key in keys}
-    n = x.shape[0]
-    sums: dict[tuple[str, str], dict[nn.Parameter, torch.Tensor]]
+    if per_example not in ("auto", "ghost", "vmap"):
+        raise ValueError(f"per_example must be 'auto', 'ghost' or 'vmap', got {per_example!r}")
     norms_before = norms_after = torch.zeros(0)
-    if n == 0:
+    if x.shape[0] == 0:
         sums = {key: {p: torch.zeros_like(p) for p in params[key]} for key in keys}
     else:
         method = per_example
-        if method not in ("auto", "ghost", "vmap"):
-            raise ValueError(f"per_example must be 'auto', 'ghost' or 'vmap', got {per_example!r}")
         if method == "auto":
             method = "ghost" if ghost_supported(net) else "vmap"
         elif method == "ghost" and not ghost_supported(net):
@@ -332,14 +324,37 @@ def private_block_gradients(
         for key in keys:  # parameters not reached by this batch's loss
             for p in params[key]:
                 sums[key].setdefault(p, torch.zeros_like(p))
-    std = spec.noise_multiplier * spec.clip
     out: dict[str, dict[nn.Parameter, torch.Tensor]] = {b: {} for b in blocks}
-    for key in keys:  # one noise draw per coordinate of the (joint or per-group) clipped sum
-        for p, g in sums[key].items():
-            out[key[0]][p] = out[key[0]].get(p, 0) + add_gaussian_noise(g.detach(), std, generator) / expected_batch
-    if return_norms:
-        return out, norms_before.detach(), norms_after.detach()
-    return out
+    for (b, _), gs in sums.items():  # the parts of one block hold disjoint parameters
+        out[b].update({p: g.detach() for p, g in gs.items()})
+    return out, norms_before.detach(), norms_after.detach()
+
+
+def private_block_gradients(
+    net: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor | None,
+    domain: int,
+    blocks: Sequence[str],
+    nu: float,
+    spec: PrivacySpec,
+    expected_batch: float,
+    generator: torch.Generator,
+    per_example: PerExampleMethod = "auto",
+    return_norms: bool = False,
+):
+    """Noisy, clipped mean gradients ``{block: {parameter: (Σ_i w_i g_i + N(0, σ²C²I)) / M}}`` of one batch.
+
+    One noise draw per coordinate of the clipped sum (per block: θ_f's label and domain
+    coordinates are distinct coordinates of the released vector), divided by the *expected*
+    batch size M. With ``return_norms`` the per-example norms before/after clipping are returned too.
+    """
+    if expected_batch <= 0:
+        raise ValueError("expected_batch must be > 0")
+    sums, before, after = clipped_block_sums(net, x, y, domain, blocks, nu, spec, per_example)
+    std = spec.noise_multiplier * spec.clip
+    out = {b: {p: add_gaussian_noise(g, std, generator) / expected_batch for p, g in gs.items()} for b, gs in sums.items()}
+    return (out, before, after) if return_norms else out
 
 
 def poisson_sample(n: int, rate: float, rng: np.random.Generator) -> np.ndarray:
