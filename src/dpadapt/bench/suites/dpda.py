@@ -150,7 +150,7 @@ def build_office(quick: bool, epsilons=None) -> list[BenchTask]:
                                                   ("webcam", "dslr"), ("webcam", "amazon"), ("dslr", "amazon"))]
     if quick:
         pairs = pairs[:1]
-    epochs = 10 if quick else 100
+    epochs = 30 if quick else 100
     configs = [("dann", "non-private"), ("nn", "non-private"), ("dpda", "sound"), ("dpda", "paper")]
     return [
         BenchTask(
