@@ -1,0 +1,154 @@
+"""``dpadapt release dpda`` (source) and ``dpadapt adapt dpda`` (target): DPDA across two parties.
+
+How the iterative protocol maps onto parties
+--------------------------------------------
+DPDA (Wang et al., TIFS 2020) protects the target and treats the labelled source as public.
+Two deployments are valid:
+
+1. *Per-step messages*: the source runs training and, at every step, the target sends one
+   message — its Poisson-sampled, jointly clipped, noised sum of per-example target gradients
+   (:func:`dpadapt.deep.dpsgd.private_block_gradients`), one accountant event per message.
+   Everything the source sees is then a post-processing of DP releases.
+2. *Target-side training* (what is implemented here): the source owner publishes its labelled
+   data — declared public, which is DPDA's premise — and the target trains the whole DPDA model
+   on its own machine. The target's guarantee covers the trained network, which the target can
+   then hand back (``return_release``) or publish. No target row, gradient or statistic leaves
+   the target other than that network.
+
+Deployment 2 needs one message instead of thousands and gives the same guarantee. G-DPDA (both
+parties protected) cannot use it — the source rows would leave the source — and is offered only
+as the in-process estimator :class:`dpadapt.deep.dpda.GDPDA`.
+
+The target's guarantee is computed from public sizes (n_s, n_t), σ, C, q and the a-priori step
+count before training starts (:meth:`dpadapt.deep.dpda.DPDA.plan`).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+import scipy.sparse as sp
+
+from dpadapt.cli.methods import AdaptOutcome, MethodCommands, PlannedRelease, register
+from dpadapt.deep.dpda import DPDA
+from dpadapt.io import Table
+from dpadapt.privacy.guarantee import Guarantee
+from dpadapt.release import Release
+from dpadapt.validation import check_features, check_labels
+
+PUBLIC_REASON = "DPDA treats the labelled source as public: its rows are sent in the clear (declared by the source owner)"
+
+
+def _add(parser: argparse.ArgumentParser, *flags, **kwargs) -> None:
+    """Add an option unless the generic driver already defined it (e.g. --epsilon, --seed)."""
+    if any(f in parser._option_string_actions for f in flags):
+        return
+    parser.add_argument(*flags, **kwargs)
+
+
+def add_release_arguments(parser: argparse.ArgumentParser) -> None:
+    _add(
+        parser,
+        "--declare-public",
+        action="store_true",
+        help="required: confirm that the labelled source data is public (DPDA sends it in the clear; "
+        "use G-DPDA in-process if the source must be protected)",
+    )
+
+
+def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
+    """The source's release: its labelled rows, declared public (ε = ∞, not a DP release)."""
+    if not getattr(args, "declare_public", False):
+        raise ValueError(
+            "release dpda publishes the labelled source rows in the clear (DPDA's public-source premise); "
+            "pass --declare-public to confirm the source data is public"
+        )
+    if table.y is None:
+        raise ValueError(f"{table.path}: the source data needs labels (column 'y')")
+    X = check_features(table.X, "source data", allow_sparse=True)
+    y = check_labels(table.y, X.shape[0], "source labels")
+    guarantee = Guarantee.non_private("source", PUBLIC_REASON)
+
+    def execute() -> Release:
+        if sp.issparse(X):
+            arrays = {"X_data": X.data, "X_indices": X.indices, "X_indptr": X.indptr, "X_shape": np.array(X.shape)}
+        else:
+            arrays = {"X": X}
+        return Release("dpda", "public_source", "source", {**arrays, "y": y}, guarantee, {"sparse": sp.issparse(X)})
+
+    return PlannedRelease(guarantee, execute)
+
+
+def source_from_release(release: Release):
+    """``(Xs, ys)`` from a ``public_source`` release."""
+    if release.kind != "public_source":
+        raise ValueError(f"adapt dpda needs a public_source release, got kind {release.kind!r}")
+    if release.params.get("sparse"):
+        shape = tuple(int(v) for v in release["X_shape"])
+        X = sp.csr_matrix((release["X_data"], release["X_indices"], release["X_indptr"]), shape=shape)
+    else:
+        X = release["X"]
+    return X, release["y"]
+
+
+def add_adapt_arguments(parser: argparse.ArgumentParser) -> None:
+    _add(parser, "--epsilon", type=float, default=8.0, help="target budget ε (paper: 8)")
+    _add(parser, "--delta", type=float, default=1e-5, help="target δ (paper: 1e-5)")
+    _add(parser, "--seed", type=int, default=None, help="seed of initialisation, sampling and noise")
+    _add(parser, "--privacy-mode", choices=("sound", "paper"), default="sound")
+    _add(parser, "--noise-multiplier", type=float, default=8.0, help="σ (paper: 8); 0 or negative = calibrate to --epochs")
+    _add(parser, "--max-grad-norm", type=float, default=4.0, help="clipping bound C (paper: 4)")
+    _add(parser, "--epochs", type=int, default=30, help="a-priori training length (capped by the budget)")
+    _add(parser, "--batch-size", type=int, default=32)
+    _add(parser, "--hidden", type=int, nargs="+", default=[50], help="hidden widths of the feature extractor")
+    _add(parser, "--lr", type=float, default=0.05)
+    _add(parser, "--lr-domain", type=float, default=1e-3)
+
+
+def model_release(model: DPDA, guarantee: Guarantee) -> Release:
+    """The trained network's parameters (covered by the target's DP-SGD guarantee)."""
+    arrays = {f"param.{k}": v.detach().numpy().copy() for k, v in model.network_.state_dict().items()}
+    arrays["classes"] = np.asarray(model.classes_)
+    params = {"hidden": list(model.hidden), "activation": model.activation, "n_features": model.n_features_in_}
+    return Release("dpda", "model", "target", arrays, guarantee, params)
+
+
+def adapt(args: argparse.Namespace, table: Table, releases: list[Release]) -> AdaptOutcome:
+    """Train DPDA on the target's own rows (private) and the public source release."""
+    public = [r for r in releases if r.method == "dpda"]
+    if len(public) != 1:
+        raise ValueError(f"adapt dpda needs exactly one dpda public_source release, got {len(public)}")
+    Xs, ys = source_from_release(public[0])
+    Xt = check_features(table.X, "target data", allow_sparse=True)
+    sigma = None if args.noise_multiplier is not None and args.noise_multiplier <= 0 else args.noise_multiplier
+    model = DPDA(
+        epsilon=args.epsilon, delta=args.delta, noise_multiplier=sigma, max_grad_norm=args.max_grad_norm,
+        privacy_mode=args.privacy_mode, hidden=tuple(args.hidden), epochs=args.epochs, batch_size=args.batch_size,
+        lr=args.lr, lr_domain=args.lr_domain, random_state=args.seed,
+    )
+    planned = model.plan(Xs.shape[0], Xt.shape[0])["target"]
+    guarantee = planned.guarantee(planned.max_steps)  # fixed before any target row is read
+    model.fit_domains(Xs, ys, Xt)
+    metrics = {"steps": float(model.n_steps_), "seconds_per_epoch": model.train_log_.seconds_per_epoch}
+    if table.y is not None and np.any(table.y >= 0):
+        known = table.y >= 0
+        metrics["accuracy_on_target_labels"] = float(model.score(Xt[known], table.y[known]))
+    return AdaptOutcome(
+        model=model,
+        guarantees={"target": model.guarantee_},
+        return_release=PlannedRelease(guarantee, lambda: model_release(model, guarantee)),
+        metrics=metrics,
+    )
+
+
+COMMANDS = register(
+    MethodCommands(
+        name="dpda",
+        help="DPDA (Wang et al. 2020): public labelled source sent to the target, which trains DANN with DP-SGD",
+        add_release_arguments=add_release_arguments,
+        plan_release=plan_release,
+        add_adapt_arguments=add_adapt_arguments,
+        adapt=adapt,
+    )
+)
