@@ -224,11 +224,11 @@ def test_no_release_of_any_method_contains_raw_rows(name, parties):
     """Every registered method's release through the generic driver: no raw row of the owner's data,
     unless the release says it protects nothing (data declared public)."""
     src, tgt, _ = parties
-    for party in ("source", "target"):
-        for f in (src / "source.npz", tgt / "target.npz"):
-            _set_budget(src / "ledger.sqlite", f, 50.0, party=party)
     save_table(tgt / "unlabelled.npz", load_table(tgt / "target.npz").X)
     files = {"source": src / "source.npz", "target": tgt / "unlabelled.npz"}
+    for party in ("source", "target"):
+        for f in files.values():
+            _set_budget(src / "ledger.sqlite", f, 50.0, party=party)
     example = methods()[name].example_release_args
     method_args = [str(a) for a in example(files)] if example else ["--data", str(files["source"])]
     out = src / f"{name}.release"

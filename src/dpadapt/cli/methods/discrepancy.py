@@ -76,4 +76,7 @@ register(MethodCommands(
     plan_release=plan_release,
     add_adapt_arguments=add_adapt_arguments,
     adapt=adapt,
+    example_release_args=lambda files: [
+        "--data", files["target"], "--source-data", files["source"], "--r", "10", "--K", "50",
+    ],
 ))

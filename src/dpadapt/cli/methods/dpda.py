@@ -150,5 +150,6 @@ COMMANDS = register(
         plan_release=plan_release,
         add_adapt_arguments=add_adapt_arguments,
         adapt=adapt,
+        example_release_args=lambda files: ["--data", files["source"], "--declare-public"],
     )
 )
