@@ -213,7 +213,7 @@ class DPOTAdapter(DAEstimator):
     privacy_mode : {"sound", "paper"}
     batch_size : int, optional
         ``None`` = one whole-batch release; otherwise minibatch mode with B rows per step.
-    noise_multiplier, label_epsilon, labels, proj_dim, row_norm, clip_norm :
+    noise_multiplier, steps, label_epsilon, labels, proj_dim, row_norm, clip_norm :
         See :func:`dpadapt.transport.dpot.plan_dpot_source`.
     ot_method, reg_e, reg_g, head, target_batch_size :
         See :func:`adapt_dpot`.
@@ -227,6 +227,7 @@ class DPOTAdapter(DAEstimator):
         privacy_mode: str = "sound",
         batch_size: int | None = None,
         noise_multiplier: float = 1.1,
+        steps: int | None = None,
         label_epsilon: float | None = None,
         labels: str = "rr",
         proj_dim: int | None = None,
@@ -244,6 +245,7 @@ class DPOTAdapter(DAEstimator):
         self.privacy_mode = privacy_mode
         self.batch_size = batch_size
         self.noise_multiplier = noise_multiplier
+        self.steps = steps
         self.label_epsilon = label_epsilon
         self.labels = labels
         self.proj_dim = proj_dim
@@ -268,6 +270,7 @@ class DPOTAdapter(DAEstimator):
             proj_dim=self.proj_dim,
             batch_size=self.batch_size,
             noise_multiplier=self.noise_multiplier,
+            steps=self.steps,
             label_epsilon=self.label_epsilon,
             labels=self.labels,
             row_norm=self.row_norm,

@@ -173,6 +173,7 @@ def plan_dpot_source(
     proj_dim: int | None = None,
     batch_size: int | None = None,
     noise_multiplier: float = 1.1,
+    steps: int | None = None,
     label_epsilon: float | None = None,
     labels: LabelPolicy = "rr",
     row_norm: RowNorm | None = None,
@@ -194,7 +195,10 @@ def plan_dpot_source(
     batch_size : int, optional
         ``None``: one whole-batch release. Otherwise B rows per step, as many steps as allowed.
     noise_multiplier : float
-        Minibatch only: z = σ/Δ (sound) or σ/w (paper). The paper uses 1.1.
+        Minibatch only: z = σ/Δ (sound) or σ/w (paper). The paper uses 1.1. T is then the
+        largest number of steps within the budget.
+    steps : int, optional
+        Minibatch only: fix T instead and calibrate z (smallest z with T steps within budget).
     label_epsilon : float, optional
         ε′ for the labels; sound default ``0.25·epsilon`` (part of the total), paper default 1.0
         (added to ε as in the paper's Thm. 3). Ignored with ``labels="public"``.
@@ -244,12 +248,14 @@ def plan_dpot_source(
         row_norm=row_norm,
         clip_norm=float(clip_norm),
     )
+    if steps is not None and (batch_size is None or int(steps) < 1):
+        raise ValueError("steps is a minibatch option (set batch_size) and must be ≥ 1")
     if privacy_mode == "sound":
-        return _plan_sound(epsilon, delta, noise_multiplier, label_epsilon, labels, common)
-    return _plan_paper(epsilon, delta, noise_multiplier, label_epsilon, common)
+        return _plan_sound(epsilon, delta, noise_multiplier, steps, label_epsilon, labels, common)
+    return _plan_paper(epsilon, delta, noise_multiplier, steps, label_epsilon, common)
 
 
-def _plan_sound(epsilon, delta, z, label_epsilon, labels, common) -> DPOTSourcePlan:
+def _plan_sound(epsilon, delta, z, fixed_steps, label_epsilon, labels, common) -> DPOTSourcePlan:
     n, B, C = common["n_samples"], common["batch_size"], common["clip_norm"]
     sensitivity = 2.0 * C * common["op_norm"]
     if labels == "public":
@@ -294,13 +300,20 @@ def _plan_sound(epsilon, delta, z, label_epsilon, labels, common) -> DPOTSourceP
             details={**details, "sigma": sigma, "feature_epsilon": eps_feat},
         )
     else:
+        def event_of(z_: float, T: int):
+            return accounting.compose([accounting.sampled_without_replacement_gaussian_event(z_, n, B, T), *label_events])
+
+        if fixed_steps is None:
+            steps = accounting.max_steps(lambda T: event_of(z, T), epsilon, delta, "replace_one")
+        else:
+            steps = int(fixed_steps)
+            z = accounting.calibrate_noise_multiplier(lambda z_: event_of(z_, steps), epsilon, delta, "replace_one")
         sigma = z * sensitivity
         z_used = z
 
         def make_event(T: int):
-            return accounting.compose([accounting.sampled_without_replacement_gaussian_event(z, n, B, T), *label_events])
+            return event_of(z, T)
 
-        steps = accounting.max_steps(make_event, epsilon, delta, "replace_one")
         if steps == 0:
             raise ValueError(
                 f"not even one minibatch step fits in (ε={epsilon:g}, δ={delta:g}) with noise multiplier {z:g}; "
@@ -335,7 +348,7 @@ def _plan_sound(epsilon, delta, z, label_epsilon, labels, common) -> DPOTSourceP
     )
 
 
-def _plan_paper(epsilon, delta, z, label_epsilon, common) -> DPOTSourcePlan:
+def _plan_paper(epsilon, delta, z, fixed_steps, label_epsilon, common) -> DPOTSourcePlan:
     n, B = common["n_samples"], common["batch_size"]
     w = common["max_row_norm"]
     eps_label = PAPER_LABEL_EPSILON if label_epsilon is None else check_epsilon(label_epsilon, "label_epsilon")
@@ -348,9 +361,15 @@ def _plan_paper(epsilon, delta, z, label_epsilon, common) -> DPOTSourcePlan:
         relation = "replace_one"
         how = "kkmm (paper's noise ratio) + pure (basic composition, paper Thm. 3)"
     else:
-        sigma = z * w
         q = B / n
-        steps = accounting.max_steps(lambda T: accounting.poisson_gaussian_event(z, q, T), epsilon, delta, "add_remove")
+        if fixed_steps is None:
+            steps = accounting.max_steps(lambda T: accounting.poisson_gaussian_event(z, q, T), epsilon, delta, "add_remove")
+        else:
+            steps = int(fixed_steps)
+            z = accounting.calibrate_noise_multiplier(
+                lambda z_: accounting.poisson_gaussian_event(z_, q, steps), epsilon, delta, "add_remove"
+            )
+        sigma = z * w
         if steps == 0:
             raise ValueError(f"not even one minibatch step fits in ε={epsilon:g} with σ/w = {z:g}")
         feat_event = accounting.poisson_gaussian_event(z, q, steps)
@@ -458,6 +477,7 @@ def release_dpot_source(
     proj_dim: int | None = None,
     batch_size: int | None = None,
     noise_multiplier: float = 1.1,
+    steps: int | None = None,
     label_epsilon: float | None = None,
     labels: LabelPolicy = "rr",
     row_norm: RowNorm | None = None,
@@ -484,6 +504,7 @@ def release_dpot_source(
         proj_dim=proj_dim,
         batch_size=batch_size,
         noise_multiplier=noise_multiplier,
+        steps=steps,
         label_epsilon=label_epsilon,
         labels=labels,
         row_norm=row_norm,
