@@ -41,7 +41,7 @@ class DPOTAdaptation:
 
 
 def paper_block_labels(counts: np.ndarray, m: int) -> np.ndarray:
-    """Labels of m label-sorted rows from a noisy class histogram (paper mode, post-processing).
+    """Labels of the m label-sorted source rows from a noisy class histogram (paper mode, post-processing).
 
     Rule: clip the noisy counts at 0, rescale them to sum to m and round with the largest-remainder
     method; rows 1..c̃_0 get label 0, the next c̃_1 rows label 1, and so on. An all-zero histogram
@@ -175,10 +175,9 @@ def adapt_dpot(
     n_blocks = Z.shape[0] // block
     if p["privacy_mode"] == "sound":
         lab = release["labels"]
-        blocks = [(Z[i * block : (i + 1) * block], lab[i * block : (i + 1) * block]) for i in range(n_blocks)]
     else:
-        counts = release["counts"]
-        blocks = [(Z[i * block : (i + 1) * block], paper_block_labels(counts[i], block)) for i in range(n_blocks)]
+        lab = paper_block_labels(release["counts"], p["n_samples"])[release["positions"]]
+    blocks = [(Z[i * block : (i + 1) * block], lab[i * block : (i + 1) * block]) for i in range(n_blocks)]
     images, labels, w = transport_blocks(
         blocks,
         Yt,
