@@ -65,16 +65,32 @@ def test_coupling_invariant_to_constant_and_row_column_shifts(rng, method):
 
 
 def test_semi_supervised_forbids_cross_label_mass(rng):
+    from dpadapt.transport.coupling import forbidden_pairs
+
     Xs, ys, Xt, yt = make_domains(rng)
     rel = release_dpot_source(Xs, ys, 50.0, 1e-3, labels="public", random_state=0)
     partial = np.where(np.arange(len(yt)) % 2 == 0, yt, -1)
-    res = adapt_dpot(rel, Xt, partial, ot_method="exact", head="logreg", random_state=0)
-    assert res.images.shape == (len(ys), Xt.shape[1])
-    # re-solve the first block to inspect the coupling directly
-    from dpadapt.transport.coupling import forbidden_pairs
-
     mask = forbidden_pairs(rel["labels"], partial)
     assert mask.any() and not mask[:, partial < 0].any()
+    M = draw_projection(Xs.shape[1], rel.params["proj_dim"], rel.params["projection_seed"])
+    C = debiased_cost(rel["Z"], preprocess_rows(Xt, "normalize", 1.0) @ M, rel.params["sigma"])
+    for method in ("exact", "sinkhorn_gl"):
+        free = solve_ot(C, method, source_labels=rel["labels"]).coupling
+        assert free[mask].sum() > 1e-3  # without the constraint some mass crosses labels
+        G = solve_ot(C, method, source_labels=rel["labels"], forbidden=mask).coupling
+        assert G[mask].sum() < 1e-6
+    res = adapt_dpot(rel, Xt, partial, ot_method="exact", head="logreg", random_state=0)
+    assert res.images.shape == (len(ys), Xt.shape[1])
+
+
+def test_paper_mode_discloses_labels_through_row_order(rng):
+    """The soundness critique (spec §7.3): sorted rows + histogram reveal almost every label."""
+    Xs, ys, _, _ = make_domains(rng, n_s=300)
+    rel = release_dpot_source(Xs, ys, 20.0, 1e-3, privacy_mode="paper", random_state=0)
+    recovered = paper_block_labels(rel["counts"], len(ys))[rel["positions"]]
+    assert np.mean(recovered == np.sort(ys)) > 0.95
+    sound = release_dpot_source(Xs, ys, 20.0, 1e-3, label_epsilon=1.0, random_state=0)
+    assert "positions" not in sound.arrays and not np.all(np.diff(sound["labels"]) >= 0)
 
 
 # -- record-level sensitivity and audits ------------------------------------------------------
