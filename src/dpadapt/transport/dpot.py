@@ -146,6 +146,7 @@ class DPOTSourcePlan:
     labels: str
     label_epsilon: float
     feature_epsilon: float
+    projection: np.ndarray = dataclasses.field(repr=False, compare=False, default=None)
 
     def public_params(self) -> dict:
         """The parameters the receiver needs (and the report shows)."""
@@ -257,6 +258,7 @@ def plan_dpot_source(
         batch_size=batch_size,
         row_norm=row_norm,
         clip_norm=float(clip_norm),
+        projection=M,
     )
     if steps is not None and (batch_size is None or int(steps) < 1):
         raise ValueError("steps is a minibatch option (set batch_size) and must be ≥ 1")
@@ -447,7 +449,7 @@ def execute_dpot_source(plan: DPOTSourcePlan, Xs, ys, rng: np.random.Generator) 
         raise ValueError(f"the plan is for a {plan.n_samples}×{plan.n_features} source, got {Xs.shape}")
     if ys.min() < 0 or ys.max() >= plan.n_classes:
         raise ValueError(f"source labels must lie in 0..{plan.n_classes - 1}")
-    M = draw_projection(plan.n_features, plan.proj_dim, plan.projection_seed)
+    M = plan.projection if plan.projection is not None else draw_projection(plan.n_features, plan.proj_dim, plan.projection_seed)
     X = preprocess_rows(Xs, plan.row_norm, plan.clip_norm)
     n = plan.n_samples
     if plan.privacy_mode == "paper":  # Alg. 2 step 1: sort the records by label (the leak of §7.3)
