@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 
 import numpy as np
 from sklearn.pipeline import Pipeline
@@ -38,6 +39,7 @@ class DPOTAdaptation:
     w_tilde: float
     w_tilde_per_block: np.ndarray
     guarantee: Guarantee
+    seconds: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
 def paper_block_labels(counts: np.ndarray, m: int) -> np.ndarray:
@@ -164,6 +166,7 @@ def adapt_dpot(
             "the domains must share a feature space"
         )
     yt_partial = _check_partial_labels(yt_partial, Xt.shape[0])
+    start = time.perf_counter()
     M = draw_projection(p["n_features"], p["proj_dim"], p["projection_seed"])
     if projection_digest(M) != p["projection_sha256"]:
         raise ReleaseError("the regenerated projection matrix does not match the release (numpy version?)")
@@ -190,8 +193,10 @@ def adapt_dpot(
         reg_e=reg_e,
         reg_g=reg_g,
     )
+    mid = time.perf_counter()
     model = train_classifier(images, labels, Xt, yt_partial, head, seed)
-    return DPOTAdaptation(model, images, labels, float(w.mean()), w, release.guarantee)
+    seconds = {"transport": mid - start, "classifier": time.perf_counter() - mid}
+    return DPOTAdaptation(model, images, labels, float(w.mean()), w, release.guarantee, seconds)
 
 
 class DPOTAdapter(DAEstimator):
@@ -261,6 +266,7 @@ class DPOTAdapter(DAEstimator):
         Xs, ys, Xt, yt = self._check_domains(Xs, ys, Xt, yt)
         seed = _seed_of(self.random_state)
         delta = 1.0 / (1.2 * Xs.shape[0]) if self.delta is None else self.delta
+        start = time.perf_counter()
         self.release_ = release_dpot_source(
             Xs,
             ys,
@@ -277,6 +283,7 @@ class DPOTAdapter(DAEstimator):
             privacy_mode=self.privacy_mode,
             random_state=seed,
         )
+        released = time.perf_counter()
         self.adaptation_ = adapt_dpot(
             self.release_,
             Xt,
@@ -291,6 +298,7 @@ class DPOTAdapter(DAEstimator):
         self.model_ = self.adaptation_.model
         self.classes_ = self.model_.classes_
         self.w_tilde_ = self.adaptation_.w_tilde
+        self.seconds_ = {"release": released - start, **self.adaptation_.seconds}
         self._set_guarantees(self.release_.guarantee)
         return self
 
@@ -341,10 +349,13 @@ class OTDA(DAEstimator):
             idx = [rng.choice(n, size=self.batch_size, replace=False) for _ in range(steps)]
             blocks = [(Ps[i], ys[i]) for i in idx]
         yt = _check_partial_labels(yt, Xt.shape[0])
+        start = time.perf_counter()
         images, labels, w = transport_blocks(
             blocks, Pt, Xt, 0.0, rng, yt_partial=yt, ot_method=self.ot_method, reg_e=self.reg_e, reg_g=self.reg_g
         )
+        mid = time.perf_counter()
         self.model_ = train_classifier(images, labels, Xt, yt, self.head, seed)
+        self.seconds_ = {"release": 0.0, "transport": mid - start, "classifier": time.perf_counter() - mid}
         self.classes_ = self.model_.classes_
         self.w_ = float(w.mean())
         self._set_guarantees()

@@ -51,6 +51,7 @@ def _dpda_runner(dataset: str, source: str, target: str, eps: float, head: str, 
         est.fit_domains(pair.Xs, pair.ys, pair.Xt)
         p = est.release_.params
         extra = {"sigma": p["sigma"], "steps": p["steps"], "w_tilde": est.w_tilde_, "feature_epsilon": p["feature_epsilon"]}
+        extra.update({f"seconds_{k}": v for k, v in est.seconds_.items()})
         return RunOutcome(est.score(pair.Xt_test, pair.yt_test), {"source": est.guarantee_}, extra)
 
     return run
@@ -60,7 +61,8 @@ def _otda_runner(dataset: str, source: str, target: str, head: str):
     def run(seed: int) -> RunOutcome:
         pair = cached_pair(dataset, source, target)
         est = OTDA(head=head, random_state=seed).fit_domains(pair.Xs, pair.ys, pair.Xt)
-        return RunOutcome(est.score(pair.Xt_test, pair.yt_test), extra={"w": est.w_})
+        extra = {"w": est.w_, **{f"seconds_{k}": v for k, v in est.seconds_.items()}}
+        return RunOutcome(est.score(pair.Xt_test, pair.yt_test), extra=extra)
 
     return run
 
