@@ -15,10 +15,21 @@ from dpadapt.io import load_table, save_table
 from dpadapt.privacy import accounting
 from dpadapt.privacy.audit import epsilon_lower_bound
 from dpadapt.release import Release, assert_no_raw_rows, raw_rows_in_release
-from dpadapt.transport import OTDA, DPOTAdapter, adapt_dpot, plan_dpot_source, release_dpot_source
+from dpadapt.transport import (
+    OTDA,
+    DPOTAdapter,
+    adapt_dpot,
+    plan_dpot_source,
+    release_dpot_source,
+)
 from dpadapt.transport.coupling import debiased_cost, solve_ot, squared_distances
 from dpadapt.transport.da import paper_block_labels
-from dpadapt.transport.dpot import draw_projection, noisy_projection, preprocess_rows, release_labels_rr
+from dpadapt.transport.dpot import (
+    draw_projection,
+    noisy_projection,
+    preprocess_rows,
+    release_labels_rr,
+)
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -41,7 +52,12 @@ def test_debiased_cost_is_unbiased_monte_carlo(rng):
     X, Yt = rng.normal(size=(3, k)), rng.normal(size=(5, ell))
     M = draw_projection(k, ell, 1)
     truth = squared_distances(X @ M, Yt)
-    samples = np.stack([debiased_cost(noisy_projection(X, M, sigma, rng), Yt, sigma) for _ in range(reps)])
+    samples = np.stack(
+        [
+            debiased_cost(noisy_projection(X, M, sigma, rng), Yt, sigma)
+            for _ in range(reps)
+        ]
+    )
     se = samples.std(axis=0) / math.sqrt(reps)
     assert np.all(np.abs(samples.mean(axis=0) - truth) < 4.5 * se)
     # without the −ℓσ² correction the mean is off by ℓσ², far outside the error bars
@@ -59,7 +75,11 @@ def test_coupling_invariant_to_constant_and_row_column_shifts(rng, method):
     shifted = solve_ot(C - 123.4, method, source_labels=labels)
     np.testing.assert_allclose(shifted.coupling, base.coupling, atol=1e-9)
     assert shifted.cost_value == pytest.approx(base.cost_value - 123.4, rel=1e-9)
-    rows = solve_ot(C + rng.normal(size=(12, 1)) + rng.normal(size=(1, 15)), method, source_labels=labels)
+    rows = solve_ot(
+        C + rng.normal(size=(12, 1)) + rng.normal(size=(1, 15)),
+        method,
+        source_labels=labels,
+    )
     np.testing.assert_allclose(rows.coupling, base.coupling, atol=1e-6)
     np.testing.assert_allclose(base.coupling.sum(axis=1), 1 / 12, atol=1e-6)
 
@@ -72,11 +92,17 @@ def test_semi_supervised_forbids_cross_label_mass(rng):
     partial = np.where(np.arange(len(yt)) % 2 == 0, yt, -1)
     mask = forbidden_pairs(rel["labels"], partial)
     assert mask.any() and not mask[:, partial < 0].any()
-    M = draw_projection(Xs.shape[1], rel.params["proj_dim"], rel.params["projection_seed"])
-    C = debiased_cost(rel["Z"], preprocess_rows(Xt, "normalize", 1.0) @ M, rel.params["sigma"])
+    M = draw_projection(
+        Xs.shape[1], rel.params["proj_dim"], rel.params["projection_seed"]
+    )
+    C = debiased_cost(
+        rel["Z"], preprocess_rows(Xt, "normalize", 1.0) @ M, rel.params["sigma"]
+    )
     for method in ("exact", "sinkhorn_gl"):
         free = solve_ot(C, method, source_labels=rel["labels"]).coupling
-        assert free[mask].sum() > 1e-3  # without the constraint some mass crosses labels
+        assert (
+            free[mask].sum() > 1e-3
+        )  # without the constraint some mass crosses labels
         G = solve_ot(C, method, source_labels=rel["labels"], forbidden=mask).coupling
         assert G[mask].sum() < 1e-6
     res = adapt_dpot(rel, Xt, partial, ot_method="exact", head="logreg", random_state=0)
@@ -98,7 +124,17 @@ def test_paper_mode_discloses_labels_through_row_order(rng):
 
 def test_record_level_sensitivity_brute_force(rng):
     k, ell, C = 30, 3, 2.0
-    plan = plan_dpot_source(40, k, 2, 4.0, 1e-4, projection_seed=7, proj_dim=ell, clip_norm=C, row_norm="clip")
+    plan = plan_dpot_source(
+        40,
+        k,
+        2,
+        4.0,
+        1e-4,
+        projection_seed=7,
+        proj_dim=ell,
+        clip_norm=C,
+        row_norm="clip",
+    )
     M = draw_projection(k, ell, 7)
     assert plan.sensitivity == pytest.approx(2 * C * np.linalg.norm(M, 2), rel=1e-8)
     assert plan.sensitivity >= 2 * C * np.linalg.norm(M, 2)
@@ -122,11 +158,13 @@ def _worst_pair(plan):
 
 def test_row_release_audit_worst_case_and_undernoised_control():
     eps, delta, n = 1.0, 1e-5, 200_000
-    plan = plan_dpot_source(1, 10, 2, eps, delta, projection_seed=3, proj_dim=3, labels="public")
+    plan = plan_dpot_source(
+        1, 10, 2, eps, delta, projection_seed=3, proj_dim=3, labels="public"
+    )
     assert plan.feature_epsilon == pytest.approx(eps)
     M, x, xp, d = _worst_pair(plan)
     gen = np.random.default_rng(0)
-    stat = lambda row, sigma: noisy_projection(np.tile(row, (n, 1)), M, sigma, gen) @ d  # noqa: E731
+    stat = lambda row, sigma: noisy_projection(np.tile(row, (n, 1)), M, sigma, gen) @ d
     audit = epsilon_lower_bound(stat(x, plan.sigma), stat(xp, plan.sigma), delta)
     assert audit.passes(eps)
     # the paper's attribute-level calibration (σ = ratio·w) on the same clipped rows is under-noised
@@ -153,12 +191,18 @@ def test_randomized_response_labels_audit():
 def test_no_raw_or_projected_row_in_release(rng):
     Xs, ys, _, _ = make_domains(rng)
     for mode in ("sound", "paper"):
-        rel = release_dpot_source(Xs, ys, 8.0, 1e-3, proj_dim=Xs.shape[1], privacy_mode=mode, random_state=1)
+        rel = release_dpot_source(
+            Xs, ys, 8.0, 1e-3, proj_dim=Xs.shape[1], privacy_mode=mode, random_state=1
+        )
         assert_no_raw_rows(rel, Xs)
-        M = draw_projection(Xs.shape[1], rel.params["proj_dim"], rel.params["projection_seed"])
+        M = draw_projection(
+            Xs.shape[1], rel.params["proj_dim"], rel.params["projection_seed"]
+        )
         assert_no_raw_rows(rel, preprocess_rows(Xs, rel.params["row_norm"], 1.0) @ M)
     # the check itself fires on an un-noised release
-    leaky = Release("dpot", "source_projection", "source", {"Z": Xs[::-1]}, rel.guarantee, {})
+    leaky = Release(
+        "dpot", "source_projection", "source", {"Z": Xs[::-1]}, rel.guarantee, {}
+    )
     assert raw_rows_in_release(leaky, Xs)
 
 
@@ -168,9 +212,13 @@ def test_sound_guarantee_is_record_level_and_composed(rng):
     g = rel.guarantee
     assert g.valid and g.unit == "record" and g.relation == "replace_one"
     assert g.epsilon == pytest.approx(4.0)
-    assert rel.params["feature_epsilon"] + rel.params["label_epsilon"] == pytest.approx(4.0)
+    assert rel.params["feature_epsilon"] + rel.params["label_epsilon"] == pytest.approx(
+        4.0
+    )
     # σ is the analytic-Gaussian σ for the feature part at Δ = 2C‖M‖op
-    expect = accounting.analytic_gaussian_sigma(rel.params["feature_epsilon"], 1e-3, rel.params["sensitivity"])
+    expect = accounting.analytic_gaussian_sigma(
+        rel.params["feature_epsilon"], 1e-3, rel.params["sensitivity"]
+    )
     assert rel.params["sigma"] == pytest.approx(expect)
     # rows are not sorted by label (random order), labels are randomized
     assert not np.all(np.diff(rel["labels"]) >= 0)
@@ -178,9 +226,13 @@ def test_sound_guarantee_is_record_level_and_composed(rng):
 
 def test_minibatch_uses_max_steps_under_replace_one(rng):
     n, B, z, eps, delta = 200, 50, 2.0, 2.0, 1e-4
-    plan = plan_dpot_source(n, 10, 3, eps, delta, projection_seed=0, batch_size=B, noise_multiplier=z)
+    plan = plan_dpot_source(
+        n, 10, 3, eps, delta, projection_seed=0, batch_size=B, noise_multiplier=z
+    )
     rr = accounting.randomized_response_event(plan.label_epsilon, 3)
-    ev = lambda T: accounting.compose([accounting.sampled_without_replacement_gaussian_event(z, n, B, T), rr])  # noqa: E731
+    ev = lambda T: accounting.compose(
+        [accounting.sampled_without_replacement_gaussian_event(z, n, B, T), rr]
+    )
     assert accounting.epsilon(ev(plan.steps), delta, "replace_one") <= eps
     assert accounting.epsilon(ev(plan.steps + 1), delta, "replace_one") > eps
     assert plan.guarantee.valid and plan.guarantee.epsilon <= eps
@@ -189,11 +241,17 @@ def test_minibatch_uses_max_steps_under_replace_one(rng):
 
 def test_paper_mode_reproduces_noise_ratio_and_is_invalid(rng):
     n = 4365
-    plan = plan_dpot_source(n, 40, 10, 4.0, 1 / (1.2 * n), projection_seed=0, privacy_mode="paper")
+    plan = plan_dpot_source(
+        n, 40, 10, 4.0, 1 / (1.2 * n), projection_seed=0, privacy_mode="paper"
+    )
     assert plan.noise_multiplier == pytest.approx(1.253, abs=1e-3)
     assert plan.sigma == pytest.approx(1.253 * plan.max_row_norm, rel=1e-3)
     g = plan.guarantee
-    assert not g.valid and g.unit == "attribute" and any("attribute" in r for r in g.reasons)
+    assert (
+        not g.valid
+        and g.unit == "attribute"
+        and any("attribute" in r for r in g.reasons)
+    )
     Xs, ys, _, _ = make_domains(rng)
     rel = release_dpot_source(Xs, ys, 20.0, 1e-3, privacy_mode="paper", random_state=0)
     assert rel["counts"].shape == (3,) and "labels" not in rel.arrays
@@ -208,11 +266,22 @@ def test_paper_block_labels_largest_remainder():
 
 def test_dpda_adapts_on_easy_data_and_otda_baseline(rng):
     Xs, ys, Xt, yt = make_domains(rng)
-    est = DPOTAdapter(epsilon=200.0, delta=1e-3, proj_dim=10, head="logreg", random_state=0).fit_domains(Xs, ys, Xt)
+    est = DPOTAdapter(
+        epsilon=200.0, delta=1e-3, proj_dim=10, head="logreg", random_state=0
+    ).fit_domains(Xs, ys, Xt)
     assert est.score(Xt, yt) > 0.9
     assert est.guarantee_.valid
     # minibatch pipeline (paper mode: its Poisson accountant is cheap to calibrate)
-    mb = DPOTAdapter(epsilon=20.0, delta=1e-3, proj_dim=10, batch_size=30, steps=4, privacy_mode="paper", head="logreg", random_state=0)
+    mb = DPOTAdapter(
+        epsilon=20.0,
+        delta=1e-3,
+        proj_dim=10,
+        batch_size=30,
+        steps=4,
+        privacy_mode="paper",
+        head="logreg",
+        random_state=0,
+    )
     mb.fit_domains(Xs, ys, Xt)
     assert mb.release_.params["steps"] == 4 and mb.release_["Z"].shape == (120, 10)
     assert mb.release_.params["feature_epsilon"] <= 20.0 and mb.score(Xt, yt) > 0.9
@@ -225,7 +294,9 @@ def test_dpda_adapts_on_easy_data_and_otda_baseline(rng):
     X = np.vstack([Xs, Xt])
     y = np.concatenate([ys, -np.ones(len(Xt), dtype=int)])
     dom = np.concatenate([np.ones(len(Xs)), -np.ones(len(Xt))])
-    sk = DPOTAdapter(epsilon=200.0, delta=1e-3, proj_dim=10, head="logreg", random_state=0).fit(X, y, sample_domain=dom)
+    sk = DPOTAdapter(
+        epsilon=200.0, delta=1e-3, proj_dim=10, head="logreg", random_state=0
+    ).fit(X, y, sample_domain=dom)
     np.testing.assert_array_equal(sk.predict(Xt), est.predict(Xt))
 
 
@@ -235,7 +306,9 @@ def test_dpda_adapts_on_easy_data_and_otda_baseline(rng):
 def _namespace(add, **overrides):
     parser = argparse.ArgumentParser()
     add(parser)
-    args = parser.parse_args(["--epsilon", "8"] if any(a.dest == "epsilon" for a in parser._actions) else [])
+    args = parser.parse_args(
+        ["--epsilon", "8"] if any(a.dest == "epsilon" for a in parser._actions) else []
+    )
     for k, v in overrides.items():
         setattr(args, k, v)
     return args
@@ -245,7 +318,10 @@ def test_two_process_round_trip_equals_estimator(tmp_path, rng):
     from dpadapt.cli.methods import dpot as cli
 
     Xs, ys, Xt, _ = make_domains(rng)
-    src, tgt = save_table(tmp_path / "source.npz", Xs, ys), save_table(tmp_path / "target.npz", Xt)
+    src, tgt = (
+        save_table(tmp_path / "source.npz", Xs, ys),
+        save_table(tmp_path / "target.npz", Xt),
+    )
     seed = 11
     rel_args = _namespace(cli.add_release_arguments, epsilon=8.0, seed=seed, proj_dim=5)
     planned = cli.plan_release(rel_args, load_table(src))
@@ -260,12 +336,14 @@ def test_two_process_round_trip_equals_estimator(tmp_path, rng):
         p = argparse.ArgumentParser(); cli.add_adapt_arguments(p)
         args = p.parse_args(["--seed", "{seed}", "--head", "logreg"])
         table = load_table(r"{tgt}")
-        out = cli.adapt(args, table, [Release.load(r"{tmp_path / 'source.release'}", expect_method="dpot")])
-        np.save(r"{tmp_path / 'pred.npy'}", out.model.predict(table.X))
+        out = cli.adapt(args, table, [Release.load(r"{tmp_path / "source.release"}", expect_method="dpot")])
+        np.save(r"{tmp_path / "pred.npy"}", out.model.predict(table.X))
         """
     )
     subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
-    est = DPOTAdapter(epsilon=8.0, proj_dim=5, head="logreg", random_state=seed).fit_domains(Xs, ys, Xt)
+    est = DPOTAdapter(
+        epsilon=8.0, proj_dim=5, head="logreg", random_state=seed
+    ).fit_domains(Xs, ys, Xt)
     np.testing.assert_array_equal(np.load(tmp_path / "pred.npy"), est.predict(Xt))
 
 

@@ -1,6 +1,11 @@
 """Optimal-transport methods: DPOT / DPDA (LeTien et al. 2019) and the non-private OTDA baseline."""
 
-from dpadapt.transport.coupling import barycentric_map, debiased_cost, normalised_cost, solve_ot
+from dpadapt.transport.coupling import (
+    barycentric_map,
+    debiased_cost,
+    normalised_cost,
+    solve_ot,
+)
 from dpadapt.transport.da import OTDA, DPOTAdaptation, DPOTAdapter, adapt_dpot
 from dpadapt.transport.dpot import (
     DPOTSourcePlan,
@@ -12,10 +17,10 @@ from dpadapt.transport.dpot import (
 )
 
 __all__ = [
+    "OTDA",
     "DPOTAdaptation",
     "DPOTAdapter",
     "DPOTSourcePlan",
-    "OTDA",
     "adapt_dpot",
     "barycentric_map",
     "debiased_cost",

@@ -32,7 +32,11 @@ FORBIDDEN_COST = 1e3
 
 def squared_distances(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     """‖A_i − B_j‖² for all pairs (POT's squared Euclidean cost)."""
-    return ot.dist(np.asarray(A, dtype=np.float64), np.asarray(B, dtype=np.float64), metric="sqeuclidean")
+    return ot.dist(
+        np.asarray(A, dtype=np.float64),
+        np.asarray(B, dtype=np.float64),
+        metric="sqeuclidean",
+    )
 
 
 def debiased_cost(Z: np.ndarray, Yt: np.ndarray, sigma: float) -> np.ndarray:
@@ -89,7 +93,9 @@ def solve_ot(
     if forbidden is not None:
         Cn = np.where(forbidden, FORBIDDEN_COST, Cn)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # POT warns on non-convergence within max_iter; γ is still usable
+        warnings.simplefilter(
+            "ignore"
+        )  # POT warns on non-convergence within max_iter; γ is still usable
         if method == "exact":
             G = ot.emd(a, b, Cn, numItermax=max(100000, 50 * n_s * n_t))
         elif method == "sinkhorn":
@@ -97,20 +103,28 @@ def solve_ot(
         else:
             if source_labels is None:
                 raise ValueError("ot_method='sinkhorn_gl' needs the source labels")
-            G = ot.da.sinkhorn_l1l2_gl(a, np.asarray(source_labels), b, Cn, reg_e, eta=reg_g)
+            G = ot.da.sinkhorn_l1l2_gl(
+                a, np.asarray(source_labels), b, Cn, reg_e, eta=reg_g
+            )
     G = np.asarray(G, dtype=np.float64)
     if not np.all(np.isfinite(G)) or G.sum() <= 0:
-        raise FloatingPointError(f"the {method} solver returned an invalid coupling; try ot_method='exact' or a larger reg_e")
+        raise FloatingPointError(
+            f"the {method} solver returned an invalid coupling; try ot_method='exact' or a larger reg_e"
+        )
     return OTResult(G, float(np.sum(G * C)))
 
 
 def barycentric_map(G: np.ndarray, Xt: np.ndarray) -> np.ndarray:
     """Images of the source rows in the target feature space: Σ_j γ_ij X_t,j / Σ_j γ_ij."""
     mass = G.sum(axis=1, keepdims=True)
-    return (G @ np.asarray(Xt, dtype=np.float64)) / np.maximum(mass, np.finfo(float).tiny)
+    return (G @ np.asarray(Xt, dtype=np.float64)) / np.maximum(
+        mass, np.finfo(float).tiny
+    )
 
 
-def forbidden_pairs(source_labels: np.ndarray, target_labels: np.ndarray | None) -> np.ndarray | None:
+def forbidden_pairs(
+    source_labels: np.ndarray, target_labels: np.ndarray | None
+) -> np.ndarray | None:
     """Semi-supervised mask: target j with known label (≥ 0) may not receive mass from other labels."""
     if target_labels is None:
         return None

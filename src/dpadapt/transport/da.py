@@ -24,8 +24,20 @@ from dpadapt.base import DAEstimator
 from dpadapt.models import make_classifier
 from dpadapt.privacy.guarantee import Guarantee
 from dpadapt.release import Release, ReleaseError
-from dpadapt.transport.coupling import barycentric_map, debiased_cost, forbidden_pairs, solve_ot
-from dpadapt.transport.dpot import KIND, METHOD, draw_projection, preprocess_rows, projection_digest, release_dpot_source
+from dpadapt.transport.coupling import (
+    barycentric_map,
+    debiased_cost,
+    forbidden_pairs,
+    solve_ot,
+)
+from dpadapt.transport.dpot import (
+    KIND,
+    METHOD,
+    draw_projection,
+    preprocess_rows,
+    projection_digest,
+    release_dpot_source,
+)
 from dpadapt.validation import check_features, check_random_state
 
 
@@ -90,11 +102,15 @@ def transport_blocks(
         if target_batch_size is None and len(blocks) == 1:
             tb = np.arange(n_t)
         else:
-            size = min(n_t, Z.shape[0] if target_batch_size is None else int(target_batch_size))
+            size = min(
+                n_t, Z.shape[0] if target_batch_size is None else int(target_batch_size)
+            )
             tb = np.sort(rng.choice(n_t, size=size, replace=False))
         C = debiased_cost(Z, Yt[tb], sigma)
         forbid = forbidden_pairs(lab, None if yt_partial is None else yt_partial[tb])
-        res = solve_ot(C, ot_method, reg_e=reg_e, reg_g=reg_g, source_labels=lab, forbidden=forbid)
+        res = solve_ot(
+            C, ot_method, reg_e=reg_e, reg_g=reg_g, source_labels=lab, forbidden=forbid
+        )
         images.append(barycentric_map(res.coupling, Xt[tb]))
         labels.append(lab)
         w.append(res.cost_value)
@@ -108,7 +124,9 @@ def train_classifier(images, labels, Xt, yt_partial, head: str, seed: int) -> Pi
         known = yt_partial >= 0
         X, y = np.vstack([X, Xt[known]]), np.concatenate([y, yt_partial[known]])
     if np.unique(y).size < 2:
-        raise ValueError("the transported training set has a single class; cannot train a classifier")
+        raise ValueError(
+            "the transported training set has a single class; cannot train a classifier"
+        )
     return make_classifier(head, random_state=seed).fit(X, y)
 
 
@@ -117,7 +135,9 @@ def _check_partial_labels(yt_partial, n_t: int) -> np.ndarray | None:
         return None
     yt = np.asarray(yt_partial)
     if yt.shape != (n_t,):
-        raise ValueError(f"yt_partial has shape {yt.shape}; expected ({n_t},) with -1 for unlabelled rows")
+        raise ValueError(
+            f"yt_partial has shape {yt.shape}; expected ({n_t},) with -1 for unlabelled rows"
+        )
     yt = yt.astype(np.int64)
     return yt if np.any(yt >= 0) else None
 
@@ -157,7 +177,9 @@ def adapt_dpot(
         Target-side randomness (target minibatches, classifier initialisation).
     """
     if release.method != METHOD or release.kind != KIND:
-        raise ReleaseError(f"expected a {METHOD}/{KIND} release, got {release.method}/{release.kind}")
+        raise ReleaseError(
+            f"expected a {METHOD}/{KIND} release, got {release.method}/{release.kind}"
+        )
     p = release.params
     Xt = check_features(Xt, "Xt (target)")
     if Xt.shape[1] != p["n_features"]:
@@ -169,7 +191,9 @@ def adapt_dpot(
     start = time.perf_counter()
     M = draw_projection(p["n_features"], p["proj_dim"], p["projection_seed"])
     if projection_digest(M) != p["projection_sha256"]:
-        raise ReleaseError("the regenerated projection matrix does not match the release (numpy version?)")
+        raise ReleaseError(
+            "the regenerated projection matrix does not match the release (numpy version?)"
+        )
     seed = _seed_of(random_state)
     rng = np.random.default_rng(seed)
     Yt = preprocess_rows(Xt, p["row_norm"], p["clip_norm"]) @ M
@@ -179,8 +203,13 @@ def adapt_dpot(
     if p["privacy_mode"] == "sound":
         lab = release["labels"]
     else:
-        lab = paper_block_labels(release["counts"], p["n_samples"])[release["positions"]]
-    blocks = [(Z[i * block : (i + 1) * block], lab[i * block : (i + 1) * block]) for i in range(n_blocks)]
+        lab = paper_block_labels(release["counts"], p["n_samples"])[
+            release["positions"]
+        ]
+    blocks = [
+        (Z[i * block : (i + 1) * block], lab[i * block : (i + 1) * block])
+        for i in range(n_blocks)
+    ]
     images, labels, w = transport_blocks(
         blocks,
         Yt,
@@ -196,7 +225,9 @@ def adapt_dpot(
     mid = time.perf_counter()
     model = train_classifier(images, labels, Xt, yt_partial, head, seed)
     seconds = {"transport": mid - start, "classifier": time.perf_counter() - mid}
-    return DPOTAdaptation(model, images, labels, float(w.mean()), w, release.guarantee, seconds)
+    return DPOTAdaptation(
+        model, images, labels, float(w.mean()), w, release.guarantee, seconds
+    )
 
 
 class DPOTAdapter(DAEstimator):
@@ -340,22 +371,39 @@ class OTDA(DAEstimator):
         Xs, ys, Xt, yt = self._check_domains(Xs, ys, Xt, yt)
         seed = _seed_of(self.random_state)
         rng = np.random.default_rng(seed)
-        Ps, Pt = preprocess_rows(Xs, self.row_norm, 1.0), preprocess_rows(Xt, self.row_norm, 1.0)
+        Ps, Pt = (
+            preprocess_rows(Xs, self.row_norm, 1.0),
+            preprocess_rows(Xt, self.row_norm, 1.0),
+        )
         n = Xs.shape[0]
         if self.batch_size is None or self.batch_size >= n:
             blocks = [(Ps, ys)]
         else:
             steps = math.ceil(n / self.batch_size)
-            idx = [rng.choice(n, size=self.batch_size, replace=False) for _ in range(steps)]
+            idx = [
+                rng.choice(n, size=self.batch_size, replace=False) for _ in range(steps)
+            ]
             blocks = [(Ps[i], ys[i]) for i in idx]
         yt = _check_partial_labels(yt, Xt.shape[0])
         start = time.perf_counter()
         images, labels, w = transport_blocks(
-            blocks, Pt, Xt, 0.0, rng, yt_partial=yt, ot_method=self.ot_method, reg_e=self.reg_e, reg_g=self.reg_g
+            blocks,
+            Pt,
+            Xt,
+            0.0,
+            rng,
+            yt_partial=yt,
+            ot_method=self.ot_method,
+            reg_e=self.reg_e,
+            reg_g=self.reg_g,
         )
         mid = time.perf_counter()
         self.model_ = train_classifier(images, labels, Xt, yt, self.head, seed)
-        self.seconds_ = {"release": 0.0, "transport": mid - start, "classifier": time.perf_counter() - mid}
+        self.seconds_ = {
+            "release": 0.0,
+            "transport": mid - start,
+            "classifier": time.perf_counter() - mid,
+        }
         self.classes_ = self.model_.classes_
         self.w_ = float(w.mean())
         self._set_guarantees()

@@ -62,8 +62,10 @@ DEFAULT_LABEL_SHARE = 0.25
 PAPER_LABEL_EPSILON = 1.0
 
 PAPER_REASONS = (
-    "privacy unit is one attribute changed by at most 1 (Kenthapadi et al. 2013), not a record; "
-    "source rows are not bounded, so no record-level guarantee holds",
+    (
+        "privacy unit is one attribute changed by at most 1 (Kenthapadi et al. 2013), not a record; "
+        "source rows are not bounded, so no record-level guarantee holds"
+    ),
     "labels are disclosed by the label-sorted row order; the Laplace histogram protects counts only",
     "Laplace(1/ε′) histogram has ℓ1 sensitivity 2 under replace-one, so it is 2ε′-DP, not ε′-DP",
     "ε′ (label budget) is not reported by the paper; an assumed value is used",
@@ -83,7 +85,9 @@ def draw_projection(n_features: int, proj_dim: int, seed: int) -> np.ndarray:
 
 def projection_digest(M: np.ndarray) -> str:
     """SHA-256 of M's bytes, stored in the Release so the receiver can verify its regenerated M."""
-    return hashlib.sha256(np.ascontiguousarray(M, dtype=np.float64).tobytes()).hexdigest()
+    return hashlib.sha256(
+        np.ascontiguousarray(M, dtype=np.float64).tobytes()
+    ).hexdigest()
 
 
 def operator_norm(M: np.ndarray) -> float:
@@ -109,11 +113,17 @@ def preprocess_rows(X: np.ndarray, row_norm: RowNorm, clip_norm: float) -> np.nd
         return clip_rows(X, clip_norm)
     if row_norm == "normalize":
         norms = np.linalg.norm(X, axis=1, keepdims=True)
-        return np.where(norms > 0, X * (clip_norm / np.where(norms > 0, norms, 1.0)), 0.0)
-    raise ValueError(f"row_norm must be 'normalize', 'clip' or 'none', got {row_norm!r}")
+        return np.where(
+            norms > 0, X * (clip_norm / np.where(norms > 0, norms, 1.0)), 0.0
+        )
+    raise ValueError(
+        f"row_norm must be 'normalize', 'clip' or 'none', got {row_norm!r}"
+    )
 
 
-def noisy_projection(X: np.ndarray, M: np.ndarray, sigma: float, rng: np.random.Generator) -> np.ndarray:
+def noisy_projection(
+    X: np.ndarray, M: np.ndarray, sigma: float, rng: np.random.Generator
+) -> np.ndarray:
     """``X M + N(0, σ²)`` row by row (the Gaussian mechanism on projected rows)."""
     return X @ M + rng.normal(0.0, sigma, size=(X.shape[0], M.shape[1]))
 
@@ -232,52 +242,74 @@ def plan_dpot_source(
     if proj_dim < 1:
         raise ValueError(f"proj_dim must be ≥ 1, got {proj_dim}")
     if batch_size is not None and not 1 <= int(batch_size) <= n_samples:
-        raise ValueError(f"batch_size must be in [1, n_s={n_samples}], got {batch_size}")
-    batch_size = None if batch_size is None or int(batch_size) == n_samples else int(batch_size)
+        raise ValueError(
+            f"batch_size must be in [1, n_s={n_samples}], got {batch_size}"
+        )
+    batch_size = (
+        None if batch_size is None or int(batch_size) == n_samples else int(batch_size)
+    )
     check_positive(clip_norm, "clip_norm")
     check_positive(noise_multiplier, "noise_multiplier")
     if labels not in ("rr", "public"):
         raise ValueError(f"labels must be 'rr' or 'public', got {labels!r}")
-    row_norm = ("normalize" if privacy_mode == "sound" else "none") if row_norm is None else row_norm
+    row_norm = (
+        ("normalize" if privacy_mode == "sound" else "none")
+        if row_norm is None
+        else row_norm
+    )
     if privacy_mode == "sound" and row_norm == "none":
-        raise ValueError("sound mode needs bounded rows: row_norm must be 'normalize' or 'clip'")
+        raise ValueError(
+            "sound mode needs bounded rows: row_norm must be 'normalize' or 'clip'"
+        )
 
     M = draw_projection(n_features, proj_dim, projection_seed)
     op_norm = operator_norm(M)
     max_row_norm = float(np.linalg.norm(M, axis=1).max())
-    common = dict(
-        privacy_mode=privacy_mode,
-        n_samples=int(n_samples),
-        n_features=int(n_features),
-        n_classes=int(n_classes),
-        proj_dim=proj_dim,
-        projection_seed=int(projection_seed),
-        projection_sha256=projection_digest(M),
-        op_norm=op_norm,
-        max_row_norm=max_row_norm,
-        batch_size=batch_size,
-        row_norm=row_norm,
-        clip_norm=float(clip_norm),
-        projection=M,
-    )
+    common = {
+        "privacy_mode": privacy_mode,
+        "n_samples": int(n_samples),
+        "n_features": int(n_features),
+        "n_classes": int(n_classes),
+        "proj_dim": proj_dim,
+        "projection_seed": int(projection_seed),
+        "projection_sha256": projection_digest(M),
+        "op_norm": op_norm,
+        "max_row_norm": max_row_norm,
+        "batch_size": batch_size,
+        "row_norm": row_norm,
+        "clip_norm": float(clip_norm),
+        "projection": M,
+    }
     if steps is not None and (batch_size is None or int(steps) < 1):
         raise ValueError("steps is a minibatch option (set batch_size) and must be ≥ 1")
     if privacy_mode == "sound":
-        return _plan_sound(epsilon, delta, noise_multiplier, steps, label_epsilon, labels, common)
+        return _plan_sound(
+            epsilon, delta, noise_multiplier, steps, label_epsilon, labels, common
+        )
     return _plan_paper(epsilon, delta, noise_multiplier, steps, label_epsilon, common)
 
 
-def _plan_sound(epsilon, delta, z, fixed_steps, label_epsilon, labels, common) -> DPOTSourcePlan:
+def _plan_sound(
+    epsilon, delta, z, fixed_steps, label_epsilon, labels, common
+) -> DPOTSourcePlan:
     n, B, C = common["n_samples"], common["batch_size"], common["clip_norm"]
     sensitivity = 2.0 * C * common["op_norm"]
     if labels == "public":
         eps_label = 0.0
         label_events: list = []
     else:
-        eps_label = DEFAULT_LABEL_SHARE * epsilon if label_epsilon is None else check_epsilon(label_epsilon, "label_epsilon")
+        eps_label = (
+            DEFAULT_LABEL_SHARE * epsilon
+            if label_epsilon is None
+            else check_epsilon(label_epsilon, "label_epsilon")
+        )
         if eps_label >= epsilon:
-            raise ValueError(f"label_epsilon={eps_label:g} leaves nothing of epsilon={epsilon:g} for the features")
-        label_events = [accounting.randomized_response_event(eps_label, common["n_classes"])]
+            raise ValueError(
+                f"label_epsilon={eps_label:g} leaves nothing of epsilon={epsilon:g} for the features"
+            )
+        label_events = [
+            accounting.randomized_response_event(eps_label, common["n_classes"])
+        ]
     label_words = (
         "labels declared public and released in the clear (not protected)"
         if labels == "public"
@@ -303,7 +335,9 @@ def _plan_sound(epsilon, delta, z, fixed_steps, label_epsilon, labels, common) -
             epsilon=epsilon if labels == "rr" else eps_feat,
             delta=delta,
             events=events,
-            accounting="analytic_gaussian + pure (basic composition)" if label_events else "analytic_gaussian",
+            accounting="analytic_gaussian + pure (basic composition)"
+            if label_events
+            else "analytic_gaussian",
             theorem=(
                 "Analytic Gaussian mechanism (Balle & Wang 2018, Thm. 8) on rows clipped to C, "
                 "Δ = 2C‖M‖op; " + label_words + "; basic composition"
@@ -312,14 +346,24 @@ def _plan_sound(epsilon, delta, z, fixed_steps, label_epsilon, labels, common) -
             details={**details, "sigma": sigma, "feature_epsilon": eps_feat},
         )
     else:
+
         def event_of(z_: float, T: int):
-            return accounting.compose([accounting.sampled_without_replacement_gaussian_event(z_, n, B, T), *label_events])
+            return accounting.compose(
+                [
+                    accounting.sampled_without_replacement_gaussian_event(z_, n, B, T),
+                    *label_events,
+                ]
+            )
 
         if fixed_steps is None:
-            steps = accounting.max_steps(lambda T: event_of(z, T), epsilon, delta, "replace_one")
+            steps = accounting.max_steps(
+                lambda T: event_of(z, T), epsilon, delta, "replace_one"
+            )
         else:
             steps = int(fixed_steps)
-            z = accounting.calibrate_noise_multiplier(lambda z_: event_of(z_, steps), epsilon, delta, "replace_one")
+            z = accounting.calibrate_noise_multiplier(
+                lambda z_: event_of(z_, steps), epsilon, delta, "replace_one"
+            )
         sigma = z * sensitivity
         z_used = z
 
@@ -339,13 +383,23 @@ def _plan_sound(epsilon, delta, z, fixed_steps, label_epsilon, labels, common) -
             delta=delta,
             theorem=(
                 "Gaussian rows (Δ = 2C‖M‖op) on fixed-size batches sampled without replacement, RDP "
-                "(Wang, Balle & Kasiviswanathan 2019); " + label_words + "; RDP composition"
+                "(Wang, Balle & Kasiviswanathan 2019); "
+                + label_words
+                + "; RDP composition"
             ),
             sensitivity=sensitivity,
-            details={**details, "sigma": sigma, "steps": steps, "batch_size": B, "noise_multiplier": z},
+            details={
+                **details,
+                "sigma": sigma,
+                "steps": steps,
+                "batch_size": B,
+                "noise_multiplier": z,
+            },
         )
         eps_feat = accounting.epsilon(
-            accounting.sampled_without_replacement_gaussian_event(z, n, B, steps), delta, "replace_one"
+            accounting.sampled_without_replacement_gaussian_event(z, n, B, steps),
+            delta,
+            "replace_one",
         )
     return DPOTSourcePlan(
         guarantee=guarantee,
@@ -360,10 +414,16 @@ def _plan_sound(epsilon, delta, z, fixed_steps, label_epsilon, labels, common) -
     )
 
 
-def _plan_paper(epsilon, delta, z, fixed_steps, label_epsilon, common) -> DPOTSourcePlan:
+def _plan_paper(
+    epsilon, delta, z, fixed_steps, label_epsilon, common
+) -> DPOTSourcePlan:
     n, B = common["n_samples"], common["batch_size"]
     w = common["max_row_norm"]
-    eps_label = PAPER_LABEL_EPSILON if label_epsilon is None else check_epsilon(label_epsilon, "label_epsilon")
+    eps_label = (
+        PAPER_LABEL_EPSILON
+        if label_epsilon is None
+        else check_epsilon(label_epsilon, "label_epsilon")
+    )
     label_event = accounting.laplace_event(1.0 / eps_label)
     reasons = list(PAPER_REASONS)
     if B is None:
@@ -375,19 +435,31 @@ def _plan_paper(epsilon, delta, z, fixed_steps, label_epsilon, common) -> DPOTSo
     else:
         q = B / n
         if fixed_steps is None:
-            steps = accounting.max_steps(lambda T: accounting.poisson_gaussian_event(z, q, T), epsilon, delta, "add_remove")
+            steps = accounting.max_steps(
+                lambda T: accounting.poisson_gaussian_event(z, q, T),
+                epsilon,
+                delta,
+                "add_remove",
+            )
         else:
             steps = int(fixed_steps)
             z = accounting.calibrate_noise_multiplier(
-                lambda z_: accounting.poisson_gaussian_event(z_, q, steps), epsilon, delta, "add_remove"
+                lambda z_: accounting.poisson_gaussian_event(z_, q, steps),
+                epsilon,
+                delta,
+                "add_remove",
             )
         sigma = z * w
         if steps == 0:
-            raise ValueError(f"not even one minibatch step fits in ε={epsilon:g} with σ/w = {z:g}")
+            raise ValueError(
+                f"not even one minibatch step fits in ε={epsilon:g} with σ/w = {z:g}"
+            )
         feat_event = accounting.poisson_gaussian_event(z, q, steps)
         eps_feat = accounting.epsilon(feat_event, delta, "add_remove")
         relation = "add_remove"
-        how = "rdp (Poisson moments accountant, as the paper) + pure (basic composition)"
+        how = (
+            "rdp (Poisson moments accountant, as the paper) + pure (basic composition)"
+        )
         reasons.append(
             "batches are fixed-size without replacement but accounted as Poisson subsampling with add/remove "
             "(the paper's moments accountant)"
@@ -403,7 +475,8 @@ def _plan_paper(epsilon, delta, z, fixed_steps, label_epsilon, common) -> DPOTSo
         theorem="Kenthapadi et al. 2013 Thm. 1 with w = max row norm of M (LeTien et al. 2019 Thms. 2–3)",
         mode="paper",
         valid=False,
-        reasons=tuple(reasons) + ("published procedure reproduced for comparison (paper mode)",),
+        reasons=tuple(reasons)
+        + ("published procedure reproduced for comparison (paper mode)",),
         sensitivity=w,
         details={
             "w": w,
@@ -429,12 +502,16 @@ def _plan_paper(epsilon, delta, z, fixed_steps, label_epsilon, common) -> DPOTSo
     )
 
 
-def release_labels_rr(ys: np.ndarray, n_classes: int, label_epsilon: float, rng: np.random.Generator) -> np.ndarray:
+def release_labels_rr(
+    ys: np.ndarray, n_classes: int, label_epsilon: float, rng: np.random.Generator
+) -> np.ndarray:
     """One k-ary randomized-response draw per record (ε′-DP per label; reused by every batch)."""
     return randomized_response(ys, n_classes, label_epsilon, rng).value
 
 
-def execute_dpot_source(plan: DPOTSourcePlan, Xs, ys, rng: np.random.Generator) -> Release:
+def execute_dpot_source(
+    plan: DPOTSourcePlan, Xs, ys, rng: np.random.Generator
+) -> Release:
     """Draw the noise and build the Release of a planned DPOT source step.
 
     The Release holds ``Z`` (m×ℓ noisy projected rows; m = n_s or T·B) and either ``labels``
@@ -446,22 +523,37 @@ def execute_dpot_source(plan: DPOTSourcePlan, Xs, ys, rng: np.random.Generator) 
     Xs = check_features(Xs, "Xs (source)")
     ys = check_labels(ys, Xs.shape[0], "ys (source labels)")
     if Xs.shape != (plan.n_samples, plan.n_features):
-        raise ValueError(f"the plan is for a {plan.n_samples}×{plan.n_features} source, got {Xs.shape}")
+        raise ValueError(
+            f"the plan is for a {plan.n_samples}×{plan.n_features} source, got {Xs.shape}"
+        )
     if ys.min() < 0 or ys.max() >= plan.n_classes:
         raise ValueError(f"source labels must lie in 0..{plan.n_classes - 1}")
-    M = plan.projection if plan.projection is not None else draw_projection(plan.n_features, plan.proj_dim, plan.projection_seed)
+    M = (
+        plan.projection
+        if plan.projection is not None
+        else draw_projection(plan.n_features, plan.proj_dim, plan.projection_seed)
+    )
     X = preprocess_rows(Xs, plan.row_norm, plan.clip_norm)
     n = plan.n_samples
-    if plan.privacy_mode == "paper":  # Alg. 2 step 1: sort the records by label (the leak of §7.3)
+    if (
+        plan.privacy_mode == "paper"
+    ):  # Alg. 2 step 1: sort the records by label (the leak of §7.3)
         order = np.argsort(ys, kind="stable")
         X, ys = X[order], ys[order]
     if plan.batch_size is None:
         index_blocks = [rng.permutation(n)]
     else:
-        index_blocks = [rng.choice(n, size=plan.batch_size, replace=False) for _ in range(plan.steps)]
+        index_blocks = [
+            rng.choice(n, size=plan.batch_size, replace=False)
+            for _ in range(plan.steps)
+        ]
     arrays: dict[str, np.ndarray] = {}
     if plan.privacy_mode == "sound":
-        y_rel = ys if plan.labels == "public" else release_labels_rr(ys, plan.n_classes, plan.label_epsilon, rng)
+        y_rel = (
+            ys
+            if plan.labels == "public"
+            else release_labels_rr(ys, plan.n_classes, plan.label_epsilon, rng)
+        )
         idx = np.concatenate(index_blocks)
         arrays["Z"] = noisy_projection(X[idx], M, plan.sigma, rng)
         arrays["labels"] = y_rel[idx].astype(np.int64)
@@ -471,8 +563,17 @@ def execute_dpot_source(plan: DPOTSourcePlan, Xs, ys, rng: np.random.Generator) 
         counts = np.bincount(ys, minlength=plan.n_classes).astype(np.float64)
         arrays["Z"] = noisy_projection(X[idx], M, plan.sigma, rng)
         arrays["positions"] = idx.astype(np.int64)
-        arrays["counts"] = counts + rng.laplace(0.0, 1.0 / plan.label_epsilon, size=plan.n_classes)
-    return Release(method=METHOD, kind=KIND, owner="source", arrays=arrays, guarantee=plan.guarantee, params=plan.public_params())
+        arrays["counts"] = counts + rng.laplace(
+            0.0, 1.0 / plan.label_epsilon, size=plan.n_classes
+        )
+    return Release(
+        method=METHOD,
+        kind=KIND,
+        owner="source",
+        arrays=arrays,
+        guarantee=plan.guarantee,
+        params=plan.public_params(),
+    )
 
 
 def release_dpot_source(

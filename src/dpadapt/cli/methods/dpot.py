@@ -33,19 +33,79 @@ def _none_or_int(value: str) -> int | None:
 
 
 def add_release_arguments(parser: argparse.ArgumentParser) -> None:
-    _add(parser, "--epsilon", type=float, required=True, help="total source budget ε (sound: features + labels)")
-    _add(parser, "--delta", type=float, default=None, help="δ (default 1/(1.2 n_s), the paper's choice)")
-    _add(parser, "--seed", type=int, default=None, help="random seed (projection and noise); same as the estimator's random_state")
+    _add(
+        parser,
+        "--epsilon",
+        type=float,
+        required=True,
+        help="total source budget ε (sound: features + labels)",
+    )
+    _add(
+        parser,
+        "--delta",
+        type=float,
+        default=None,
+        help="δ (default 1/(1.2 n_s), the paper's choice)",
+    )
+    _add(
+        parser,
+        "--seed",
+        type=int,
+        default=None,
+        help="random seed (projection and noise); same as the estimator's random_state",
+    )
     _add(parser, "--privacy-mode", choices=("sound", "paper"), default="sound")
-    _add(parser, "--batch-size", type=_none_or_int, default=None, help="minibatch size B (default: one whole-batch release)")
-    _add(parser, "--noise-multiplier", type=float, default=1.1, help="minibatch noise multiplier z = σ/Δ (paper: σ/w)")
-    _add(parser, "--steps", type=int, default=None, help="minibatch steps T (calibrates z instead of maximising T)")
-    _add(parser, "--label-epsilon", type=float, default=None, help="ε′ for the labels (sound default 0.25·ε, part of ε)")
-    _add(parser, "--labels", choices=("rr", "public"), default="rr", help="randomized response, or declare labels public")
-    _add(parser, "--proj-dim", type=int, default=None, help="projection dimension ℓ (default ⌈k/10⌉)")
+    _add(
+        parser,
+        "--batch-size",
+        type=_none_or_int,
+        default=None,
+        help="minibatch size B (default: one whole-batch release)",
+    )
+    _add(
+        parser,
+        "--noise-multiplier",
+        type=float,
+        default=1.1,
+        help="minibatch noise multiplier z = σ/Δ (paper: σ/w)",
+    )
+    _add(
+        parser,
+        "--steps",
+        type=int,
+        default=None,
+        help="minibatch steps T (calibrates z instead of maximising T)",
+    )
+    _add(
+        parser,
+        "--label-epsilon",
+        type=float,
+        default=None,
+        help="ε′ for the labels (sound default 0.25·ε, part of ε)",
+    )
+    _add(
+        parser,
+        "--labels",
+        choices=("rr", "public"),
+        default="rr",
+        help="randomized response, or declare labels public",
+    )
+    _add(
+        parser,
+        "--proj-dim",
+        type=int,
+        default=None,
+        help="projection dimension ℓ (default ⌈k/10⌉)",
+    )
     _add(parser, "--row-norm", choices=("normalize", "clip", "none"), default=None)
     _add(parser, "--clip-norm", type=float, default=1.0, help="public row norm C")
-    _add(parser, "--n-classes", type=int, default=None, help="size of the public label set (default: max label + 1)")
+    _add(
+        parser,
+        "--n-classes",
+        type=int,
+        default=None,
+        help="size of the public label set (default: max label + 1)",
+    )
 
 
 def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
@@ -77,7 +137,13 @@ def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
 
 
 def add_adapt_arguments(parser: argparse.ArgumentParser) -> None:
-    _add(parser, "--seed", type=int, default=None, help="target-side seed (minibatches, classifier)")
+    _add(
+        parser,
+        "--seed",
+        type=int,
+        default=None,
+        help="target-side seed (minibatches, classifier)",
+    )
     _add(parser, "--ot-method", choices=OT_METHODS, default="sinkhorn_gl")
     _add(parser, "--reg-e", type=float, default=0.01, help="entropic weight λ_e")
     _add(parser, "--reg-g", type=float, default=0.1, help="group-lasso weight λ_g")
@@ -92,7 +158,9 @@ def add_adapt_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def adapt(args: argparse.Namespace, table: Table, releases: list[Release]) -> AdaptOutcome:
+def adapt(
+    args: argparse.Namespace, table: Table, releases: list[Release]
+) -> AdaptOutcome:
     """Adapt to the target table with one DPOT source release (post-processing only)."""
     dpot = [r for r in releases if r.method == "dpot"]
     if len(dpot) != 1:
@@ -109,11 +177,18 @@ def adapt(args: argparse.Namespace, table: Table, releases: list[Release]) -> Ad
         target_batch_size=args.target_batch_size,
         random_state=args.seed,
     )
-    metrics = {"w_tilde": result.w_tilde, "n_training_images": float(result.images.shape[0])}
+    metrics = {
+        "w_tilde": result.w_tilde,
+        "n_training_images": float(result.images.shape[0]),
+    }
     if table.y is not None and np.any(table.y >= 0):
         known = table.y >= 0
-        metrics["accuracy_on_target_labels"] = float(result.model.score(check_features(table.X)[known], table.y[known]))
-    return AdaptOutcome(model=result.model, guarantees={"source": release.guarantee}, metrics=metrics)
+        metrics["accuracy_on_target_labels"] = float(
+            result.model.score(check_features(table.X)[known], table.y[known])
+        )
+    return AdaptOutcome(
+        model=result.model, guarantees={"source": release.guarantee}, metrics=metrics
+    )
 
 
 COMMANDS = register(
