@@ -149,6 +149,20 @@ def test_record_level_sensitivity_brute_force(rng):
     assert worst > 2 * plan.max_row_norm
 
 
+def test_identity_projection_has_unit_operator_norm(rng):
+    jl = plan_dpot_source(50, 40, 2, 4.0, 1e-3, projection_seed=0)
+    ident = plan_dpot_source(
+        50, 40, 2, 4.0, 1e-3, projection_seed=0, projection="identity"
+    )
+    assert ident.proj_dim == 40 and ident.sensitivity == pytest.approx(2.0)
+    assert ident.sigma == pytest.approx(jl.sigma / jl.op_norm, rel=1e-6)
+    Xs, ys, Xt, _ = make_domains(rng, k=40)
+    rel = release_dpot_source(Xs, ys, 4.0, 1e-3, projection="identity", random_state=0)
+    assert_no_raw_rows(rel, Xs)
+    assert_no_raw_rows(rel, preprocess_rows(Xs, "normalize", 1.0))
+    assert adapt_dpot(rel, Xt, head="logreg", random_state=0).images.shape == Xs.shape
+
+
 def _worst_pair(plan):
     M = draw_projection(plan.n_features, plan.proj_dim, plan.projection_seed)
     u = np.linalg.svd(M)[0][:, 0] * plan.clip_norm

@@ -189,7 +189,12 @@ def adapt_dpot(
         )
     yt_partial = _check_partial_labels(yt_partial, Xt.shape[0])
     start = time.perf_counter()
-    M = draw_projection(p["n_features"], p["proj_dim"], p["projection_seed"])
+    M = draw_projection(
+        p["n_features"],
+        p["proj_dim"],
+        p["projection_seed"],
+        p.get("projection_kind", "jl"),
+    )
     if projection_digest(M) != p["projection_sha256"]:
         raise ReleaseError(
             "the regenerated projection matrix does not match the release (numpy version?)"
@@ -248,7 +253,7 @@ class DPOTAdapter(DAEstimator):
     privacy_mode : {"sound", "paper"}
     batch_size : int, optional
         ``None`` = one whole-batch release; otherwise minibatch mode with B rows per step.
-    noise_multiplier, steps, label_epsilon, labels, proj_dim, row_norm, clip_norm :
+    noise_multiplier, steps, label_epsilon, labels, proj_dim, row_norm, clip_norm, projection :
         See :func:`dpadapt.transport.dpot.plan_dpot_source`.
     ot_method, reg_e, reg_g, head, target_batch_size :
         See :func:`adapt_dpot`.
@@ -273,6 +278,7 @@ class DPOTAdapter(DAEstimator):
         reg_g: float = 0.1,
         head: str = "mlp",
         target_batch_size: int | None = None,
+        projection: str = "jl",
         random_state: int | None = None,
     ):
         self.epsilon = epsilon
@@ -291,6 +297,7 @@ class DPOTAdapter(DAEstimator):
         self.reg_g = reg_g
         self.head = head
         self.target_batch_size = target_batch_size
+        self.projection = projection
         self.random_state = random_state
 
     def fit_domains(self, Xs, ys, Xt, yt=None):
@@ -312,6 +319,7 @@ class DPOTAdapter(DAEstimator):
             row_norm=self.row_norm,
             clip_norm=self.clip_norm,
             privacy_mode=self.privacy_mode,
+            projection=self.projection,
             random_state=seed,
         )
         released = time.perf_counter()

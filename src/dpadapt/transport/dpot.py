@@ -77,8 +77,22 @@ def default_proj_dim(n_features: int) -> int:
     return max(1, math.ceil(n_features / 10))
 
 
-def draw_projection(n_features: int, proj_dim: int, seed: int) -> np.ndarray:
-    """The public JL matrix M (k×ℓ, i.i.d. N(0, 1/ℓ)) generated from ``seed`` (public randomness)."""
+def draw_projection(
+    n_features: int, proj_dim: int, seed: int, kind: str = "jl"
+) -> np.ndarray:
+    """The public matrix M generated from ``seed`` (public randomness).
+
+    ``kind="jl"`` (the paper): k×ℓ with i.i.d. N(0, 1/ℓ) entries. ``kind="identity"``: M = I_k
+    (ℓ = k, ‖M‖op = 1) — no projection; at record level this gives ‖M‖op ≈ 1 + √(k/ℓ) times less
+    noise than the JL matrix for the same (ε, δ), since the projection only helps the paper's
+    attribute-level sensitivity.
+    """
+    if kind == "identity":
+        if proj_dim != n_features:
+            raise ValueError("the identity projection needs proj_dim == n_features")
+        return np.eye(n_features)
+    if kind != "jl":
+        raise ValueError(f"projection must be 'jl' or 'identity', got {kind!r}")
     gen = np.random.default_rng(seed)
     return gen.normal(0.0, 1.0 / math.sqrt(proj_dim), size=(n_features, proj_dim))
 
@@ -144,6 +158,7 @@ class DPOTSourcePlan:
     proj_dim: int
     projection_seed: int
     projection_sha256: str
+    projection_kind: str
     op_norm: float
     max_row_norm: float
     sensitivity: float
@@ -167,6 +182,7 @@ class DPOTSourcePlan:
             "n_classes": self.n_classes,
             "proj_dim": self.proj_dim,
             "projection_seed": self.projection_seed,
+            "projection_kind": self.projection_kind,
             "projection_sha256": self.projection_sha256,
             "op_norm": self.op_norm,
             "max_row_norm": self.max_row_norm,
@@ -200,6 +216,7 @@ def plan_dpot_source(
     row_norm: RowNorm | None = None,
     clip_norm: float = 1.0,
     privacy_mode: str = "sound",
+    projection: str = "jl",
 ) -> DPOTSourcePlan:
     """Calibrate a DPOT source release (σ, steps, guarantee) from public quantities only.
 
@@ -230,6 +247,8 @@ def plan_dpot_source(
     clip_norm : float
         Public row norm C.
     privacy_mode : {"sound", "paper"}
+    projection : {"jl", "identity"}
+        The paper's JL matrix (default) or no projection (M = I, ℓ = k; a sound-mode improvement).
     """
     check_privacy_mode(privacy_mode)
     epsilon = check_epsilon(epsilon)
@@ -262,7 +281,9 @@ def plan_dpot_source(
             "sound mode needs bounded rows: row_norm must be 'normalize' or 'clip'"
         )
 
-    M = draw_projection(n_features, proj_dim, projection_seed)
+    if projection == "identity":
+        proj_dim = n_features
+    M = draw_projection(n_features, proj_dim, projection_seed, projection)
     op_norm = operator_norm(M)
     max_row_norm = float(np.linalg.norm(M, axis=1).max())
     common = {
@@ -278,6 +299,7 @@ def plan_dpot_source(
         "batch_size": batch_size,
         "row_norm": row_norm,
         "clip_norm": float(clip_norm),
+        "projection_kind": projection,
         "projection": M,
     }
     if steps is not None and (batch_size is None or int(steps) < 1):
@@ -531,7 +553,9 @@ def execute_dpot_source(
     M = (
         plan.projection
         if plan.projection is not None
-        else draw_projection(plan.n_features, plan.proj_dim, plan.projection_seed)
+        else draw_projection(
+            plan.n_features, plan.proj_dim, plan.projection_seed, plan.projection_kind
+        )
     )
     X = preprocess_rows(Xs, plan.row_norm, plan.clip_norm)
     n = plan.n_samples
@@ -592,6 +616,7 @@ def release_dpot_source(
     row_norm: RowNorm | None = None,
     clip_norm: float = 1.0,
     privacy_mode: str = "sound",
+    projection: str = "jl",
     random_state=None,
 ) -> Release:
     """Source party step of DPOT/DPDA: plan (guarantee first), then release noisy projected rows.
@@ -619,5 +644,6 @@ def release_dpot_source(
         row_norm=row_norm,
         clip_norm=clip_norm,
         privacy_mode=privacy_mode,
+        projection=projection,
     )
     return execute_dpot_source(plan, Xs, ys, rng)

@@ -97,6 +97,13 @@ def add_release_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="projection dimension ℓ (default ⌈k/10⌉)",
     )
+    _add(
+        parser,
+        "--projection",
+        choices=("jl", "identity"),
+        default="jl",
+        help="the paper's JL matrix, or none (M = I: less noise at record level)",
+    )
     _add(parser, "--row-norm", choices=("normalize", "clip", "none"), default=None)
     _add(parser, "--clip-norm", type=float, default=1.0, help="public row norm C")
     _add(
@@ -132,6 +139,7 @@ def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
         row_norm=args.row_norm,
         clip_norm=args.clip_norm,
         privacy_mode=args.privacy_mode,
+        projection=args.projection,
     )
     return PlannedRelease(plan.guarantee, lambda: execute_dpot_source(plan, X, y, rng))
 
