@@ -1,0 +1,426 @@
+"""DPDA target party step, the :class:`DPOTAdapter` estimator and the non-private :class:`OTDA`.
+
+Target step (:func:`adapt_dpot`, post-processing of a DPOT release): project the target rows
+with the public M (after the same public per-row preprocessing as the source), build the
+debiased cost, solve OT per released block (whole batch, or one minibatch per step against a
+fresh target minibatch), map every released source row to its barycentric image in the
+**original** target feature space, and train a classifier on (images, released labels) plus any
+labelled target rows. Nothing goes back to the source. If the target later publishes its model,
+that model reveals target information (the images are weighted averages of raw target rows) —
+the target's privacy is out of scope here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+
+import numpy as np
+from sklearn.pipeline import Pipeline
+from sklearn.utils.validation import check_is_fitted
+
+from dpadapt.base import DAEstimator
+from dpadapt.models import make_classifier
+from dpadapt.privacy.guarantee import Guarantee
+from dpadapt.release import Release, ReleaseError
+from dpadapt.transport.coupling import (
+    barycentric_map,
+    debiased_cost,
+    forbidden_pairs,
+    solve_ot,
+)
+from dpadapt.transport.dpot import (
+    KIND,
+    METHOD,
+    draw_projection,
+    preprocess_rows,
+    projection_digest,
+    release_dpot_source,
+)
+from dpadapt.validation import check_features, check_random_state
+
+
+@dataclasses.dataclass
+class DPOTAdaptation:
+    """Result of the target step: the classifier and what it was trained on."""
+
+    model: Pipeline
+    images: np.ndarray
+    image_labels: np.ndarray
+    w_tilde: float
+    w_tilde_per_block: np.ndarray
+    guarantee: Guarantee
+    seconds: dict[str, float] = dataclasses.field(default_factory=dict)
+
+
+def paper_block_labels(counts: np.ndarray, m: int) -> np.ndarray:
+    """Labels of the m label-sorted source rows from a noisy class histogram (paper mode, post-processing).
+
+    Rule: clip the noisy counts at 0, rescale them to sum to m and round with the largest-remainder
+    method; rows 1..c̃_0 get label 0, the next c̃_1 rows label 1, and so on. An all-zero histogram
+    is replaced by a uniform one.
+    """
+    c = np.clip(np.asarray(counts, dtype=np.float64), 0.0, None)
+    if c.sum() <= 0:
+        c = np.ones_like(c)
+    share = c * m / c.sum()
+    rounded = np.floor(share).astype(np.int64)
+    short = m - int(rounded.sum())
+    rounded[np.argsort(-(share - rounded), kind="stable")[:short]] += 1
+    return np.repeat(np.arange(c.size), rounded)
+
+
+def _seed_of(random_state) -> int:
+    if isinstance(random_state, (int, np.integer)):
+        return int(random_state)
+    return int(check_random_state(random_state).integers(2**31 - 1))
+
+
+def transport_blocks(
+    blocks: list[tuple[np.ndarray, np.ndarray]],
+    Yt: np.ndarray,
+    Xt: np.ndarray,
+    sigma: float,
+    rng: np.random.Generator,
+    *,
+    yt_partial: np.ndarray | None = None,
+    target_batch_size: int | None = None,
+    ot_method: str = "sinkhorn_gl",
+    reg_e: float = 0.01,
+    reg_g: float = 0.1,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """OT of every (rows, labels) block onto the (projected) target, barycentric images in ``Xt``'s space.
+
+    A block of the full source size uses all target rows; a minibatch block uses a fresh sample
+    of ``target_batch_size`` target rows (default: the block size) without replacement.
+    Returns images, their labels and W̃ of every block.
+    """
+    n_t = Yt.shape[0]
+    images, labels, w = [], [], []
+    for Z, lab in blocks:
+        if target_batch_size is None and len(blocks) == 1:
+            tb = np.arange(n_t)
+        else:
+            size = min(
+                n_t, Z.shape[0] if target_batch_size is None else int(target_batch_size)
+            )
+            tb = np.sort(rng.choice(n_t, size=size, replace=False))
+        C = debiased_cost(Z, Yt[tb], sigma)
+        forbid = forbidden_pairs(lab, None if yt_partial is None else yt_partial[tb])
+        res = solve_ot(
+            C, ot_method, reg_e=reg_e, reg_g=reg_g, source_labels=lab, forbidden=forbid
+        )
+        images.append(barycentric_map(res.coupling, Xt[tb]))
+        labels.append(lab)
+        w.append(res.cost_value)
+    return np.concatenate(images), np.concatenate(labels), np.asarray(w)
+
+
+def train_classifier(images, labels, Xt, yt_partial, head: str, seed: int) -> Pipeline:
+    """Fit the head on (images, labels) plus the labelled target rows (label ≥ 0)."""
+    X, y = images, labels
+    if yt_partial is not None and np.any(yt_partial >= 0):
+        known = yt_partial >= 0
+        X, y = np.vstack([X, Xt[known]]), np.concatenate([y, yt_partial[known]])
+    if np.unique(y).size < 2:
+        raise ValueError(
+            "the transported training set has a single class; cannot train a classifier"
+        )
+    return make_classifier(head, random_state=seed).fit(X, y)
+
+
+def _check_partial_labels(yt_partial, n_t: int) -> np.ndarray | None:
+    if yt_partial is None:
+        return None
+    yt = np.asarray(yt_partial)
+    if yt.shape != (n_t,):
+        raise ValueError(
+            f"yt_partial has shape {yt.shape}; expected ({n_t},) with -1 for unlabelled rows"
+        )
+    yt = yt.astype(np.int64)
+    return yt if np.any(yt >= 0) else None
+
+
+def adapt_dpot(
+    release: Release,
+    Xt,
+    yt_partial=None,
+    *,
+    ot_method: str = "sinkhorn_gl",
+    reg_e: float = 0.01,
+    reg_g: float = 0.1,
+    head: str = "mlp",
+    target_batch_size: int | None = None,
+    random_state=None,
+) -> DPOTAdaptation:
+    """Target party step of DPDA on a DPOT source release (post-processing; no new privacy cost).
+
+    Parameters
+    ----------
+    release : Release
+        A ``dpot/source_projection`` release.
+    Xt : array (n_t, k)
+        The target's rows (same k features as the source).
+    yt_partial : array (n_t,), optional
+        Known target labels (−1 = unknown): semi-supervised variant; pairs of a known target row
+        and a source row with a different (released) label carry no mass, and the known rows join
+        the training set.
+    ot_method : {"exact", "sinkhorn", "sinkhorn_gl"}
+    reg_e, reg_g : float
+        λ_e, λ_g (paper: 0.01, 0.1) on the normalised cost.
+    head : {"mlp", "logreg"}
+        The classifier (:func:`dpadapt.models.make_classifier`).
+    target_batch_size : int, optional
+        Target rows per minibatch step (default: the source batch size).
+    random_state : int or Generator
+        Target-side randomness (target minibatches, classifier initialisation).
+    """
+    if release.method != METHOD or release.kind != KIND:
+        raise ReleaseError(
+            f"expected a {METHOD}/{KIND} release, got {release.method}/{release.kind}"
+        )
+    p = release.params
+    Xt = check_features(Xt, "Xt (target)")
+    if Xt.shape[1] != p["n_features"]:
+        raise ValueError(
+            f"target has {Xt.shape[1]} features but the source release was made for {p['n_features']}: "
+            "the domains must share a feature space"
+        )
+    yt_partial = _check_partial_labels(yt_partial, Xt.shape[0])
+    start = time.perf_counter()
+    M = draw_projection(
+        p["n_features"],
+        p["proj_dim"],
+        p["projection_seed"],
+        p.get("projection_kind", "jl"),
+    )
+    if projection_digest(M) != p["projection_sha256"]:
+        raise ReleaseError(
+            "the regenerated projection matrix does not match the release (numpy version?)"
+        )
+    seed = _seed_of(random_state)
+    rng = np.random.default_rng(seed)
+    Yt = preprocess_rows(Xt, p["row_norm"], p["clip_norm"]) @ M
+    Z = release["Z"]
+    block = Z.shape[0] if p["batch_size"] is None else p["batch_size"]
+    n_blocks = Z.shape[0] // block
+    if p["privacy_mode"] == "sound":
+        lab = release["labels"]
+    else:
+        lab = paper_block_labels(release["counts"], p["n_samples"])[
+            release["positions"]
+        ]
+    blocks = [
+        (Z[i * block : (i + 1) * block], lab[i * block : (i + 1) * block])
+        for i in range(n_blocks)
+    ]
+    images, labels, w = transport_blocks(
+        blocks,
+        Yt,
+        Xt,
+        p["sigma"],
+        rng,
+        yt_partial=yt_partial,
+        target_batch_size=target_batch_size,
+        ot_method=ot_method,
+        reg_e=reg_e,
+        reg_g=reg_g,
+    )
+    mid = time.perf_counter()
+    model = train_classifier(images, labels, Xt, yt_partial, head, seed)
+    seconds = {"transport": mid - start, "classifier": time.perf_counter() - mid}
+    return DPOTAdaptation(
+        model, images, labels, float(w.mean()), w, release.guarantee, seconds
+    )
+
+
+class DPOTAdapter(DAEstimator):
+    """DPDA (LeTien et al. 2019) with both party steps in one process; skada-compatible.
+
+    ``fit`` runs :func:`~dpadapt.transport.dpot.release_dpot_source` (source) and
+    :func:`adapt_dpot` (target) with ``random_state`` seeding both, so the two-party CLI with the
+    same seed gives the same model. ``guarantee_`` is the source's guarantee (the target releases
+    nothing). Sound mode (default) is record-level (ε, δ)-DP for the source under replace-one;
+    paper mode reproduces the published calibration and is marked invalid.
+
+    Parameters
+    ----------
+    epsilon : float
+        Total source budget (sound: features + labels).
+    delta : float, optional
+        Default 1/(1.2 n_s) (the paper's choice).
+    privacy_mode : {"sound", "paper"}
+    batch_size : int, optional
+        ``None`` = one whole-batch release; otherwise minibatch mode with B rows per step.
+    noise_multiplier, steps, label_epsilon, labels, proj_dim, row_norm, clip_norm, projection :
+        See :func:`dpadapt.transport.dpot.plan_dpot_source`.
+    ot_method, reg_e, reg_g, head, target_batch_size :
+        See :func:`adapt_dpot`.
+    random_state : int, optional
+    """
+
+    def __init__(
+        self,
+        epsilon: float = 8.0,
+        delta: float | None = None,
+        privacy_mode: str = "sound",
+        batch_size: int | None = None,
+        noise_multiplier: float = 1.1,
+        steps: int | None = None,
+        label_epsilon: float | None = None,
+        labels: str = "rr",
+        proj_dim: int | None = None,
+        row_norm: str | None = None,
+        clip_norm: float = 1.0,
+        ot_method: str = "sinkhorn_gl",
+        reg_e: float = 0.01,
+        reg_g: float = 0.1,
+        head: str = "mlp",
+        target_batch_size: int | None = None,
+        projection: str = "jl",
+        random_state: int | None = None,
+    ):
+        self.epsilon = epsilon
+        self.delta = delta
+        self.privacy_mode = privacy_mode
+        self.batch_size = batch_size
+        self.noise_multiplier = noise_multiplier
+        self.steps = steps
+        self.label_epsilon = label_epsilon
+        self.labels = labels
+        self.proj_dim = proj_dim
+        self.row_norm = row_norm
+        self.clip_norm = clip_norm
+        self.ot_method = ot_method
+        self.reg_e = reg_e
+        self.reg_g = reg_g
+        self.head = head
+        self.target_batch_size = target_batch_size
+        self.projection = projection
+        self.random_state = random_state
+
+    def fit_domains(self, Xs, ys, Xt, yt=None):
+        Xs, ys, Xt, yt = self._check_domains(Xs, ys, Xt, yt)
+        seed = _seed_of(self.random_state)
+        delta = 1.0 / (1.2 * Xs.shape[0]) if self.delta is None else self.delta
+        start = time.perf_counter()
+        self.release_ = release_dpot_source(
+            Xs,
+            ys,
+            self.epsilon,
+            delta,
+            proj_dim=self.proj_dim,
+            batch_size=self.batch_size,
+            noise_multiplier=self.noise_multiplier,
+            steps=self.steps,
+            label_epsilon=self.label_epsilon,
+            labels=self.labels,
+            row_norm=self.row_norm,
+            clip_norm=self.clip_norm,
+            privacy_mode=self.privacy_mode,
+            projection=self.projection,
+            random_state=seed,
+        )
+        released = time.perf_counter()
+        self.adaptation_ = adapt_dpot(
+            self.release_,
+            Xt,
+            yt,
+            ot_method=self.ot_method,
+            reg_e=self.reg_e,
+            reg_g=self.reg_g,
+            head=self.head,
+            target_batch_size=self.target_batch_size,
+            random_state=seed,
+        )
+        self.model_ = self.adaptation_.model
+        self.classes_ = self.model_.classes_
+        self.w_tilde_ = self.adaptation_.w_tilde
+        self.seconds_ = {"release": released - start, **self.adaptation_.seconds}
+        self._set_guarantees(self.release_.guarantee)
+        return self
+
+    def predict(self, X):
+        check_is_fitted(self, "model_")
+        return self.model_.predict(check_features(X))
+
+    def predict_proba(self, X):
+        check_is_fitted(self, "model_")
+        return self.model_.predict_proba(check_features(X))
+
+
+class OTDA(DAEstimator):
+    """Non-private OT domain adaptation (Courty et al. 2017): the DPDA pipeline without privacy.
+
+    Same solvers, cost normalisation, barycentric map and classifier as :class:`DPOTAdapter`, on
+    the raw features (no projection, no noise, true labels). No guarantee (``guarantee_`` is None).
+    """
+
+    def __init__(
+        self,
+        ot_method: str = "sinkhorn_gl",
+        reg_e: float = 0.01,
+        reg_g: float = 0.1,
+        head: str = "mlp",
+        batch_size: int | None = None,
+        row_norm: str = "none",
+        random_state: int | None = None,
+    ):
+        self.ot_method = ot_method
+        self.reg_e = reg_e
+        self.reg_g = reg_g
+        self.head = head
+        self.batch_size = batch_size
+        self.row_norm = row_norm
+        self.random_state = random_state
+
+    def fit_domains(self, Xs, ys, Xt, yt=None):
+        Xs, ys, Xt, yt = self._check_domains(Xs, ys, Xt, yt)
+        seed = _seed_of(self.random_state)
+        rng = np.random.default_rng(seed)
+        Ps, Pt = (
+            preprocess_rows(Xs, self.row_norm, 1.0),
+            preprocess_rows(Xt, self.row_norm, 1.0),
+        )
+        n = Xs.shape[0]
+        if self.batch_size is None or self.batch_size >= n:
+            blocks = [(Ps, ys)]
+        else:
+            steps = math.ceil(n / self.batch_size)
+            idx = [
+                rng.choice(n, size=self.batch_size, replace=False) for _ in range(steps)
+            ]
+            blocks = [(Ps[i], ys[i]) for i in idx]
+        yt = _check_partial_labels(yt, Xt.shape[0])
+        start = time.perf_counter()
+        images, labels, w = transport_blocks(
+            blocks,
+            Pt,
+            Xt,
+            0.0,
+            rng,
+            yt_partial=yt,
+            ot_method=self.ot_method,
+            reg_e=self.reg_e,
+            reg_g=self.reg_g,
+        )
+        mid = time.perf_counter()
+        self.model_ = train_classifier(images, labels, Xt, yt, self.head, seed)
+        self.seconds_ = {
+            "release": 0.0,
+            "transport": mid - start,
+            "classifier": time.perf_counter() - mid,
+        }
+        self.classes_ = self.model_.classes_
+        self.w_ = float(w.mean())
+        self._set_guarantees()
+        return self
+
+    def predict(self, X):
+        check_is_fitted(self, "model_")
+        return self.model_.predict(check_features(X))
+
+    def predict_proba(self, X):
+        check_is_fitted(self, "model_")
+        return self.model_.predict_proba(check_features(X))

@@ -1,0 +1,386 @@
+"""DPOT / DPDA: debiasing, coupling invariances, record-level sensitivity, audits, two-party round trip."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from dpadapt.io import load_table, save_table
+from dpadapt.privacy import accounting
+from dpadapt.privacy.audit import epsilon_lower_bound
+from dpadapt.release import Release, assert_no_raw_rows, raw_rows_in_release
+from dpadapt.transport import (
+    OTDA,
+    DPOTAdapter,
+    adapt_dpot,
+    plan_dpot_source,
+    release_dpot_source,
+)
+from dpadapt.transport.coupling import debiased_cost, solve_ot, squared_distances
+from dpadapt.transport.da import paper_block_labels
+from dpadapt.transport.dpot import (
+    draw_projection,
+    noisy_projection,
+    preprocess_rows,
+    release_labels_rr,
+)
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+
+def make_domains(rng, n_s=60, n_t=80, k=20, q=3, shift=0.5):
+    """Gaussian classes; the target is the source shifted by a common vector."""
+    centers = rng.normal(0, 3.0, size=(q, k))
+    ys = np.arange(n_s) % q
+    yt = rng.integers(0, q, size=n_t)
+    Xs = centers[ys] + rng.normal(0, 0.5, size=(n_s, k))
+    Xt = centers[yt] + shift + rng.normal(0, 0.5, size=(n_t, k))
+    return Xs, ys, Xt, yt
+
+
+# -- debiasing and coupling --------------------------------------------------------------------
+
+
+def test_debiased_cost_is_unbiased_monte_carlo(rng):
+    k, ell, sigma, reps = 8, 4, 0.7, 20000
+    X, Yt = rng.normal(size=(3, k)), rng.normal(size=(5, ell))
+    M = draw_projection(k, ell, 1)
+    truth = squared_distances(X @ M, Yt)
+    samples = np.stack(
+        [
+            debiased_cost(noisy_projection(X, M, sigma, rng), Yt, sigma)
+            for _ in range(reps)
+        ]
+    )
+    se = samples.std(axis=0) / math.sqrt(reps)
+    assert np.all(np.abs(samples.mean(axis=0) - truth) < 4.5 * se)
+    # without the −ℓσ² correction the mean is off by ℓσ², far outside the error bars
+    raw = samples + ell * sigma**2
+    assert np.all(np.abs(raw.mean(axis=0) - truth) > 10 * se)
+    # negative entries are kept (no clipping at 0)
+    assert (samples < 0).any()
+
+
+@pytest.mark.parametrize("method", ["exact", "sinkhorn", "sinkhorn_gl"])
+def test_coupling_invariant_to_constant_and_row_column_shifts(rng, method):
+    C = squared_distances(rng.normal(size=(12, 3)), rng.normal(size=(15, 3)))
+    labels = np.arange(12) % 3
+    base = solve_ot(C, method, source_labels=labels)
+    shifted = solve_ot(C - 123.4, method, source_labels=labels)
+    np.testing.assert_allclose(shifted.coupling, base.coupling, atol=1e-9)
+    assert shifted.cost_value == pytest.approx(base.cost_value - 123.4, rel=1e-9)
+    rows = solve_ot(
+        C + rng.normal(size=(12, 1)) + rng.normal(size=(1, 15)),
+        method,
+        source_labels=labels,
+    )
+    np.testing.assert_allclose(rows.coupling, base.coupling, atol=1e-6)
+    np.testing.assert_allclose(base.coupling.sum(axis=1), 1 / 12, atol=1e-6)
+
+
+def test_semi_supervised_forbids_cross_label_mass(rng):
+    from dpadapt.transport.coupling import forbidden_pairs
+
+    Xs, ys, Xt, yt = make_domains(rng)
+    rel = release_dpot_source(Xs, ys, 50.0, 1e-3, labels="public", random_state=0)
+    partial = np.where(np.arange(len(yt)) % 2 == 0, yt, -1)
+    mask = forbidden_pairs(rel["labels"], partial)
+    assert mask.any() and not mask[:, partial < 0].any()
+    M = draw_projection(
+        Xs.shape[1], rel.params["proj_dim"], rel.params["projection_seed"]
+    )
+    C = debiased_cost(
+        rel["Z"], preprocess_rows(Xt, "normalize", 1.0) @ M, rel.params["sigma"]
+    )
+    for method in ("exact", "sinkhorn_gl"):
+        free = solve_ot(C, method, source_labels=rel["labels"]).coupling
+        assert (
+            free[mask].sum() > 1e-3
+        )  # without the constraint some mass crosses labels
+        G = solve_ot(C, method, source_labels=rel["labels"], forbidden=mask).coupling
+        assert G[mask].sum() < 1e-6
+    res = adapt_dpot(rel, Xt, partial, ot_method="exact", head="logreg", random_state=0)
+    assert res.images.shape == (len(ys), Xt.shape[1])
+
+
+def test_paper_mode_discloses_labels_through_row_order(rng):
+    """The soundness critique (spec §7.3): sorted rows + histogram reveal almost every label."""
+    Xs, ys, _, _ = make_domains(rng, n_s=300)
+    rel = release_dpot_source(Xs, ys, 20.0, 1e-3, privacy_mode="paper", random_state=0)
+    recovered = paper_block_labels(rel["counts"], len(ys))[rel["positions"]]
+    assert np.mean(recovered == np.sort(ys)) > 0.95
+    sound = release_dpot_source(Xs, ys, 20.0, 1e-3, label_epsilon=1.0, random_state=0)
+    assert "positions" not in sound.arrays and not np.all(np.diff(sound["labels"]) >= 0)
+
+
+# -- record-level sensitivity and audits ------------------------------------------------------
+
+
+def test_record_level_sensitivity_brute_force(rng):
+    k, ell, C = 30, 3, 2.0
+    plan = plan_dpot_source(
+        40,
+        k,
+        2,
+        4.0,
+        1e-4,
+        projection_seed=7,
+        proj_dim=ell,
+        clip_norm=C,
+        row_norm="clip",
+    )
+    M = draw_projection(k, ell, 7)
+    assert plan.sensitivity == pytest.approx(2 * C * np.linalg.norm(M, 2), rel=1e-8)
+    assert plan.sensitivity >= 2 * C * np.linalg.norm(M, 2)
+    X, Xp = rng.normal(0, 5, size=(5000, k)), rng.normal(0, 5, size=(5000, k))
+    for row_norm in ("clip", "normalize"):
+        d = (preprocess_rows(X, row_norm, C) - preprocess_rows(Xp, row_norm, C)) @ M
+        assert np.linalg.norm(d, axis=1).max() <= plan.sensitivity * (1 + 1e-12)
+    # the worst case attains the bound and exceeds the paper's attribute-level w by far
+    u = np.linalg.svd(M)[0][:, 0]
+    worst = np.linalg.norm((C * u - (-C * u)) @ M)
+    assert worst == pytest.approx(plan.sensitivity, rel=1e-8)
+    assert worst > 2 * plan.max_row_norm
+
+
+def test_identity_projection_has_unit_operator_norm(rng):
+    jl = plan_dpot_source(50, 40, 2, 4.0, 1e-3, projection_seed=0)
+    ident = plan_dpot_source(
+        50, 40, 2, 4.0, 1e-3, projection_seed=0, projection="identity"
+    )
+    assert ident.proj_dim == 40 and ident.sensitivity == pytest.approx(2.0)
+    assert ident.sigma == pytest.approx(jl.sigma / jl.op_norm, rel=1e-6)
+    Xs, ys, Xt, _ = make_domains(rng, k=40)
+    rel = release_dpot_source(Xs, ys, 4.0, 1e-3, projection="identity", random_state=0)
+    assert_no_raw_rows(rel, Xs)
+    assert_no_raw_rows(rel, preprocess_rows(Xs, "normalize", 1.0))
+    assert adapt_dpot(rel, Xt, head="logreg", random_state=0).images.shape == Xs.shape
+
+
+def _worst_pair(plan):
+    M = draw_projection(plan.n_features, plan.proj_dim, plan.projection_seed)
+    u = np.linalg.svd(M)[0][:, 0] * plan.clip_norm
+    direction = (2 * u) @ M
+    return M, u, -u, direction / np.linalg.norm(direction)
+
+
+def test_row_release_audit_worst_case_and_undernoised_control():
+    eps, delta, n = 1.0, 1e-5, 200_000
+    plan = plan_dpot_source(
+        1, 10, 2, eps, delta, projection_seed=3, proj_dim=3, labels="public"
+    )
+    assert plan.feature_epsilon == pytest.approx(eps)
+    M, x, xp, d = _worst_pair(plan)
+    gen = np.random.default_rng(0)
+    stat = lambda row, sigma: noisy_projection(np.tile(row, (n, 1)), M, sigma, gen) @ d
+    audit = epsilon_lower_bound(stat(x, plan.sigma), stat(xp, plan.sigma), delta)
+    assert audit.passes(eps)
+    # the paper's attribute-level calibration (σ = ratio·w) on the same clipped rows is under-noised
+    sigma_paper = accounting.dpot_paper_noise_ratio(eps, delta) * plan.max_row_norm
+    assert sigma_paper < plan.sigma
+    control = epsilon_lower_bound(stat(x, sigma_paper), stat(xp, sigma_paper), delta)
+    assert not control.passes(eps)
+
+
+def test_randomized_response_labels_audit():
+    eps, n, q = 1.0, 200_000, 4
+    gen = np.random.default_rng(1)
+    a = release_labels_rr(np.zeros(n, dtype=int), q, eps, gen) == 0
+    b = release_labels_rr(np.ones(n, dtype=int), q, eps, gen) == 0
+    assert epsilon_lower_bound(a, b, 0.0).passes(eps)
+    a3 = release_labels_rr(np.zeros(n, dtype=int), q, 3 * eps, gen) == 0
+    b3 = release_labels_rr(np.ones(n, dtype=int), q, 3 * eps, gen) == 0
+    assert not epsilon_lower_bound(a3, b3, 0.0).passes(eps)
+
+
+# -- releases and guarantees -------------------------------------------------------------------
+
+
+def test_no_raw_or_projected_row_in_release(rng):
+    Xs, ys, _, _ = make_domains(rng)
+    for mode in ("sound", "paper"):
+        rel = release_dpot_source(
+            Xs, ys, 8.0, 1e-3, proj_dim=Xs.shape[1], privacy_mode=mode, random_state=1
+        )
+        assert_no_raw_rows(rel, Xs)
+        M = draw_projection(
+            Xs.shape[1], rel.params["proj_dim"], rel.params["projection_seed"]
+        )
+        assert_no_raw_rows(rel, preprocess_rows(Xs, rel.params["row_norm"], 1.0) @ M)
+    # the check itself fires on an un-noised release
+    leaky = Release(
+        "dpot", "source_projection", "source", {"Z": Xs[::-1]}, rel.guarantee, {}
+    )
+    assert raw_rows_in_release(leaky, Xs)
+
+
+def test_sound_guarantee_is_record_level_and_composed(rng):
+    Xs, ys, _, _ = make_domains(rng)
+    rel = release_dpot_source(Xs, ys, 4.0, 1e-3, random_state=0)
+    g = rel.guarantee
+    assert g.valid and g.unit == "record" and g.relation == "replace_one"
+    assert g.epsilon == pytest.approx(4.0)
+    assert rel.params["feature_epsilon"] + rel.params["label_epsilon"] == pytest.approx(
+        4.0
+    )
+    # σ is the analytic-Gaussian σ for the feature part at Δ = 2C‖M‖op
+    expect = accounting.analytic_gaussian_sigma(
+        rel.params["feature_epsilon"], 1e-3, rel.params["sensitivity"]
+    )
+    assert rel.params["sigma"] == pytest.approx(expect)
+    # rows are not sorted by label (random order), labels are randomized
+    assert not np.all(np.diff(rel["labels"]) >= 0)
+
+
+def test_minibatch_uses_max_steps_under_replace_one(rng):
+    n, B, z, eps, delta = 200, 50, 2.0, 2.0, 1e-4
+    plan = plan_dpot_source(
+        n, 10, 3, eps, delta, projection_seed=0, batch_size=B, noise_multiplier=z
+    )
+    rr = accounting.randomized_response_event(plan.label_epsilon, 3)
+    ev = lambda T: accounting.compose(
+        [accounting.sampled_without_replacement_gaussian_event(z, n, B, T), rr]
+    )
+    assert accounting.epsilon(ev(plan.steps), delta, "replace_one") <= eps
+    assert accounting.epsilon(ev(plan.steps + 1), delta, "replace_one") > eps
+    assert plan.guarantee.valid and plan.guarantee.epsilon <= eps
+    assert plan.sigma == pytest.approx(z * plan.sensitivity)
+
+
+def test_paper_mode_reproduces_noise_ratio_and_is_invalid(rng):
+    n = 4365
+    plan = plan_dpot_source(
+        n, 40, 10, 4.0, 1 / (1.2 * n), projection_seed=0, privacy_mode="paper"
+    )
+    assert plan.noise_multiplier == pytest.approx(1.253, abs=1e-3)
+    assert plan.sigma == pytest.approx(1.253 * plan.max_row_norm, rel=1e-3)
+    g = plan.guarantee
+    assert (
+        not g.valid
+        and g.unit == "attribute"
+        and any("attribute" in r for r in g.reasons)
+    )
+    Xs, ys, _, _ = make_domains(rng)
+    rel = release_dpot_source(Xs, ys, 20.0, 1e-3, privacy_mode="paper", random_state=0)
+    assert rel["counts"].shape == (3,) and "labels" not in rel.arrays
+    np.testing.assert_array_equal(rel["positions"], np.arange(len(ys)))
+
+
+def test_paper_block_labels_largest_remainder():
+    labels = paper_block_labels(np.array([2.6, -1.0, 7.4]), 10)
+    assert labels.tolist() == [0] * 3 + [2] * 7
+    assert paper_block_labels(np.array([-3.0, -1.0]), 4).tolist() == [0, 0, 1, 1]
+
+
+def test_dpda_adapts_on_easy_data_and_otda_baseline(rng):
+    Xs, ys, Xt, yt = make_domains(rng)
+    est = DPOTAdapter(
+        epsilon=200.0, delta=1e-3, proj_dim=10, head="logreg", random_state=0
+    ).fit_domains(Xs, ys, Xt)
+    assert est.score(Xt, yt) > 0.9
+    assert est.guarantee_.valid
+    # minibatch pipeline (paper mode: its Poisson accountant is cheap to calibrate)
+    mb = DPOTAdapter(
+        epsilon=20.0,
+        delta=1e-3,
+        proj_dim=10,
+        batch_size=30,
+        steps=4,
+        privacy_mode="paper",
+        head="logreg",
+        random_state=0,
+    )
+    mb.fit_domains(Xs, ys, Xt)
+    assert mb.release_.params["steps"] == 4 and mb.release_["Z"].shape == (120, 10)
+    assert mb.release_.params["feature_epsilon"] <= 20.0 and mb.score(Xt, yt) > 0.9
+    otda = OTDA(head="logreg", random_state=0).fit_domains(Xs, ys, Xt)
+    assert otda.score(Xt, yt) > 0.9 and otda.guarantee_ is None
+    from sklearn.base import clone
+
+    assert clone(mb).get_params()["steps"] == 4
+    # skada-style fit
+    X = np.vstack([Xs, Xt])
+    y = np.concatenate([ys, -np.ones(len(Xt), dtype=int)])
+    dom = np.concatenate([np.ones(len(Xs)), -np.ones(len(Xt))])
+    sk = DPOTAdapter(
+        epsilon=200.0, delta=1e-3, proj_dim=10, head="logreg", random_state=0
+    ).fit(X, y, sample_domain=dom)
+    np.testing.assert_array_equal(sk.predict(Xt), est.predict(Xt))
+
+
+# -- two-party round trip -----------------------------------------------------------------------
+
+
+def _namespace(add, **overrides):
+    parser = argparse.ArgumentParser()
+    add(parser)
+    args = parser.parse_args(
+        ["--epsilon", "8"] if any(a.dest == "epsilon" for a in parser._actions) else []
+    )
+    for k, v in overrides.items():
+        setattr(args, k, v)
+    return args
+
+
+def test_two_process_round_trip_equals_estimator(tmp_path, rng):
+    from dpadapt.cli.methods import dpot as cli
+
+    Xs, ys, Xt, _ = make_domains(rng)
+    src, tgt = (
+        save_table(tmp_path / "source.npz", Xs, ys),
+        save_table(tmp_path / "target.npz", Xt),
+    )
+    seed = 11
+    rel_args = _namespace(cli.add_release_arguments, epsilon=8.0, seed=seed, proj_dim=5)
+    planned = cli.plan_release(rel_args, load_table(src))
+    assert planned.guarantee.valid
+    planned.execute().save(tmp_path / "source.release")
+    script = textwrap.dedent(
+        f"""
+        import argparse, numpy as np
+        from dpadapt.cli.methods import dpot as cli
+        from dpadapt.io import load_table
+        from dpadapt.release import Release
+        p = argparse.ArgumentParser(); cli.add_adapt_arguments(p)
+        args = p.parse_args(["--seed", "{seed}", "--head", "logreg"])
+        table = load_table(r"{tgt}")
+        out = cli.adapt(args, table, [Release.load(r"{tmp_path / "source.release"}", expect_method="dpot")])
+        np.save(r"{tmp_path / "pred.npy"}", out.model.predict(table.X))
+        """
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
+    est = DPOTAdapter(
+        epsilon=8.0, proj_dim=5, head="logreg", random_state=seed
+    ).fit_domains(Xs, ys, Xt)
+    np.testing.assert_array_equal(np.load(tmp_path / "pred.npy"), est.predict(Xt))
+
+
+# -- bad input ---------------------------------------------------------------------------------
+
+
+def test_bad_inputs_give_clear_errors(rng):
+    Xs, ys, Xt, _ = make_domains(rng)
+    rel = release_dpot_source(Xs, ys, 8.0, 1e-3, random_state=0)
+    with pytest.raises(ValueError, match="share a feature space"):
+        adapt_dpot(rel, Xt[:, :-1], head="logreg")
+    with pytest.raises(ValueError, match="empty"):
+        adapt_dpot(rel, Xt[:0], head="logreg")
+    bad = Xs.copy()
+    bad[0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        release_dpot_source(bad, ys, 8.0, 1e-3)
+    for eps in (0.0, -1.0):
+        with pytest.raises(ValueError, match="epsilon"):
+            release_dpot_source(Xs, ys, eps, 1e-3)
+    with pytest.raises(ValueError, match="label_epsilon"):
+        release_dpot_source(Xs, ys, 2.0, 1e-3, label_epsilon=2.0)
+    with pytest.raises(ValueError, match="row_norm"):
+        release_dpot_source(Xs, ys, 2.0, 1e-3, row_norm="none")
+    with pytest.raises(ValueError, match="features"):
+        DPOTAdapter(epsilon=8.0).fit_domains(Xs, ys, Xt[:, :5])
