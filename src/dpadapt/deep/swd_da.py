@@ -165,11 +165,15 @@ def release_target_rounds(
 
 
 def source_alignment_loss(
-    g: nn.Module, xs: torch.Tensor, P_t: torch.Tensor, U: torch.Tensor, *, sigma: float, clip_norm: float,
+    Fs: torch.Tensor, P_t: torch.Tensor, U: torch.Tensor, *, sigma: float, clip_norm: float,
     generator: torch.Generator | None = None, q: int = 2,
 ) -> torch.Tensor:
-    """Source side, sound mode: DP-SWD between clip(g(x_s))U + V_s and the *constant* released P_t."""
-    Fs = clip_rows_torch(g(xs), clip_norm).double()
+    """Source side, sound mode: DP-SWD between clip(F_s)U + V_s and the *constant* released P_t.
+
+    ``Fs = g(x_s)`` carries the graph to g's parameters; P_t is detached, so the gradient is
+    a function of the source batch, U, the source noise and the released P_t only.
+    """
+    Fs = clip_rows_torch(Fs, clip_norm).double()
     Ps = Fs @ U + sigma * torch.randn(Fs.shape[0], U.shape[1], dtype=torch.float64, generator=generator)
     return sliced_wasserstein_torch(Ps, P_t.detach(), q)
 
@@ -279,9 +283,7 @@ def _alignment(cfg, plan, g, Fs, Xt, U, rng, gen, sigmas) -> torch.Tensor:
         sigma = plan.sigma(U)
         sigmas.append(sigma)
         P_t = torch.as_tensor(target_projections(g, Xt, U, batch_size=B, sigma=sigma, clip_norm=plan.clip_norm, rng=rng))
-        Fc = clip_rows_torch(Fs, plan.clip_norm).double()
-        Ps = Fc @ Ut + sigma * torch.randn(B, cfg.k, dtype=torch.float64, generator=gen)
-        return sliced_wasserstein_torch(Ps, P_t, cfg.q)
+        return source_alignment_loss(Fs, P_t, Ut, sigma=sigma, clip_norm=plan.clip_norm, generator=gen, q=cfg.q)
     rows_t = rng.choice(Xt.shape[0], size=B, replace=False)
     Ft = _features(g, Xt, rows_t).double()
     if cfg.mode == "non-private":

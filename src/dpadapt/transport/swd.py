@@ -244,6 +244,11 @@ def steps_event(noise_multiplier: float, n: int, batch_size: int, steps: int):
     return accounting.sampled_without_replacement_gaussian_event(noise_multiplier, n, batch_size, steps)
 
 
+def _calibrate(make, epsilon: float, delta: float) -> float:
+    """Smallest noise multiplier (to 1e-3) of the RDP-accounted event ``make(z)`` within (ε, δ)."""
+    return accounting.calibrate_noise_multiplier(make, epsilon, delta, "replace_one", "rdp", tol=1e-3)
+
+
 def plan_releases(
     epsilon: float,
     delta: float,
@@ -296,7 +301,7 @@ def plan_releases(
         fail = delta / 2.0
         w = projection_sensitivity(method, k=k, d=d, failure=fail).squared
         make = lambda z: steps_event(z, n, batch_size, charged)  # noqa: E731
-        z = accounting.calibrate_noise_multiplier(make, epsilon, delta / 2.0, "replace_one", "rdp")
+        z = _calibrate(make, epsilon, delta / 2.0)
         event = make(z)
         eps = accounting.epsilon(event, delta / 2.0, "replace_one", "rdp")
         reasons = [PAPER_REASONS["failure"]] + ([PAPER_REASONS["clt"]] if method == "clt" else [])
@@ -314,11 +319,21 @@ def plan_releases(
 
     make = lambda z: steps_event(z, n, batch_size, steps)  # noqa: E731
     if method == "spectral":
-        z = accounting.calibrate_noise_multiplier(make, epsilon, delta, "replace_one", "auto")
-        g = Guarantee.from_event(
-            make(z), delta=delta, method="auto", theorem=THEOREM_SPECTRAL, reasons=extra_reasons,
-            details={**details, "noise_multiplier": z, "sensitivity": "2R·‖U_t‖op per release"}, **common,
-        )
+        spectral_details = {**details, "sensitivity": "2R·‖U_t‖op per release"}
+        if steps == 1 and batch_size == n:  # one release of all rows: exact analytic Gaussian calibration
+            z = accounting.analytic_gaussian_sigma(epsilon, delta, 1.0)
+            g = Guarantee(
+                **common, epsilon=epsilon, delta=delta, events=(accounting.gaussian_event(z),),
+                accounting="analytic_gaussian", valid=not extra_reasons, reasons=tuple(extra_reasons),
+                theorem="Analytic Gaussian mechanism (Balle & Wang, ICML 2018, Thm. 8) on clip(X)U, sensitivity 2R‖U‖op",
+                details={**spectral_details, "noise_multiplier": z},
+            )
+        else:
+            z = _calibrate(make, epsilon, delta)
+            g = Guarantee.from_event(
+                make(z), delta=delta, method="rdp", theorem=THEOREM_SPECTRAL, reasons=extra_reasons,
+                details={**spectral_details, "noise_multiplier": z}, **common,
+            )
         return DPSWDPlan(epsilon, delta, method, mode, n, batch_size, steps, k, d, clip_norm, z, None, 0.0, g)
 
     if not 0 < failure_fraction < 1:
@@ -329,7 +344,7 @@ def plan_releases(
     eps_cond = math.log(1.0 / (1.0 - delta_fail))
     if epsilon <= eps_cond:
         raise ValueError("epsilon too small for the failure budget")
-    z = accounting.calibrate_noise_multiplier(make, epsilon - eps_cond, delta - delta_fail, "replace_one", "rdp")
+    z = _calibrate(make, epsilon - eps_cond, delta - delta_fail)
     event = make(z)
     eps_total = accounting.epsilon(event, delta - delta_fail, "replace_one", "rdp") + eps_cond
     bound = "Chernoff bound with the Beta MGF" if method == "chernoff_beta" else "Lemma 2 (Bernstein)"
