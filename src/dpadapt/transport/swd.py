@@ -43,7 +43,7 @@ from typing import Literal
 
 import numpy as np
 import ot
-from scipy import optimize, special, stats
+from scipy import linalg, optimize, special, stats
 
 from dpadapt.privacy import accounting
 from dpadapt.privacy.guarantee import Guarantee
@@ -99,8 +99,15 @@ def beta_moments(d: int) -> tuple[float, float]:
 
 
 def operator_norm(U: np.ndarray) -> float:
-    """‖U‖op = sup_{‖z‖=1} ‖zᵀU‖ (largest singular value)."""
-    return float(np.linalg.norm(np.asarray(U, dtype=np.float64), 2))
+    """‖U‖op = sup_{‖z‖=1} ‖zᵀU‖ (largest singular value), rounded up.
+
+    Computed as sqrt(λ_max) of the smaller Gram matrix (LAPACK ``syevr``, a direct solver, not an
+    iterative estimate from below), inflated by 1e-9 relative to cover floating-point error.
+    """
+    U = np.asarray(U, dtype=np.float64)
+    A = U @ U.T if U.shape[0] <= U.shape[1] else U.T @ U
+    top = linalg.eigh(A, eigvals_only=True, subset_by_index=[A.shape[0] - 1, A.shape[0] - 1])[0]
+    return float(math.sqrt(max(top, 0.0)) * (1 + 1e-9))
 
 
 @dataclasses.dataclass(frozen=True)
