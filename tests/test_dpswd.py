@@ -284,3 +284,26 @@ def test_bad_inputs(rng):
         swd_da.DPSWDAdapter(batch_size=500).fit_domains(Xs, ys, Xs)
     with pytest.raises(ValueError):
         gaussian_mean_shift(0, 1.0)
+
+
+def test_cli_one_shot_release_and_adapt(tmp_path, rng):
+    import argparse
+
+    from dpadapt.cli.methods import dpswd as cli
+    from dpadapt.io import Table
+
+    Xs, Xt = gaussian_mean_shift(200, 1.0, d=4, random_state=rng)
+    p = argparse.ArgumentParser()
+    cli.add_release_arguments(p)
+    args = p.parse_args(["--epsilon", "3", "--k", "20", "--clip-norm", "4", "--seed", "1"])
+    planned = cli.plan_release(args, Table(Xt, None, tmp_path / "t.npz"))
+    assert planned.guarantee.valid and planned.guarantee.epsilon == pytest.approx(3.0)
+    rel = Release.load(planned.execute().save(tmp_path / "r.npz"), expect_method="dpswd")
+    assert rel.guarantee.to_dict() == planned.guarantee.to_dict()
+    assert_no_raw_rows(rel, Xt)
+    q = argparse.ArgumentParser()
+    cli.add_adapt_arguments(q)
+    out = cli.adapt(q.parse_args(["--seed", "2"]), Table(Xs, None, tmp_path / "s.npz"), [rel])
+    far = out.metrics["dpswd"]
+    near = cli.adapt(q.parse_args(["--seed", "2"]), Table(Xt[::-1].copy(), None, tmp_path / "s2.npz"), [rel]).metrics["dpswd"]
+    assert out.guarantees["target"].valid and near < far
