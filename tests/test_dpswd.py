@@ -99,7 +99,7 @@ def test_sigma_epsilon_fixtures(sigma, n, expected_classic, expected_ours):
 
 
 def test_sound_plans_meet_budget():
-    kw = dict(n=2000, batch_size=100, steps=300, k=50, d=20, clip_norm=1.0)
+    kw = {"n": 2000, "batch_size": 100, "steps": 300, "k": 50, "d": 20, "clip_norm": 1.0}
     for method, batch in (("spectral", 100), ("chernoff_beta", 2000)):  # B = n keeps the Chernoff case fast
         plan = swd.plan_releases(4.0, 1e-5, method=method, **{**kw, "batch_size": batch})
         assert plan.guarantee.valid and plan.guarantee.delta == 1e-5
@@ -243,7 +243,7 @@ def _blobs(rng, n=240, shift=0.0):
 def test_estimator_modes(rng):
     Xs, ys = _blobs(rng)
     Xt, yt = _blobs(rng, n=40, shift=0.5)  # B = n_t keeps the accounting fast
-    common = dict(epochs=3, batch_size=40, lr=5e-3, lam=0.5, k=20, start_align=1, random_state=0)
+    common = {"epochs": 3, "batch_size": 40, "lr": 5e-3, "lam": 0.5, "k": 20, "start_align": 1, "random_state": 0}
     sound = swd_da.DPSWDAdapter(privacy_mode="sound", epsilon=3.0, delta=1e-4, **common).fit_domains(Xs, ys, Xt)
     g = sound.guarantee_
     assert g.valid and g.epsilon <= 3.0 + 1e-6 and g.details["steps"] == sound.train_result_.releases == 12
@@ -261,7 +261,7 @@ def test_estimator_modes(rng):
 
 
 def test_bad_inputs(rng):
-    kw = dict(n=100, batch_size=10, steps=5, k=5, d=5, clip_norm=1.0)
+    kw = {"n": 100, "batch_size": 10, "steps": 5, "k": 5, "d": 5, "clip_norm": 1.0}
     with pytest.raises(ValueError, match="not a valid bound"):
         swd.plan_releases(1.0, 1e-5, method="clt", **kw)
     with pytest.raises(ValueError, match="pass U"):

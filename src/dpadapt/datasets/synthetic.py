@@ -6,7 +6,6 @@ import numpy as np
 
 from dpadapt.validation import check_random_state
 
-
 # --- DP-SWD toy (Rakotomamonjy & Ralaivola 2021, Fig. 2) ------------------------------------------
 
 

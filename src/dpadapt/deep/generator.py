@@ -26,7 +26,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from dpadapt.deep.swd_da import clip_rows_torch, sliced_wasserstein_torch, target_projections
+from dpadapt.deep.swd_da import (
+    clip_rows_torch,
+    sliced_wasserstein_torch,
+    target_projections,
+)
 from dpadapt.privacy.guarantee import Guarantee
 from dpadapt.transport import swd
 
@@ -141,7 +145,7 @@ def save_grid(G: ConditionalGenerator, path: str | Path, rng: np.random.Generato
     import matplotlib.pyplot as plt
 
     X, _ = sample(G, per_class, rng)
-    side = int(math.isqrt(X.shape[1]))
+    side = math.isqrt(X.shape[1])
     grid = X.reshape(G.n_classes, per_class, side, side).transpose(0, 2, 1, 3).reshape(G.n_classes * side, per_class * side)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

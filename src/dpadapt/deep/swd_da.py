@@ -39,11 +39,14 @@ from collections.abc import Sequence
 
 import numpy as np
 import torch
+from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
+from dpadapt.base import DAEstimator
 from dpadapt.privacy.guarantee import Guarantee
 from dpadapt.release import Release
 from dpadapt.transport import swd
+from dpadapt.validation import check_features, check_random_state
 
 MODES = ("sound", "paper", "non-private", "source-only")
 
@@ -215,12 +218,12 @@ def _plan(cfg: SWDDAConfig, n_t: int, d_feat: int, releases: int, steps_per_epoc
     if cfg.mode == "paper":
         charged = (n_t // cfg.batch_size + 1) * cfg.epochs
         reasons = (
-            "gradients of DP-SWD flow through the target branch: the published gradient contains Jacobians of g "
-            "at private points that are not functions of the noisy projections (spec 02, soundness 1)",
-            "features are normalised by the batch's maximum target row norm, a data-dependent scale across "
-            "records, and the loss is rescaled by it (spec 02, soundness 2)",
-            "target batches are taken in shuffled order per source batch, not the fixed-size sampling the "
-            "accountant assumes (spec 02, soundness 5)",
+            ("gradients of DP-SWD flow through the target branch: the published gradient contains Jacobians of g "
+            "at private points that are not functions of the noisy projections (spec 02, soundness 1)"),
+            ("features are normalised by the batch's maximum target row norm, a data-dependent scale across "
+            "records, and the loss is rescaled by it (spec 02, soundness 2)"),
+            ("target batches are taken in shuffled order per source batch, not the fixed-size sampling the "
+            "accountant assumes (spec 02, soundness 5)"),
         )
         return swd.plan_releases(cfg.epsilon, cfg.delta, n=n_t, batch_size=cfg.batch_size, steps=releases, k=cfg.k,
                                  d=d_feat, clip_norm=0.5, method=cfg.paper_method, mode="paper",
@@ -308,12 +311,6 @@ def predict_logits(g: nn.Module, h: nn.Module, X: np.ndarray, chunk: int = 2048)
 
 # --- estimator --------------------------------------------------------------------------------
 
-from dpadapt.base import DAEstimator  # noqa: E402
-from sklearn.utils.validation import check_is_fitted  # noqa: E402
-
-from dpadapt.validation import check_features, check_random_state  # noqa: E402
-
-
 class DPSWDAdapter(DAEstimator):
     """SWD-DA / DP-SWD-DA classifier (scikit-learn API; both parties simulated in one process).
 
@@ -388,7 +385,7 @@ class DPSWDAdapter(DAEstimator):
         self.scale_ = (Xs.std(axis=0) + 1e-6).astype(np.float32)
         torch.manual_seed(int(rng.integers(2**31)))
         if self.network == "digits":
-            side = int(round(math.sqrt(Xs.shape[1])))
+            side = round(math.sqrt(Xs.shape[1]))
             if side * side != Xs.shape[1]:
                 raise ValueError("network='digits' needs square images as rows")
             g, h = DigitsFeatureExtractor(side), digits_classifier(len(self.classes_), 20 * ((side - 12) // 4) ** 2)

@@ -300,14 +300,14 @@ def plan_releases(
         raise ValueError(f"batch_size must be in [1, n={n}], got {batch_size}")
     if steps < 1:
         raise ValueError(f"steps must be ≥ 1, got {steps}")
-    common = dict(party="target", unit="record", relation="replace_one")
-    details = dict(n=n, batch_size=batch_size, steps=steps, k=k, d=d, clip_norm=clip_norm, method=method)
+    common = {"party": "target", "unit": "record", "relation": "replace_one"}
+    details = {"n": n, "batch_size": batch_size, "steps": steps, "k": k, "d": d, "clip_norm": clip_norm, "method": method}
 
     if mode == "paper":
         charged = int(charged_steps or steps)
         fail = delta / 2.0
         w = projection_sensitivity(method, k=k, d=d, failure=fail).squared
-        make = lambda z: steps_event(z, n, batch_size, charged)  # noqa: E731
+        make = lambda z: steps_event(z, n, batch_size, charged)
         z = _calibrate(make, epsilon, delta / 2.0)
         event = make(z)
         eps = accounting.epsilon(event, delta / 2.0, "replace_one", "rdp")
@@ -324,7 +324,7 @@ def plan_releases(
         )
         return DPSWDPlan(epsilon, delta, method, mode, n, batch_size, steps, k, d, clip_norm, z, w, fail, g)
 
-    make = lambda z: steps_event(z, n, batch_size, steps)  # noqa: E731
+    make = lambda z: steps_event(z, n, batch_size, steps)
     if method == "spectral":
         spectral_details = {**details, "sensitivity": "2R·‖U_t‖op per release"}
         if steps == 1 and batch_size == n:  # one release of all rows: exact analytic Gaussian calibration

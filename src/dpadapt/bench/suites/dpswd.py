@@ -110,9 +110,11 @@ def _digits(source: str, target: str, quick: bool):
 
 
 def _digits_config(source: str, target: str, quick: bool) -> dict:
+    """Reference-code settings; ``$DPADAPT_DPSWD_LAMBDA`` overrides λ (for the documented λ = 1 re-run)."""
     lr, lam = DIGITS_HP[(source, target)]
-    return dict(network="digits", epochs=3 if quick else 10, start_align=1, batch_size=64 if quick else 128,
-                lr=lr, lam=lam, k=200, epsilon=EPS, delta=DELTA)
+    lam = float(os.environ.get("DPADAPT_DPSWD_LAMBDA", lam))
+    return {"network": "digits", "epochs": 3 if quick else 10, "start_align": 1, "batch_size": 64 if quick else 128,
+                "lr": lr, "lam": lam, "k": 200, "epsilon": EPS, "delta": DELTA}
 
 
 def _da_outcome(model, Xte, yte, t0: float) -> RunOutcome:
@@ -144,8 +146,16 @@ def _dann_runner(data, config: dict):
     def run(seed: int) -> RunOutcome:
         from torch import nn
 
-        from dpadapt.deep.dann import DANN, DANNNetwork  # written for issue 7; imported lazily
-        from dpadapt.deep.swd_da import DigitsFeatureExtractor, digits_classifier, mlp_classifier, mlp_feature_extractor
+        from dpadapt.deep.dann import (  # written for issue 7; imported lazily
+            DANN,
+            DANNNetwork,
+        )
+        from dpadapt.deep.swd_da import (
+            DigitsFeatureExtractor,
+            digits_classifier,
+            mlp_classifier,
+            mlp_feature_extractor,
+        )
 
         _threads()
         Xs, ys, Xt, _, Xte, yte = data()
@@ -209,8 +219,8 @@ def _office(dataset: str, source: str, target: str):
 @register_suite("dpswd-office", "DP-SWD DA on Office-Caltech pairs (DeCAF6 D↔W, SURF A→C), ε = 10, δ = 1e-3, in-run baselines")
 def build_office(quick: bool, epsilons=None) -> list[BenchTask]:
     pairs = [("decaf6", "dslr", "webcam")] if quick else [("decaf6", "dslr", "webcam"), ("decaf6", "webcam", "dslr"), ("surf", "amazon", "caltech")]
-    config = dict(network="mlp", epochs=5 if quick else 50, start_align=1, batch_size=32, lr=5e-4, lam=0.5, k=100,
-                  epsilon=EPS, delta=1e-3, clip_norm=1.0)
+    config = {"network": "mlp", "epochs": 5 if quick else 50, "start_align": 1, "batch_size": 32, "lr": 5e-4, "lam": 0.5, "k": 100,
+                  "epsilon": EPS, "delta": 1e-3, "clip_norm": 1.0}
     tasks = []
     for ds, s, t in pairs:
         data = functools.partial(_office, ds, s, t)
