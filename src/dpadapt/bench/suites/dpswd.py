@@ -253,10 +253,10 @@ def _gen_runner(mode: str, head: str, quick: bool):
         _threads()
         X, y, Xte, yte = _mnist(quick)
         rng = np.random.default_rng(seed)
-        cfg = gen.GeneratorConfig(mode=mode, steps=60 if quick else 3000, epsilon=EPS, delta=DELTA)
+        cfg = gen.GeneratorConfig(mode=mode, steps=_gen_steps(quick), epsilon=EPS, delta=DELTA)
         t0 = time.perf_counter()
         res = _trained_generator(mode, quick, seed, cfg, X, y)
-        Xg, yg = gen.sample(res.generator, 100 if quick else 1000, rng)
+        Xg, yg = gen.sample(res.generator, 100 if quick else int(os.environ.get("DPADAPT_DPSWD_GEN_PER_CLASS", 1000)), rng)
         clf = make_classifier(head, random_state=seed).fit(Xg, yg)
         acc = 100.0 * clf.score(Xte, yte)
         out_dir = os.environ.get("DPADAPT_ARTIFACTS", "benchmarks/results")
@@ -272,6 +272,11 @@ def _gen_runner(mode: str, head: str, quick: bool):
 
 
 _GENERATORS: dict = {}
+
+
+def _gen_steps(quick: bool) -> int:
+    """Generator steps: 60 (quick) or 3000 (full); ``$DPADAPT_DPSWD_GEN_STEPS`` overrides the full value."""
+    return 60 if quick else int(os.environ.get("DPADAPT_DPSWD_GEN_STEPS", 3000))
 
 
 def _trained_generator(mode, quick, seed, cfg, X, y):
@@ -292,7 +297,7 @@ def build_gen(quick: bool, epsilons=None) -> list[BenchTask]:
             tasks.append(BenchTask(
                 suite="dpswd-gen", task=f"mnist-gen:{head}", method=method, mode=mode, run=_gen_runner(mode, head, quick),
                 epsilon=EPS if mode == "sound" else math.inf, delta=DELTA if mode == "sound" else None,
-                paper_value=PAPER_GEN[(method, head)], params={"steps": 60 if quick else 3000, "batch_size": 100, "k": 1000},
+                paper_value=PAPER_GEN[(method, head)], params={"steps": _gen_steps(quick), "batch_size": 100, "k": 1000},
             ))
     return tasks
 
