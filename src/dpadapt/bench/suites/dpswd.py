@@ -110,11 +110,13 @@ def _digits(source: str, target: str, quick: bool):
 
 
 def _digits_config(source: str, target: str, quick: bool) -> dict:
-    """Reference-code settings; ``$DPADAPT_DPSWD_LAMBDA`` overrides λ (for the documented λ = 1 re-run)."""
+    """Reference-code settings; ``$DPADAPT_DPSWD_LAMBDA`` overrides λ (for the documented λ = 1 re-run) and
+    ``$DPADAPT_DPSWD_SENSITIVITY`` the sound sensitivity bound (default ``spectral``)."""
     lr, lam = DIGITS_HP[(source, target)]
     lam = float(os.environ.get("DPADAPT_DPSWD_LAMBDA", lam))
+    sensitivity = os.environ.get("DPADAPT_DPSWD_SENSITIVITY", "spectral")
     return {"network": "digits", "epochs": 3 if quick else 10, "start_align": 1, "batch_size": 64 if quick else 128,
-                "lr": lr, "lam": lam, "k": 200, "epsilon": EPS, "delta": DELTA}
+                "lr": lr, "lam": lam, "k": 200, "epsilon": EPS, "delta": DELTA, "sensitivity": sensitivity}
 
 
 def _da_outcome(model, Xte, yte, t0: float) -> RunOutcome:
