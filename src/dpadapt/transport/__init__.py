@@ -1,4 +1,8 @@
-"""Optimal-transport methods: DPOT / DPDA (LeTien et al. 2019) and the non-private OTDA baseline."""
+"""Optimal-transport methods.
+
+* DPOT / DPDA (LeTien et al. 2019) and the non-private OTDA baseline (:mod:`.dpot`, :mod:`.da`).
+* Sliced Wasserstein and DP-SWD (Rakotomamonjy & Ralaivola 2021) in :mod:`dpadapt.transport.swd`.
+"""
 
 from dpadapt.transport.coupling import (
     barycentric_map,
@@ -15,6 +19,7 @@ from dpadapt.transport.dpot import (
     preprocess_rows,
     release_dpot_source,
 )
+from dpadapt.transport.swd import dp_swd
 
 __all__ = [
     "OTDA",
@@ -24,6 +29,7 @@ __all__ = [
     "adapt_dpot",
     "barycentric_map",
     "debiased_cost",
+    "dp_swd",
     "draw_projection",
     "execute_dpot_source",
     "normalised_cost",

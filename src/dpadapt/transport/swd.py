@@ -1,0 +1,505 @@
+"""Differentially private sliced Wasserstein distance (DP-SWD; Rakotomamonjy & Ralaivola, ICML 2021).
+
+The private party holds X (n × d). For public random unit directions U (d × k) it releases
+``P = clip(X) U + V`` with V i.i.d. N(0, σ²) (the Gaussian mechanism on the projections,
+Algorithm 1); the other party projects its own rows with the same U, adds noise of the same σ
+(not needed for privacy; it makes both sides equally smoothed, so the population quantity is
+the Gaussian-smoothed SWD, a metric) and computes
+
+    DP-SWD_q = ( (1/k) Σ_j W_q^q(P_s[:, j], P_t[:, j]) )^{1/q}
+
+with 1-D Wasserstein distances (sorted matching for equal sizes, POT for unequal sizes).
+
+Privacy unit and relation: one row (record) of the private matrix, ``replace_one`` (n public).
+Rows are clipped to a **public** norm R (per-row, no batch statistics), so two neighbouring
+rows differ by ‖z‖ ≤ 2R (the diameter) and the Frobenius sensitivity of XU is
+2R · sqrt(H) with H = sup_{‖z‖≤1} Σ_j (zᵀu_j)². Bounds on H (``sensitivity methods``):
+
+* ``spectral`` (default, sound): conditionally on the drawn U, H = ‖U‖op² exactly
+  (deterministic, no failure probability). The noise multiplier z = σ/Δ is calibrated once;
+  the per-release σ_t = z · 2R · ‖U_t‖op follows the public U_t.
+* ``chernoff_beta`` (sound): for unit z, (zᵀu)² ~ Beta(1/2, (d−1)/2) (paper Lemma 1), so
+  P(H ≥ t) ≤ min_λ e^{−λt} M(λ)^k with M(λ) = ₁F₁(1/2; d/2; λ) its MGF. The per-release
+  failure δ_U = δ_fail / T is union-bounded over all T releases; conditioning on the good event
+  gives (ε_RDP + ln(1/(1 − δ_fail)), δ_RDP + δ_fail).
+* ``bernstein`` (sound with the same union bound): the paper's Lemma 2,
+  w_B = k/d + (2/3) ln(1/δ') + (2/d) sqrt(k (d−1)/(d+2) ln(1/δ')), at δ' = δ_fail / T.
+* ``bernstein_code`` / ``clt``: paper mode only. ``bernstein_code`` is the reference code's
+  variant (extra sqrt(k) in the last term); ``clt`` is the paper's central-limit heuristic,
+  which is **not** a bound. In paper mode the failure δ/2 is charged once for all T steps
+  (the published accounting; see spec 02, soundness note 3), so the Guarantee is invalid.
+
+Accounting: T releases of fixed-size batches B sampled without replacement from n rows,
+``replace_one`` (Wang, Balle & Kasiviswanathan, AISTATS 2019) via
+:func:`dpadapt.privacy.accounting.sampled_without_replacement_gaussian_event`; σ is calibrated
+by bisection on dp-accounting (:func:`dpadapt.privacy.accounting.calibrate_noise_multiplier`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Literal
+
+import numpy as np
+import ot
+from scipy import linalg, optimize, special, stats
+
+from dpadapt.privacy import accounting
+from dpadapt.privacy.guarantee import Guarantee
+from dpadapt.privacy.mechanisms import clip_rows
+from dpadapt.release import Release
+from dpadapt.validation import (
+    check_delta,
+    check_epsilon,
+    check_features,
+    check_positive,
+    check_random_state,
+    check_same_features,
+)
+
+SensitivityMethod = Literal["spectral", "chernoff_beta", "bernstein", "bernstein_code", "clt"]
+SENSITIVITY_METHODS: tuple[str, ...] = ("spectral", "chernoff_beta", "bernstein", "bernstein_code", "clt")
+SOUND_METHODS: tuple[str, ...] = ("spectral", "chernoff_beta", "bernstein")
+BETA_METHODS: tuple[str, ...] = ("chernoff_beta", "bernstein", "bernstein_code", "clt")
+
+THEOREM_SPECTRAL = (
+    "Gaussian mechanism on clip(X)U with Frobenius sensitivity 2R‖U‖op (exact given the public U), "
+    "fixed-size sampling without replacement (Wang, Balle & Kasiviswanathan, AISTATS 2019), RDP composition"
+)
+THEOREM_BETA = (
+    "Gaussian mechanism on clip(X)U with sensitivity 2R·sqrt(w) where w bounds Σ_j (zᵀu_j)² except with "
+    "probability δ_fail/T per release (Rakotomamonjy & Ralaivola 2021, Lemma 1; {bound}); union bound over "
+    "the T releases; sampling without replacement (WBK19); RDP composition"
+)
+PAPER_REASONS = {
+    "failure": "the probabilistic sensitivity bound fails with probability δ/2 at every one of the T releases "
+    "but the failure is budgeted once (spec 02, soundness 3)",
+    "clt": "the CLT sensitivity 'bound' is a heuristic, not a bound (spec 02, soundness 3)",
+}
+
+
+# --- random directions and the Beta law of (zᵀu)² ---------------------------------------------
+
+
+def directions(d: int, k: int, rng: np.random.Generator | int | None = None) -> np.ndarray:
+    """k directions uniform on the unit sphere S^{d−1}, as the columns of a (d, k) matrix."""
+    if int(d) < 1 or int(k) < 1:
+        raise ValueError(f"d and k must be ≥ 1, got d={d}, k={k}")
+    rng = check_random_state(rng)
+    G = rng.standard_normal((int(d), int(k)))
+    return G / np.linalg.norm(G, axis=0, keepdims=True)
+
+
+def beta_moments(d: int) -> tuple[float, float]:
+    """Mean 1/d and variance 2(d−1)/(d²(d+2)) of (zᵀu)² ~ Beta(1/2, (d−1)/2) for unit z (Lemma 1)."""
+    if d < 2:
+        raise ValueError(f"d must be ≥ 2, got {d}")
+    return 1.0 / d, 2.0 * (d - 1) / (d * d * (d + 2))
+
+
+def operator_norm(U: np.ndarray) -> float:
+    """‖U‖op = sup_{‖z‖=1} ‖zᵀU‖ (largest singular value), rounded up.
+
+    Computed as sqrt(λ_max) of the smaller Gram matrix (LAPACK ``syevr``, a direct solver, not an
+    iterative estimate from below), inflated by 1e-9 relative to cover floating-point error.
+    """
+    U = np.asarray(U, dtype=np.float64)
+    A = U @ U.T if U.shape[0] <= U.shape[1] else U.T @ U
+    top = linalg.eigh(A, eigvals_only=True, subset_by_index=[A.shape[0] - 1, A.shape[0] - 1])[0]
+    return float(math.sqrt(max(top, 0.0)) * (1 + 1e-9))
+
+
+@dataclasses.dataclass(frozen=True)
+class ProjectionSensitivity:
+    """A bound w on H = Σ_j (zᵀu_j)² over unit z (squared sensitivity of zᵀU for diameter 1).
+
+    ``failure`` is the probability over U (per release) that the bound does not hold: 0 for
+    ``spectral``; ``None`` for ``clt``, which is not a bound at all.
+    """
+
+    method: str
+    squared: float
+    failure: float | None
+    is_bound: bool
+
+
+def _log_beta_mgf(lam: float, d: int) -> float:
+    return float(np.log(special.hyp1f1(0.5, d / 2.0, lam)))
+
+
+def chernoff_beta_bound(k: int, d: int, failure: float) -> float:
+    """Smallest t with min_λ e^{−λt} M(λ)^k ≤ failure, M the Beta(1/2, (d−1)/2) MGF ₁F₁(1/2; d/2; λ)."""
+    log_target = math.log(failure)
+
+    def log_tail(t: float) -> float:
+        res = optimize.minimize_scalar(
+            lambda lam: -lam * t + k * _log_beta_mgf(lam, d), bounds=(1e-9, 600.0), method="bounded",
+            options={"xatol": 1e-6},
+        )
+        return float(min(res.fun, 0.0))
+
+    lo, hi = k / d, float(k)  # H ≤ k always (each term ≤ 1)
+    if log_tail(hi) > log_target:
+        return float(k)
+    for _ in range(80):
+        mid = 0.5 * (lo + hi)
+        if log_tail(mid) <= log_target:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def bernstein_bound(k: int, d: int, failure: float) -> float:
+    """Paper Lemma 2: k/d + (2/3) ln(1/δ') + (2/d) sqrt(k (d−1)/(d+2) ln(1/δ'))."""
+    L = math.log(1.0 / failure)
+    return k / d + (2.0 / 3.0) * L + (2.0 / d) * math.sqrt(k * (d - 1) / (d + 2) * L)
+
+
+def bernstein_code_bound(k: int, d: int, failure: float) -> float:
+    """Reference code's Bernstein: k/d + (2/3) ln(1/δ') + sqrt(2 k (k v_d) ln(1/δ')) (spec 02 §4)."""
+    L = math.log(1.0 / failure)
+    _, v = beta_moments(d)
+    return k / d + (2.0 / 3.0) * L + math.sqrt(2.0 * k * (k * v) * L)
+
+
+def clt_value(k: int, d: int, failure: float) -> float:
+    """Paper's CLT heuristic k/d + (z_{1−δ'}/d) sqrt(2k(d−1)/(d+2)) — not a bound."""
+    zq = float(stats.norm.ppf(1.0 - failure))
+    return k / d + (zq / d) * math.sqrt(2.0 * k * (d - 1) / (d + 2))
+
+
+def projection_sensitivity(
+    method: str,
+    *,
+    U: np.ndarray | None = None,
+    k: int | None = None,
+    d: int | None = None,
+    failure: float | None = None,
+) -> ProjectionSensitivity:
+    """Bound on H = sup_{‖z‖≤1} Σ_j (zᵀu_j)² by ``method`` (see the module docstring).
+
+    ``spectral`` needs the drawn ``U``; the Beta-based methods need ``k``, ``d`` and the
+    per-release ``failure`` probability δ'.
+    """
+    if method not in SENSITIVITY_METHODS:
+        raise ValueError(f"method must be one of {SENSITIVITY_METHODS}, got {method!r}")
+    if method == "spectral":
+        if U is None:
+            raise ValueError("the spectral sensitivity is conditioned on the drawn directions: pass U")
+        return ProjectionSensitivity(method, operator_norm(U) ** 2, 0.0, True)
+    if k is None or d is None or failure is None:
+        raise ValueError(f"method {method!r} needs k, d and the per-release failure probability")
+    if int(k) < 1 or int(d) < 2:
+        raise ValueError(f"need k ≥ 1 and d ≥ 2, got k={k}, d={d}")
+    if not 0 < failure < 1:
+        raise ValueError(f"failure must be in (0, 1), got {failure}")
+    k, d = int(k), int(d)
+    fn = {"chernoff_beta": chernoff_beta_bound, "bernstein": bernstein_bound,
+          "bernstein_code": bernstein_code_bound, "clt": clt_value}[method]
+    w = min(fn(k, d, failure), float(k))
+    return ProjectionSensitivity(method, w, None if method == "clt" else failure, method != "clt")
+
+
+# --- calibration ----------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class DPSWDPlan:
+    """Noise calibration of T private projection releases and the Guarantee they cost.
+
+    ``sigma(U)`` gives the noise std for a release with directions U (for ``spectral`` it
+    scales with ‖U‖op; for the Beta-based methods it is fixed). ``clip_norm`` R is the public
+    row-norm bound; the replace-one diameter is 2R.
+    """
+
+    epsilon: float
+    delta: float
+    method: str
+    mode: str
+    n: int
+    batch_size: int
+    steps: int
+    k: int
+    d: int
+    clip_norm: float
+    noise_multiplier: float
+    unit_squared_sensitivity: float | None
+    failure_per_step: float
+    guarantee: Guarantee
+
+    @property
+    def diameter(self) -> float:
+        return 2.0 * self.clip_norm
+
+    def sensitivity(self, U: np.ndarray | None = None) -> float:
+        """ℓ2 sensitivity Δ of one release (2R·‖U‖op for spectral, 2R·sqrt(w) otherwise)."""
+        if self.method == "spectral":
+            if U is None:
+                raise ValueError("spectral sensitivity depends on U")
+            return self.diameter * operator_norm(U)
+        return self.diameter * math.sqrt(self.unit_squared_sensitivity)
+
+    def sigma(self, U: np.ndarray | None = None) -> float:
+        """Noise std σ = z · Δ for the release with directions ``U``."""
+        return self.noise_multiplier * self.sensitivity(U)
+
+
+def steps_event(noise_multiplier: float, n: int, batch_size: int, steps: int):
+    """dp-accounting event of T fixed-size-B releases sampled without replacement from n rows."""
+    return accounting.sampled_without_replacement_gaussian_event(noise_multiplier, n, batch_size, steps)
+
+
+def _calibrate(make, epsilon: float, delta: float) -> float:
+    """Smallest noise multiplier (to 1e-3) of the RDP-accounted event ``make(z)`` within (ε, δ)."""
+    return accounting.calibrate_noise_multiplier(make, epsilon, delta, "replace_one", "rdp", tol=1e-3)
+
+
+def plan_releases(
+    epsilon: float,
+    delta: float,
+    *,
+    n: int,
+    batch_size: int,
+    steps: int,
+    k: int,
+    d: int,
+    clip_norm: float,
+    method: str = "spectral",
+    mode: str = "sound",
+    failure_fraction: float = 0.5,
+    charged_steps: int | None = None,
+    extra_reasons: tuple[str, ...] = (),
+) -> DPSWDPlan:
+    """Calibrate the noise of ``steps`` projection releases to (ε, δ) and build their Guarantee.
+
+    Sound mode (``spectral``, ``chernoff_beta``, ``bernstein``): z is the smallest noise
+    multiplier with the T-fold subsampled Gaussian (ε_RDP, δ_RDP)-DP, where for the Beta-based
+    methods δ_fail = failure_fraction·δ is reserved for the union bound over the T releases
+    (per release δ_fail/T), δ_RDP = δ − δ_fail and ε_RDP = ε − ln(1/(1 − δ_fail)).
+
+    Paper mode reproduces the published calibration: per-release failure δ/2, RDP converted at
+    δ/2, rows of norm ≤ 1/2 (``clip_norm`` is the published normalisation 1/2 unless given),
+    ``charged_steps`` (the steps the paper's accountant charges, default ``steps``). The
+    Guarantee is marked invalid with reasons.
+    """
+    check_epsilon(epsilon)
+    check_delta(delta)
+    check_positive(clip_norm, "clip_norm")
+    if mode not in ("sound", "paper"):
+        raise ValueError(f"mode must be 'sound' or 'paper', got {mode!r}")
+    if method not in SENSITIVITY_METHODS:
+        raise ValueError(f"method must be one of {SENSITIVITY_METHODS}, got {method!r}")
+    if mode == "sound" and method not in SOUND_METHODS:
+        raise ValueError(f"sensitivity method {method!r} is not a valid bound; use it only with mode='paper'")
+    if mode == "paper" and method == "spectral":
+        raise ValueError("paper mode uses the published Beta-based sensitivity ('bernstein', 'bernstein_code', 'clt')")
+    n, batch_size, steps, k, d = int(n), int(batch_size), int(steps), int(k), int(d)
+    if not 1 <= batch_size <= n:
+        raise ValueError(f"batch_size must be in [1, n={n}], got {batch_size}")
+    if steps < 1:
+        raise ValueError(f"steps must be ≥ 1, got {steps}")
+    common = {"party": "target", "unit": "record", "relation": "replace_one"}
+    details = {"n": n, "batch_size": batch_size, "steps": steps, "k": k, "d": d, "clip_norm": clip_norm, "method": method}
+
+    if mode == "paper":
+        charged = int(charged_steps or steps)
+        fail = delta / 2.0
+        w = projection_sensitivity(method, k=k, d=d, failure=fail).squared
+        make = lambda z: steps_event(z, n, batch_size, charged)
+        z = _calibrate(make, epsilon, delta / 2.0)
+        event = make(z)
+        eps = accounting.epsilon(event, delta / 2.0, "replace_one", "rdp")
+        reasons = [PAPER_REASONS["failure"]] + ([PAPER_REASONS["clt"]] if method == "clt" else [])
+        if charged != steps:
+            reasons.append(f"the accountant charges {charged} releases but {steps} target batches are released "
+                           "(spec 02, soundness 5)")
+        g = Guarantee(
+            **common, epsilon=eps, delta=delta, events=(event,), accounting="rdp", mode="paper", valid=False,
+            reasons=tuple(reasons) + tuple(extra_reasons) + ("published procedure reproduced for comparison (paper mode)",),
+            theorem="Rakotomamonjy & Ralaivola 2021, Proposition 2 with the published calibration",
+            sensitivity=2 * clip_norm * math.sqrt(w),
+            details={**details, "noise_multiplier": z, "squared_sensitivity_unit": w, "charged_steps": charged},
+        )
+        return DPSWDPlan(epsilon, delta, method, mode, n, batch_size, steps, k, d, clip_norm, z, w, fail, g)
+
+    make = lambda z: steps_event(z, n, batch_size, steps)
+    if method == "spectral":
+        spectral_details = {**details, "sensitivity": "2R·‖U_t‖op per release"}
+        if steps == 1 and batch_size == n:  # one release of all rows: exact analytic Gaussian calibration
+            z = accounting.analytic_gaussian_sigma(epsilon, delta, 1.0)
+            g = Guarantee(
+                **common, epsilon=epsilon, delta=delta, events=(accounting.gaussian_event(z),),
+                accounting="analytic_gaussian", valid=not extra_reasons, reasons=tuple(extra_reasons),
+                theorem="Analytic Gaussian mechanism (Balle & Wang, ICML 2018, Thm. 8) on clip(X)U, sensitivity 2R‖U‖op",
+                details={**spectral_details, "noise_multiplier": z},
+            )
+        else:
+            z = _calibrate(make, epsilon, delta)
+            g = Guarantee.from_event(
+                make(z), delta=delta, method="rdp", theorem=THEOREM_SPECTRAL, reasons=extra_reasons,
+                details={**spectral_details, "noise_multiplier": z}, **common,
+            )
+        return DPSWDPlan(epsilon, delta, method, mode, n, batch_size, steps, k, d, clip_norm, z, None, 0.0, g)
+
+    if not 0 < failure_fraction < 1:
+        raise ValueError(f"failure_fraction must be in (0, 1), got {failure_fraction}")
+    delta_fail = failure_fraction * delta
+    per_step = delta_fail / steps
+    w = projection_sensitivity(method, k=k, d=d, failure=per_step).squared
+    eps_cond = math.log(1.0 / (1.0 - delta_fail))
+    if epsilon <= eps_cond:
+        raise ValueError("epsilon too small for the failure budget")
+    z = _calibrate(make, epsilon - eps_cond, delta - delta_fail)
+    event = make(z)
+    eps_total = accounting.epsilon(event, delta - delta_fail, "replace_one", "rdp") + eps_cond
+    bound = "Chernoff bound with the Beta MGF" if method == "chernoff_beta" else "Lemma 2 (Bernstein)"
+    g = Guarantee(
+        **common, epsilon=eps_total, delta=delta, events=(event,), accounting="rdp",
+        theorem=THEOREM_BETA.format(bound=bound), valid=not extra_reasons, reasons=tuple(extra_reasons),
+        sensitivity=2 * clip_norm * math.sqrt(w),
+        details={**details, "noise_multiplier": z, "squared_sensitivity_unit": w, "delta_fail": delta_fail,
+                 "failure_per_step": per_step, "epsilon_conditioning": eps_cond},
+    )
+    return DPSWDPlan(epsilon, delta, method, mode, n, batch_size, steps, k, d, clip_norm, z, w, per_step, g)
+
+
+def paper_epsilon(
+    sigma: float, *, delta: float, n: int, batch_size: int, epochs: int, k: int, d: int, method: str = "bernstein_code"
+) -> float:
+    """ε the paper's pipeline (spec 02 §4) assigns to noise std σ.
+
+    z = σ / sqrt(w(k, δ/2)), T = (n // B + 1)·epochs subsampled releases, ε at δ/2 (rows of
+    norm ≤ 1/2, so the diameter is 1). Not a valid guarantee — for reproducing Table 4 only.
+    """
+    w = projection_sensitivity(method, k=k, d=d, failure=delta / 2.0).squared
+    steps = (int(n) // int(batch_size) + 1) * int(epochs)
+    event = steps_event(sigma / math.sqrt(w), n, batch_size, steps)
+    return accounting.epsilon(event, delta / 2.0, "replace_one", "rdp")
+
+
+# --- projections and the distance -------------------------------------------------------------
+
+
+def project_rows(
+    X: np.ndarray, U: np.ndarray, sigma: float, rng: np.random.Generator, clip_norm: float | None = None
+) -> np.ndarray:
+    """``clip(X) U + N(0, σ²)`` (no clipping when ``clip_norm`` is None; σ = 0 gives exact projections)."""
+    X = np.asarray(X, dtype=np.float64)
+    if clip_norm is not None:
+        X = clip_rows(X, clip_norm)
+    P = X @ U
+    if sigma > 0:
+        P = P + rng.normal(0.0, sigma, size=P.shape)
+    return P
+
+
+def sliced_wasserstein(Ps: np.ndarray, Pt: np.ndarray, q: int = 2) -> float:
+    """((1/k) Σ_j W_q^q(Ps[:, j], Pt[:, j]))^{1/q} between projected samples (POT's 1-D solver)."""
+    Ps, Pt = np.asarray(Ps, dtype=np.float64), np.asarray(Pt, dtype=np.float64)
+    if Ps.ndim != 2 or Pt.ndim != 2 or Ps.shape[1] != Pt.shape[1]:
+        raise ValueError(f"projections must be 2-D with the same number of directions, got {Ps.shape} and {Pt.shape}")
+    if q < 1:
+        raise ValueError(f"q must be ≥ 1, got {q}")
+    per_direction = ot.wasserstein_1d(Ps, Pt, p=q)  # W_q^q of each column
+    return float(np.mean(per_direction) ** (1.0 / q))
+
+
+def swd(Xs, Xt, *, k: int = 200, q: int = 2, random_state=None) -> float:
+    """Non-private sliced Wasserstein distance (same code path with σ = 0 and no clipping)."""
+    Xs, Xt = check_features(Xs, "Xs"), check_features(Xt, "Xt")
+    check_same_features(Xs, Xt)
+    rng = check_random_state(random_state)
+    U = directions(Xs.shape[1], k, rng)
+    return sliced_wasserstein(project_rows(Xs, U, 0.0, rng), project_rows(Xt, U, 0.0, rng), q)
+
+
+# --- one-shot release protocol (target party → other party) ---------------------------------------
+
+
+def plan_projection_release(
+    n: int, d: int, *, epsilon: float, delta: float, k: int, clip_norm: float, method: str = "spectral"
+) -> DPSWDPlan:
+    """Calibration of a single release of all n clipped rows projected on k directions."""
+    return plan_releases(epsilon, delta, n=n, batch_size=n, steps=1, k=k, d=d, clip_norm=clip_norm, method=method)
+
+
+def release_projections(
+    X,
+    *,
+    epsilon: float,
+    delta: float,
+    k: int = 200,
+    clip_norm: float = 1.0,
+    method: str = "spectral",
+    U: np.ndarray | None = None,
+    random_state=None,
+    plan: DPSWDPlan | None = None,
+) -> Release:
+    """Target party: release ``clip(X) U + V`` once ((ε, δ)-DP for one row of X, replace-one).
+
+    U (public randomness, independent of X) is drawn here unless given. The release holds the
+    noisy projections (rows in a random order), U and the public parameters (σ, R, q-free).
+    """
+    X = check_features(X, "X (private)")
+    rng = check_random_state(random_state)
+    n, d = X.shape
+    if plan is None:
+        plan = plan_projection_release(n, d, epsilon=epsilon, delta=delta, k=k, clip_norm=clip_norm, method=method)
+    if (plan.n, plan.d) != (n, d):
+        raise ValueError(f"plan was made for a {plan.n}×{plan.d} matrix, got {n}×{d}")
+    if U is None:
+        U = directions(d, plan.k, rng)
+    U = np.asarray(U, dtype=np.float64)
+    if U.shape != (d, plan.k):
+        raise ValueError(f"U must have shape ({d}, {plan.k}), got {U.shape}")
+    sigma = plan.sigma(U)
+    P = project_rows(X[rng.permutation(n)], U, sigma, rng, plan.clip_norm)
+    return Release(
+        method="dpswd",
+        kind="target_projections",
+        owner="target",
+        arrays={"projections": P, "directions": U},
+        guarantee=plan.guarantee,
+        params={"sigma": sigma, "clip_norm": plan.clip_norm, "k": plan.k, "d": d, "n": n,
+                "sensitivity": plan.sensitivity(U), "method": plan.method},
+    )
+
+
+def distance_from_release(release: Release, Xs, *, q: int = 2, smooth: bool = True, random_state=None) -> float:
+    """Other party: DP-SWD between its rows Xs and the released target projections (post-processing).
+
+    The receiver clips its rows to the same R and (``smooth``) adds N(0, σ²) of the released σ
+    so both sides are equally smoothed (the Gaussian-smoothed SWD of the paper).
+    """
+    if release.method != "dpswd" or release.kind != "target_projections":
+        raise ValueError(f"expected a dpswd target_projections release, got {release.method}/{release.kind}")
+    Xs = check_features(Xs, "Xs")
+    U = release["directions"]
+    if Xs.shape[1] != U.shape[0]:
+        raise ValueError(f"Xs has {Xs.shape[1]} features, the release was made for {U.shape[0]}")
+    rng = check_random_state(random_state)
+    sigma = float(release.params["sigma"]) if smooth else 0.0
+    Ps = project_rows(Xs, U, sigma, rng, float(release.params["clip_norm"]))
+    return sliced_wasserstein(Ps, release["projections"], q)
+
+
+def dp_swd(
+    Xs,
+    Xt,
+    *,
+    epsilon: float,
+    delta: float,
+    k: int = 200,
+    q: int = 2,
+    clip_norm: float = 1.0,
+    method: str = "spectral",
+    random_state=None,
+) -> tuple[float, Guarantee]:
+    """DP-SWD between public Xs and private Xt in one process: (value, target Guarantee)."""
+    Xs, Xt = check_features(Xs, "Xs"), check_features(Xt, "Xt")
+    check_same_features(Xs, Xt)
+    rng = check_random_state(random_state)
+    rel = release_projections(Xt, epsilon=epsilon, delta=delta, k=k, clip_norm=clip_norm, method=method, random_state=rng)
+    return distance_from_release(rel, Xs, q=q, random_state=rng), rel.guarantee
