@@ -56,11 +56,36 @@ def _dense(X) -> np.ndarray:
     return X.toarray() if sp.issparse(X) else np.asarray(X, dtype=np.float64)
 
 
-class CORAL(DAEstimator):
-    """Non-private CORAL baseline on unit-norm rows (full feature space), then a classifier.
+class LowRankCovariance:
+    """s·cov(X) = V diag(λ) Vᵀ from a thin SVD of the centred rows (cost O(n²d), no d×d matrix)."""
 
-    Rows of both domains are scaled to unit norm (the same public preprocessing as PRIMA); the
-    covariances are centred (Sun et al.), scaled by d and regularised with ``reg``·I.
+    def __init__(self, X, scale: float = 1.0):
+        Xd = _dense(X)
+        Xc = Xd - Xd.mean(axis=0)
+        _, svals, Vt = np.linalg.svd(Xc, full_matrices=False)
+        keep = svals > 1e-10 * max(1.0, float(svals.max(initial=0.0)))
+        self.V = Vt[keep].T
+        self.eigvals = scale * svals[keep] ** 2 / Xd.shape[0]
+
+    def apply_power(self, Y: np.ndarray, power: float, reg: float) -> np.ndarray:
+        """Y (s·cov + reg·I)^power, exactly."""
+        coef = (self.eigvals + reg) ** power - reg**power
+        return reg**power * Y + ((Y @ self.V) * coef) @ self.V.T
+
+    def top(self, k: int) -> np.ndarray:
+        """The k leading eigenvectors (columns)."""
+        return self.V[:, np.argsort(self.eigvals)[::-1][:k]]
+
+
+class CORAL(DAEstimator):
+    """Non-private CORAL baseline, the published recipe (Sun et al. 2016), then a classifier.
+
+    Each domain's features are standardised with that domain's own mean and standard deviation;
+    the source is whitened with (cov_s + reg·I)^{−1/2} and re-coloured with (cov_t + reg·I)^{1/2}.
+    Sparse count inputs (bag of words) are not standardised (it inflates rare terms): their rows
+    are scaled to unit norm and the covariances multiplied by d instead, and the classifier
+    gets no scaler (as :func:`dpadapt.models.make_classifier` does for sparse data).
+    The matrix powers are applied through thin SVDs (exact; no d×d matrix is formed).
 
     Parameters
     ----------
@@ -77,14 +102,27 @@ class CORAL(DAEstimator):
 
     def fit_domains(self, Xs, ys, Xt, yt=None):
         Xs, ys, Xt, yt = self._check_domains(Xs, ys, Xt, yt, allow_sparse=True)
-        Xs, Xt = clip_rows_any(Xs), clip_rows_any(Xt)
-        d = Xs.shape[1]
-        H = coral_matrix(centered_covariance(Xs), centered_covariance(Xt), self.reg, scale=float(d))
-        self.model_ = make_classifier(self.head, self.random_state).fit(_dense(Xs) @ H, ys)
+        self.sparse_ = sp.issparse(Xs)
+        Zs, Zt = self._features(Xs), self._features(Xt)
+        scale = float(Zs.shape[1]) if self.sparse_ else 1.0
+        src, tgt = LowRankCovariance(Zs, scale), LowRankCovariance(Zt, scale)
+        Z = tgt.apply_power(src.apply_power(Zs, -0.5, self.reg), 0.5, self.reg)
+        self.model_ = make_classifier(self.head, self.random_state, sparse=self.sparse_).fit(Z, ys)
         self.classes_ = self.model_.classes_
         self._set_guarantees()
         return self
 
     def predict(self, X):
         check_is_fitted(self, "model_")
-        return self.model_.predict(_dense(clip_rows_any(check_features(X, allow_sparse=True))))
+        return self.model_.predict(self._features(check_features(X, allow_sparse=True)))
+
+    def _features(self, X) -> np.ndarray:
+        if self.sparse_:
+            return _dense(clip_rows_any(X))
+        return _standardise(_dense(X))
+
+
+def _standardise(X: np.ndarray) -> np.ndarray:
+    """Per-feature z-scores with the rows' own statistics (constant features are only centred)."""
+    std = X.std(axis=0)
+    return (X - X.mean(axis=0)) / np.where(std > 0, std, 1.0)

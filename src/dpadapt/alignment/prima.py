@@ -202,9 +202,9 @@ def release_prima_target(
     else:
         parts = cov.forward_selection(X, sigma, rng, max_subspace_size=None)
     if privacy_mode == "sound":
-        noisy, released_g, sigma = cov.release_block_second_moments(X, parts, epsilon, delta, rng, row_norm=1.0)
-        guarantee = dataclasses.replace(released_g, mode="sound", valid=guarantee.valid, reasons=guarantee.reasons,
-                                        details={**released_g.details, "sigma_entry": sigma, "row_norm": 1.0})
+        noisy, released_g, used = cov.release_block_second_moments(X, parts, epsilon, delta, rng, row_norm=1.0)
+        if not math.isclose(used, sigma, rel_tol=1e-12) or released_g.sensitivity != guarantee.sensitivity:
+            raise RuntimeError("the covariance release was calibrated differently from its plan")
     else:
         noisy = [C + gaussian_noise(C.shape, sigma, rng, symmetric=True) for C in cov.block_second_moments(X, parts)]
     repaired = [cov.psd_repair(C, psd_repair) for C in noisy]
@@ -431,10 +431,7 @@ def adapt_prima_source(
         planned = plan.guarantee.event
         if accounting.epsilon(expected, delta, "add_remove") > accounting.epsilon(planned, delta, "add_remove") + 1e-6:
             raise RuntimeError("the DP-SGD run spent more than planned; refusing to release")
-    guarantee = dataclasses.replace(
-        plan.guarantee,
-        details={**plan.guarantee.details, "max_grad_norm": clip, "opacus_epsilons_at_1e-5": trained.opacus_epsilons},
-    )
+    guarantee = plan.guarantee  # fixed before any noise was drawn (the CLI driver checks it is unchanged)
     arrays: dict[str, np.ndarray] = {
         "partition": target_release["partition"],
         "block_sizes": target_release["block_sizes"],
@@ -460,6 +457,11 @@ def adapt_prima_source(
             "log_counts": bool(target_release.params["log_counts"]),
             "privacy_mode": privacy_mode,
             "target_release_id": target_release.release_id,
+            "max_grad_norm": clip,
+            "noise_multiplier": plan.sgd_noise_multiplier,
+            "cov_noise_multiplier": plan.cov_noise_multiplier,
+            "opacus_epsilons_at_1e-5": trained.opacus_epsilons,
+            "dpsgd_runs": len(trained.events),
         },
     )
 
@@ -469,8 +471,7 @@ def adapt_prima_source(
 
 def vote_scores(release: Release, Xt) -> np.ndarray:
     """Per class: number of heads voting for it plus a tie-break < 1 from the summed probabilities."""
-    if release.method != METHOD or release.kind != "source_models":
-        raise ValueError(f"expected a prima source_models release, got {release.method}/{release.kind}")
+    vote_scores_check(release)
     p = release.params
     parts = _split_partition(release["partition"], release["block_sizes"])
     X = preprocess(Xt, log_counts=bool(p["log_counts"]), row_norm=1.0, privacy_mode=p["privacy_mode"])
@@ -487,6 +488,29 @@ def vote_scores(release: Release, Xt) -> np.ndarray:
         e = np.exp(s - s.max(axis=1, keepdims=True))
         prob_sum += e / e.sum(axis=1, keepdims=True)
     return votes + prob_sum / (len(parts) + 1.0)
+
+
+class PrimaVoteClassifier:
+    """The target's classifier: the source's return Release applied by majority vote (picklable)."""
+
+    def __init__(self, release: Release):
+        vote_scores_check(release)
+        self.release = release
+        self.classes_ = release["classes"]
+
+    def decision_function(self, X) -> np.ndarray:
+        return vote_scores(self.release, X)
+
+    def predict(self, X) -> np.ndarray:
+        return predict_prima(self.release, X)
+
+    def score(self, X, y) -> float:
+        return float(np.mean(self.predict(X) == np.asarray(y)))
+
+
+def vote_scores_check(release: Release) -> None:
+    if release.method != METHOD or release.kind != "source_models":
+        raise ValueError(f"expected a prima source_models release, got {release.method}/{release.kind}")
 
 
 def predict_prima(release: Release, Xt) -> np.ndarray:

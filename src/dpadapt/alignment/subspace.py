@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from dpadapt.alignment.coral import _dense, centered_covariance
+from dpadapt.alignment.coral import LowRankCovariance, _dense
 from dpadapt.alignment.covariance import clip_rows_any
 from dpadapt.base import DAEstimator
 from dpadapt.models import make_classifier
@@ -54,7 +54,9 @@ class SubspaceAlignment(DAEstimator):
         Xs, ys, Xt, yt = self._check_domains(Xs, ys, Xt, yt, allow_sparse=True)
         Xs, Xt = clip_rows_any(Xs), clip_rows_any(Xt)
         k = min(self.k, Xs.shape[1], Xs.shape[0], Xt.shape[0])
-        Ps, self.target_basis_ = sa_bases(centered_covariance(Xs), centered_covariance(Xt), k)
+        Bs, Bt = LowRankCovariance(Xs).top(k), LowRankCovariance(Xt).top(k)
+        k = min(Bs.shape[1], Bt.shape[1])
+        Ps, self.target_basis_ = Bs[:, :k] @ (Bs[:, :k].T @ Bt[:, :k]), Bt[:, :k]
         self.model_ = make_classifier(self.head, self.random_state).fit(_dense(Xs) @ Ps, ys)
         self.classes_ = self.model_.classes_
         self._set_guarantees()
