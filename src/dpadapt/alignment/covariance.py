@@ -76,30 +76,32 @@ def check_partition(partition: Sequence[np.ndarray], n_features: int) -> Partiti
 
 def forward_selection(
     X,
-    sigma_entry: float,
+    epsilon: float,
+    delta: float,
     rng: np.random.Generator,
     max_subspace_size: int | None = None,
 ) -> Partition:
     """The published forward selection (paper mode only — it reads the raw private rows).
 
     Grows each subspace with uniformly drawn remaining features while
-    J(S) = R(S)/‖X‖_F² + |S|·σ_entry/‖Ĉ_S‖_F decreases (relative column-subset reconstruction
-    error plus the Frobenius noise-to-signal ratio — the normalisations recommended by spec 04,
-    soundness note 10, since the paper's are inconsistent). The feature that made J increase is
-    returned to the pool unless the subspace would be empty. The partition depends on the
-    private data and is released without noise: NOT differentially private.
+    J(S) = R(S)/‖X‖_F² + sqrt(|S|·ln(1/δ))/(n·ε) decreases: the relative column-subset
+    reconstruction error (the paper's R is unnormalised, which would make the noise term
+    irrelevant; spec 04, soundness note 10) plus the paper's own noise-error term G(S). The
+    feature that made J increase is returned to the pool unless the subspace would be empty.
+    The partition depends on the private data and is released without noise: NOT
+    differentially private.
     """
     dense = X.toarray() if sp.issparse(X) else np.asarray(X, dtype=np.float64)
     n, d = dense.shape
     cap = d if max_subspace_size is None else max_subspace_size
     total = float((dense**2).sum()) or 1.0
+    noise_unit = math.log(1.0 / delta) / (n * epsilon) ** 2
     pool = list(rng.permutation(d))
     parts: Partition = []
     while pool:
         chosen: list[int] = []
         Q = np.zeros((n, 0))
         captured = 0.0
-        gram = np.zeros((0, 0))
         prev = math.inf
         while pool and len(chosen) < cap:
             f = pool.pop()
@@ -111,16 +113,12 @@ def forward_selection(
             if norm > 1e-10 * max(1.0, np.linalg.norm(col)):
                 q_new = resid / norm
                 gain = float(((q_new @ dense) ** 2).sum())
-            cross = dense[:, chosen].T @ col / n if chosen else np.zeros(0)
-            new_gram = np.block([[gram, cross[:, None]], [cross[None, :], np.array([[col @ col / n]])]])
-            size = len(chosen) + 1
-            j = (1.0 - (captured + gain) / total) + size * sigma_entry / max(np.linalg.norm(new_gram), 1e-300)
+            j = (1.0 - (captured + gain) / total) + math.sqrt((len(chosen) + 1) * noise_unit)
             if j > prev and chosen:
                 pool.append(f)
                 break
             prev = j
             chosen.append(f)
-            gram = new_gram
             captured += gain
             if q_new is not None:
                 Q = np.column_stack([Q, q_new])

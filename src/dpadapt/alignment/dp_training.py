@@ -146,7 +146,7 @@ def train_heads(
     epochs: int = 30,
     batch_size: int = 25,
     lr: float = 0.5,
-    momentum: float = 0.9,
+    momentum: float = 0.0,
     max_grad_norm: float = 1.0,
     noise_multiplier: float | None = 1.0,
     joint: bool = True,

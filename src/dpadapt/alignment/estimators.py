@@ -31,7 +31,7 @@ class PRIMA(DAEstimator):
         epsilon: float = 2.0,
         delta: float = 1e-5,
         source_epsilon: float | None = 2.0,
-        subspace_size: int = 256,
+        subspace_size: int = 512,
         partition: str = "random",
         psd_repair: str = "eig_clip",
         log_counts: bool = False,
@@ -39,11 +39,12 @@ class PRIMA(DAEstimator):
         hidden: tuple[int, ...] = (256, 128),
         epochs: int = 30,
         batch_size: int = 25,
-        lr: float = 5.0,
+        lr: float = 1.0,
         max_grad_norm: float = 1.0,
         cov_budget_fraction: float = 0.2,
         joint: bool = True,
         reg: float = 1.0,
+        noise_aware_reg: bool = True,
         sa_dim: int = 64,
         privacy_mode: str = "sound",
         random_state=None,
@@ -64,6 +65,7 @@ class PRIMA(DAEstimator):
         self.cov_budget_fraction = cov_budget_fraction
         self.joint = joint
         self.reg = reg
+        self.noise_aware_reg = noise_aware_reg
         self.sa_dim = sa_dim
         self.privacy_mode = privacy_mode
         self.random_state = random_state
@@ -79,7 +81,7 @@ class PRIMA(DAEstimator):
             self.target_release_, Xs, ys, source_epsilon=self.source_epsilon, delta=self.delta,
             alignment=self._alignment, sa_dim=self.sa_dim, head=self.head, hidden=self.hidden, epochs=self.epochs,
             batch_size=self.batch_size, lr=self.lr, max_grad_norm=self.max_grad_norm,
-            cov_budget_fraction=self.cov_budget_fraction, joint=self.joint, reg=self.reg,
+            cov_budget_fraction=self.cov_budget_fraction, joint=self.joint, reg=self.reg, noise_aware_reg=self.noise_aware_reg,
             privacy_mode=self.privacy_mode, rng=rng,
         )
         self.classes_ = self.model_release_["classes"]

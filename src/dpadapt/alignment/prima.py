@@ -152,7 +152,7 @@ def release_prima_target(
     epsilon: float,
     delta: float,
     *,
-    subspace_size: int = 256,
+    subspace_size: int = 512,
     partition: str = "random",
     psd_repair: str = "eig_clip",
     log_counts: bool = False,
@@ -200,7 +200,7 @@ def release_prima_target(
     elif partition == "full":
         parts = cov.full_partition(d)
     else:
-        parts = cov.forward_selection(X, sigma, rng, max_subspace_size=None)
+        parts = cov.forward_selection(X, epsilon, delta, rng)
     if privacy_mode == "sound":
         noisy, released_g, used = cov.release_block_second_moments(X, parts, epsilon, delta, rng, row_norm=1.0)
         if not math.isclose(used, sigma, rel_tol=1e-12) or released_g.sensitivity != guarantee.sensitivity:
@@ -358,11 +358,12 @@ def adapt_prima_source(
     hidden: tuple[int, ...] = (256, 128),
     epochs: int = 30,
     batch_size: int = 25,
-    lr: float = 5.0,
+    lr: float = 1.0,
     max_grad_norm: float = 1.0,
     cov_budget_fraction: float = 0.2,
     joint: bool = True,
     reg: float = 1.0,
+    noise_aware_reg: bool = True,
     privacy_mode: str = "sound",
     rng=None,
 ) -> Release:
@@ -372,7 +373,11 @@ def adapt_prima_source(
     target projections derived from the target's own release) with the source Guarantee.
 
     ``source_epsilon=None`` leaves the source unprotected (raw covariance, no DP-SGD noise).
-    The CORAL ridge is ``reg`` on covariances scaled to unit mean diagonal (× d for unit rows).
+    The CORAL ridge is ``reg`` on covariances scaled to unit mean diagonal (× d for unit rows);
+    with ``noise_aware_reg`` (sound mode) it is raised by the expected spectral norm of the
+    covariance noise of both parties, 2√p·(σ_t + σ_s)·d — public quantities — so that CORAL
+    falls back toward the identity when the released matrices are dominated by noise (our
+    addition; the paper has no ridge).
     """
     check_privacy_mode(privacy_mode)
     if alignment not in ALIGNMENTS:
@@ -403,11 +408,16 @@ def adapt_prima_source(
 
     scale = float(d) if privacy_mode == "sound" else 1.0
     in_div = 1.0 if privacy_mode == "sound" else math.sqrt(d)
+    sigma_t = float(target_release.params["sigma_entry"])
+    sigma_s = 0.0 if plan.cov_noise_multiplier is None else plan.cov_noise_multiplier / n
     feats, sizes, tproj = [], [], []
     for i, idx in enumerate(parts):
         B = _block(X, idx)
         if alignment == "coral":
-            feats.append(B @ coral_matrix(covs_s[i], covs_t[i], reg, scale) / in_div)
+            ridge = reg
+            if noise_aware_reg and privacy_mode == "sound":
+                ridge += scale * (cov.noise_spectral_scale(len(idx), sigma_t) + cov.noise_spectral_scale(len(idx), sigma_s))
+            feats.append(B @ coral_matrix(covs_s[i], covs_t[i], ridge, scale) / in_div)
             sizes.append(len(idx))
         else:
             k = min(sa_dim, len(idx))

@@ -33,7 +33,7 @@ from dpadapt.release import Release
 
 
 def add_release_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--subspace-size", type=int, default=256, help="public size p of the random feature subspaces")
+    p.add_argument("--subspace-size", type=int, default=512, help="public size p of the random feature subspaces")
     p.add_argument("--partition", choices=PARTITIONS, default="random",
                    help="random (sound), forward (published forward selection: NOT private), full (one block)")
     p.add_argument("--psd-repair", choices=cov.PSD_REPAIRS, default="eig_clip")
@@ -61,7 +61,7 @@ def add_adapt_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--head", choices=("logreg", "mlp"), default="logreg")
     p.add_argument("--epochs", type=int, default=30)
     p.add_argument("--batch-size", type=int, default=25)
-    p.add_argument("--lr", type=float, default=5.0)
+    p.add_argument("--lr", type=float, default=1.0)
     p.add_argument("--max-grad-norm", type=float, default=1.0, help="DP-SGD clipping bound (fixed a priori)")
     p.add_argument("--cov-budget-fraction", type=float, default=0.2, help="share of the source ε for its covariance")
     p.add_argument("--separate-runs", action="store_true", help="one DP-SGD run per subspace (composed) instead of one joint run")
