@@ -218,7 +218,7 @@ def test_estimator_vote_shapes_and_guarantees(rng, cls):
 
 
 def test_learns_separable_problem_with_weak_privacy(rng):
-    Xs, ys, Xt, yt = _toy(rng, n=400, shift=0.0)
+    Xs, ys, Xt, yt = _toy(rng, n=300, shift=0.0)
     est = PRIMA(epsilon=50.0, source_epsilon=50.0, subspace_size=6, epochs=4, random_state=1).fit_domains(Xs, ys, Xt)
     assert est.score(Xt, yt) > 0.8
 
@@ -303,6 +303,8 @@ def test_decaf_w_to_d_runs_end_to_end(data_root):
     from dpadapt.datasets import load_pair
 
     pair = load_pair("decaf6", "W", "D", root=data_root)
-    est = PRIMA(subspace_size=256, epochs=2, random_state=0).fit_domains(pair.Xs, pair.ys, pair.Xt)
-    acc = est.score(pair.Xt, pair.yt)
-    assert 0.0 <= acc <= 1.0 and est.guarantees_["source"].valid
+    cols = slice(0, 512)  # a column slice keeps the test fast; the full runs are in the bench suite
+    est = PRIMA(subspace_size=128, epochs=2, random_state=0).fit_domains(pair.Xs[:, cols], pair.ys, pair.Xt[:, cols])
+    acc = est.score(pair.Xt[:, cols], pair.yt)
+    assert 0.0 <= acc <= 1.0 and est.guarantees_["source"].valid and est.guarantees_["target"].valid
+    assert est.target_release_.params["n_blocks"] == 4
