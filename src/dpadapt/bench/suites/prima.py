@@ -181,3 +181,26 @@ def build_target_only(quick: bool, epsilons=None) -> list[BenchTask]:
     methods = [("prima-target-only", "sound"), ("prisa-target-only", "sound")]
     extras = {m: {"source_epsilon": None} for m, _ in methods}
     return _tasks("prima-target-only", pairs[:1] if quick else pairs, methods, eps, epochs=10, extra_by_method=extras)
+
+
+# Parts of the ``prima`` suite as separate suites, so that each part can run with its own number
+# of seeds on a small machine (paper mode's forward selection and per-subspace runs are slow).
+
+
+@register_suite("prima-decaf-sound", "Part of `prima`: DeCAF6 D↔W, baselines and sound PRIMA/PRISA at ε = 2")
+def build_decaf_sound(quick: bool, epsilons=None) -> list[BenchTask]:
+    pairs = [("decaf6", "dslr", "webcam"), ("decaf6", "webcam", "dslr")]
+    return _tasks("prima", pairs[:1] if quick else pairs, BASELINES + PRIVATE[:2], list(epsilons or [2.0]), 10, PAPER_TABLE1)
+
+
+@register_suite("prima-decaf-paper", "Part of `prima`: DeCAF6 D↔W, paper-mode PRIMA/PRISA at ε = 2")
+def build_decaf_paper(quick: bool, epsilons=None) -> list[BenchTask]:
+    pairs = [("decaf6", "dslr", "webcam"), ("decaf6", "webcam", "dslr")]
+    return _tasks("prima", pairs[:1] if quick else pairs, PRIVATE[2:], list(epsilons or [2.0]), 10, PAPER_TABLE1)
+
+
+@register_suite("prima-amazon4", "Part of `prima`: the paper's 4 Amazon pairs, ε = 2 (private methods first, CORAL last)")
+def build_amazon4(quick: bool, epsilons=None) -> list[BenchTask]:
+    methods = [("source-only", "non-private"), ("prima", "sound"), ("prisa", "sound"), ("prima", "paper"), ("coral", "non-private")]
+    pairs = [("bow5000", s, t) for s, t in PAPER_AMAZON]
+    return _tasks("prima", pairs[:1] if quick else pairs, methods, list(epsilons or [2.0]), 10)
