@@ -40,6 +40,7 @@ class PRIMA(DAEstimator):
         epochs: int = 30,
         batch_size: int = 25,
         lr: float = 1.0,
+        momentum: float = 0.0,
         max_grad_norm: float = 1.0,
         cov_budget_fraction: float = 0.2,
         joint: bool = True,
@@ -61,6 +62,7 @@ class PRIMA(DAEstimator):
         self.epochs = epochs
         self.batch_size = batch_size
         self.lr = lr
+        self.momentum = momentum
         self.max_grad_norm = max_grad_norm
         self.cov_budget_fraction = cov_budget_fraction
         self.joint = joint
@@ -80,7 +82,7 @@ class PRIMA(DAEstimator):
         self.model_release_ = adapt_prima_source(
             self.target_release_, Xs, ys, source_epsilon=self.source_epsilon, delta=self.delta,
             alignment=self._alignment, sa_dim=self.sa_dim, head=self.head, hidden=self.hidden, epochs=self.epochs,
-            batch_size=self.batch_size, lr=self.lr, max_grad_norm=self.max_grad_norm,
+            batch_size=self.batch_size, lr=self.lr, momentum=self.momentum, max_grad_norm=self.max_grad_norm,
             cov_budget_fraction=self.cov_budget_fraction, joint=self.joint, reg=self.reg, noise_aware_reg=self.noise_aware_reg,
             privacy_mode=self.privacy_mode, rng=rng,
         )

@@ -359,6 +359,7 @@ def adapt_prima_source(
     epochs: int = 30,
     batch_size: int = 25,
     lr: float = 1.0,
+    momentum: float = 0.0,
     max_grad_norm: float = 1.0,
     cov_budget_fraction: float = 0.2,
     joint: bool = True,
@@ -432,7 +433,7 @@ def adapt_prima_source(
         clip = median_gradient_norm(Z, y_idx, sizes, len(classes), head, hidden, seed)
     trained = train_heads(
         Z, y_idx, sizes, len(classes), head=head, hidden=hidden, epochs=epochs, batch_size=batch_size, lr=lr,
-        max_grad_norm=clip, noise_multiplier=plan.sgd_noise_multiplier,
+        momentum=momentum, max_grad_norm=clip, noise_multiplier=plan.sgd_noise_multiplier,
         joint=joint and privacy_mode == "sound",
         seed=seed,
     )

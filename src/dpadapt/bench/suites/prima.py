@@ -179,7 +179,8 @@ def build_target_only(quick: bool, epsilons=None) -> list[BenchTask]:
     eps = list(epsilons or [2.0])
     pairs = [("decaf6", "dslr", "webcam"), ("decaf6", "webcam", "dslr"), ("surf", "caltech", "amazon"), ("bow5000", "kitchen", "dvd")]
     methods = [("prima-target-only", "sound"), ("prisa-target-only", "sound")]
-    extras = {m: {"source_epsilon": None} for m, _ in methods}
+    # non-private training of the heads with the optimiser settings of the dev runs (lr 5, momentum 0.9)
+    extras = {m: {"source_epsilon": None, "lr": 5.0, "momentum": 0.9} for m, _ in methods}
     return _tasks("prima-target-only", pairs[:1] if quick else pairs, methods, eps, epochs=10, extra_by_method=extras)
 
 
