@@ -308,3 +308,35 @@ def test_decaf_w_to_d_runs_end_to_end(data_root):
     acc = est.score(pair.Xt[:, cols], pair.yt)
     assert 0.0 <= acc <= 1.0 and est.guarantees_["source"].valid and est.guarantees_["target"].valid
     assert est.target_release_.params["n_blocks"] == 4
+
+
+def test_cli_method_plans_match_releases(rng, tmp_path):
+    import argparse
+
+    from dpadapt.cli.methods import methods
+    from dpadapt.io import load_table, save_table
+
+    commands = methods()["prima"]
+    Xs, ys, Xt, yt = _toy(rng, n=80)
+    save_table(tmp_path / "t.npz", Xt, yt)
+    save_table(tmp_path / "s.npz", Xs, ys)
+    target, source = load_table(tmp_path / "t.npz"), load_table(tmp_path / "s.npz")
+    p = argparse.ArgumentParser()
+    commands.add_release_arguments(p)
+    args = p.parse_args(["--subspace-size", "4"])
+    args.epsilon, args.delta, args.seed = 2.0, 1e-5, 1
+    plan = commands.plan_release(args, target)
+    rel = plan.execute()
+    assert rel.guarantee.to_dict() == plan.guarantee.to_dict()  # the driver refuses anything else
+    q = argparse.ArgumentParser()
+    commands.add_adapt_arguments(q)
+    b = q.parse_args(["--epochs", "2"])
+    b.epsilon, b.delta, b.seed = None, None, 2
+    with pytest.raises(ValueError, match="--epsilon"):
+        commands.adapt(b, source, [rel])
+    b.epsilon, b.delta = 2.0, 1e-5
+    outcome = commands.adapt(b, source, [rel])
+    back = outcome.return_release.execute()
+    assert back.guarantee.to_dict() == outcome.return_release.guarantee.to_dict()
+    final = commands.adapt(b, target, [back])
+    assert 0.0 <= final.metrics["accuracy"] <= 1.0 and final.return_release is None
