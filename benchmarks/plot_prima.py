@@ -14,10 +14,10 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
-from dpadapt.bench import load_rows, summarise  # noqa: E402
+from dpadapt.bench import load_rows, summarise
 
 
 def plot_sweep(path: Path) -> Path:

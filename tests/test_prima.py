@@ -10,7 +10,15 @@ import pytest
 import scipy.sparse as sp
 from scipy import stats
 
-from dpadapt.alignment import CORAL, PRIMA, PRISA, SubspaceAlignment, adapt_prima_source, predict_prima, release_prima_target
+from dpadapt.alignment import (
+    CORAL,
+    PRIMA,
+    PRISA,
+    SubspaceAlignment,
+    adapt_prima_source,
+    predict_prima,
+    release_prima_target,
+)
 from dpadapt.alignment import covariance as cov
 from dpadapt.alignment.dp_training import dpsgd_schedule, train_heads
 from dpadapt.alignment.prima import plan_source, plan_target_guarantee
@@ -62,7 +70,8 @@ def test_joint_block_sensitivity_brute_force(rng):
 
 
 def test_pack_unpack_roundtrip_and_partition(rng):
-    blocks = [(lambda A: A + A.T)(rng.normal(size=(p, p))) for p in (3, 1, 4)]
+    mats = [rng.normal(size=(p, p)) for p in (3, 1, 4)]
+    blocks = [A + A.T for A in mats]
     back = cov.unpack_upper(cov.pack_upper(blocks), [3, 1, 4])
     for a, b in zip(blocks, back):
         np.testing.assert_allclose(a, b)
@@ -162,7 +171,7 @@ def test_shrink_with_general_target(rng):
     A = rng.normal(size=(p, p))
     S = A @ A.T / 50 + 0.05 * np.eye(p)
     R, alpha = cov.shrink_to_psd(C, target=S, tol=1e-9)
-    f = lambda a: np.linalg.eigvalsh(a * S + (1 - a) * C)[0]  # noqa: E731
+    f = lambda a: np.linalg.eigvalsh(a * S + (1 - a) * C)[0]
     assert f(alpha) >= 0 and f(alpha - 1e-7) < 0
     np.testing.assert_allclose(R, alpha * S + (1 - alpha) * C)
 
@@ -205,7 +214,7 @@ def test_source_plan_composes_covariance_and_dpsgd():
 
 @pytest.mark.parametrize("cls", [PRIMA, PRISA])
 def test_estimator_vote_shapes_and_guarantees(rng, cls):
-    Xs, ys, Xt, yt = _toy(rng)
+    Xs, ys, Xt, _ = _toy(rng)
     est = cls(subspace_size=4, epochs=3, sa_dim=2, random_state=0).fit_domains(Xs, ys, Xt)
     pred = est.predict(Xt)
     assert pred.shape == (Xt.shape[0],) and set(pred) <= set(ys)
@@ -224,7 +233,7 @@ def test_learns_separable_problem_with_weak_privacy(rng):
 
 
 def test_no_raw_rows_or_raw_covariance_in_releases(rng, tmp_path):
-    Xs, ys, Xt, yt = _toy(rng)
+    Xs, ys, Xt, _ = _toy(rng)
     rel = release_prima_target(Xt, 1.0, 1e-5, subspace_size=5, rng=rng)
     assert_no_raw_rows(rel, Xt)
     parts = np.split(rel["partition"], np.cumsum(rel["block_sizes"])[:-1])

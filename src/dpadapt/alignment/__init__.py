@@ -2,7 +2,11 @@
 
 from dpadapt.alignment.coral import CORAL, coral_matrix
 from dpadapt.alignment.estimators import PRIMA, PRISA
-from dpadapt.alignment.prima import adapt_prima_source, predict_prima, release_prima_target
+from dpadapt.alignment.prima import (
+    adapt_prima_source,
+    predict_prima,
+    release_prima_target,
+)
 from dpadapt.alignment.subspace import SubspaceAlignment, sa_bases
 
 __all__ = [

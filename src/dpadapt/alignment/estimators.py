@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from sklearn.utils.validation import check_is_fitted
 
-from dpadapt.alignment.prima import adapt_prima_source, predict_prima, release_prima_target, vote_scores
+from dpadapt.alignment.prima import (
+    adapt_prima_source,
+    predict_prima,
+    release_prima_target,
+    vote_scores,
+)
 from dpadapt.base import DAEstimator
 from dpadapt.validation import check_random_state
 
