@@ -205,3 +205,11 @@ def build_amazon4(quick: bool, epsilons=None) -> list[BenchTask]:
     methods = [("source-only", "non-private"), ("prima", "sound"), ("prisa", "sound"), ("prima", "paper"), ("coral", "non-private")]
     pairs = [("bow5000", s, t) for s, t in PAPER_AMAZON]
     return _tasks("prima", pairs[:1] if quick else pairs, methods, list(epsilons or [2.0]), 10)
+
+
+@register_suite("prima-mlp", "Sound PRIMA with the 3-layer network heads (p→256→128→C) on GoogLeNet A→D and DeCAF6 W→D, ε = 2")
+def build_mlp(quick: bool, epsilons=None) -> list[BenchTask]:
+    pairs = [("googlenet", "amazon", "dslr"), ("decaf6", "webcam", "dslr")]
+    methods = [("prima-mlp", "sound")]
+    extras = {"prima-mlp": {"head": "mlp", "lr": 0.1}}
+    return _tasks("prima-mlp", pairs[:1] if quick else pairs, methods, list(epsilons or [2.0]), epochs=2 if quick else 10, extra_by_method=extras)
