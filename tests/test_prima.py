@@ -1,0 +1,351 @@
+"""PRIMA / PRISA, CORAL and SA: sensitivity, audited release, PSD repair, DP-SGD accounting, releases."""
+
+from __future__ import annotations
+
+import math
+
+import dp_accounting
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy import stats
+
+from dpadapt.alignment import (
+    CORAL,
+    PRIMA,
+    PRISA,
+    SubspaceAlignment,
+    adapt_prima_source,
+    predict_prima,
+    release_prima_target,
+)
+from dpadapt.alignment import covariance as cov
+from dpadapt.alignment.dp_training import dpsgd_schedule, train_heads
+from dpadapt.alignment.prima import plan_source, plan_target_guarantee
+from dpadapt.privacy import accounting
+from dpadapt.privacy.audit import epsilon_lower_bound
+from dpadapt.release import Release, assert_no_raw_rows
+
+
+def _unit_rows(rng, n, d):
+    X = np.abs(rng.normal(size=(n, d)))
+    return X / np.linalg.norm(X, axis=1, keepdims=True)
+
+
+def _toy(rng, n=120, d=12, classes=3, shift=0.3):
+    centers = rng.normal(size=(classes, d)) * 2
+    ys = rng.integers(classes, size=n)
+    Xs = centers[ys] + rng.normal(size=(n, d))
+    yt = rng.integers(classes, size=n)
+    Xt = centers[yt] + rng.normal(size=(n, d)) + shift
+    return Xs, ys, Xt, yt
+
+
+# --- sensitivity ---------------------------------------------------------------------------
+
+
+def test_joint_block_sensitivity_brute_force(rng):
+    n, d = 20, 9
+    bound = cov.joint_block_sensitivity(n)
+    assert bound == pytest.approx(math.sqrt(2) / n)
+    worst = 0.0
+    for _ in range(300):
+        X = _unit_rows(rng, n, d) * rng.uniform(0.2, 1.0, size=(n, 1))
+        Y = X.copy()
+        Y[rng.integers(n)] = rng.normal(size=d) * rng.uniform(0.1, 3.0)
+        Y = cov.clip_rows_any(Y)
+        parts = cov.random_partition(d, int(rng.integers(1, d + 1)), rng)
+        diff = cov.pack_upper(cov.block_second_moments(X, parts)) - cov.pack_upper(cov.block_second_moments(Y, parts))
+        worst = max(worst, np.linalg.norm(diff))
+        assert np.linalg.norm(diff) <= bound * (1 + 1e-12)
+    # the bound is attained by two orthogonal unit rows in one block
+    X = np.zeros((n, d))
+    X[0, 0] = 1.0
+    Y = X.copy()
+    Y[0] = 0.0
+    Y[0, 1] = 1.0
+    diff = cov.pack_upper(cov.block_second_moments(X, [np.arange(d)])) - cov.pack_upper(cov.block_second_moments(Y, [np.arange(d)]))
+    assert np.linalg.norm(diff) == pytest.approx(bound)
+    assert worst > 0.3 * bound
+
+
+def test_pack_unpack_roundtrip_and_partition(rng):
+    mats = [rng.normal(size=(p, p)) for p in (3, 1, 4)]
+    blocks = [A + A.T for A in mats]
+    back = cov.unpack_upper(cov.pack_upper(blocks), [3, 1, 4])
+    for a, b in zip(blocks, back):
+        np.testing.assert_allclose(a, b)
+    parts = cov.random_partition(10, 3, rng)
+    assert sorted(np.concatenate(parts).tolist()) == list(range(10))
+    assert max(len(p) for p in parts) - min(len(p) for p in parts) <= 1
+
+
+# --- audited covariance release ----------------------------------------------------------------
+
+
+def test_covariance_release_noise_matches_guarantee(rng):
+    n, d, eps, delta = 50, 4, 1.0, 1e-5
+    X = _unit_rows(rng, n, d)
+    parts = [np.array([0, 2]), np.array([1, 3])]
+    exact = cov.pack_upper(cov.block_second_moments(X, parts))
+    draws = []
+    for _ in range(200):
+        noisy, g, sigma = cov.release_block_second_moments(X, parts, eps, delta, rng)
+        draws.append(cov.pack_upper(noisy) - exact)
+        for C in noisy:
+            np.testing.assert_allclose(C, C.T)
+    assert g.valid and g.epsilon == eps and g.relation == "replace_one" and len(g.events) == 1
+    assert sigma == pytest.approx(accounting.analytic_gaussian_sigma(eps, delta, math.sqrt(2) / n))
+    z = np.concatenate(draws) / sigma
+    assert stats.kstest(z, "norm").pvalue > 1e-3
+
+
+def test_covariance_release_audit_and_underconfigured_control(rng):
+    n, d, eps, delta = 30, 3, 1.0, 1e-5
+    X = np.zeros((n, d))
+    X[:, 2] = 1.0
+    Xp = X.copy()
+    X[0] = [1.0, 0.0, 0.0]
+    Xp[0] = [0.0, 1.0, 0.0]
+    parts = [np.array([0, 1]), np.array([2])]
+    _, _, sigma = cov.release_block_second_moments(X, parts, eps, delta, rng)
+    a = cov.pack_upper(cov.block_second_moments(X, parts))
+    b = cov.pack_upper(cov.block_second_moments(Xp, parts))
+    u = (a - b) / np.linalg.norm(a - b)
+    N = 200_000
+
+    def stat(value, s):
+        return (value[None, :] + rng.normal(0, s, size=(N, value.size))) @ u
+
+    ok = epsilon_lower_bound(stat(a, sigma), stat(b, sigma), delta=delta)
+    assert ok.passes(eps)
+    bad = epsilon_lower_bound(stat(a, sigma / 4), stat(b, sigma / 4), delta=delta)
+    assert not bad.passes(eps)
+
+
+def test_release_requires_clipped_rows(rng):
+    with pytest.raises(ValueError, match="clipped"):
+        cov.release_block_second_moments(np.ones((10, 3)), [np.arange(3)], 1.0, 1e-5, rng)
+
+
+# --- PSD repair ------------------------------------------------------------------------------
+
+
+def test_eig_clip_psd_and_non_expansive(rng):
+    for _ in range(200):
+        p = int(rng.integers(2, 9))
+        A = rng.normal(size=(p, p - 1))
+        T = A @ A.T / p
+        E = rng.normal(scale=rng.uniform(0.01, 2.0), size=(p, p))
+        noisy = T + (E + E.T) / 2
+        R = cov.eig_clip(noisy)
+        assert np.linalg.eigvalsh(R)[0] >= -1e-10
+        assert np.linalg.norm(R - T) <= np.linalg.norm(noisy - T) + 1e-10
+
+
+def test_shrink_bisection_minimal_alpha(rng):
+    hits = 0
+    for _ in range(100):
+        p = int(rng.integers(2, 7))
+        E = rng.normal(size=(p, p))
+        C = (E + E.T) / 2 + 0.2 * np.eye(p)
+        lam = np.linalg.eigvalsh(C)[0]
+        R, alpha = cov.shrink_to_psd(C, tol=1e-10)
+        assert np.linalg.eigvalsh(R)[0] >= -1e-9
+        if lam >= 0:
+            assert alpha == 0.0 and np.allclose(R, C)
+            continue
+        hits += 1
+        tau = R.trace() - (1 - alpha) * C.trace()
+        tau /= alpha * p
+        assert tau * math.sqrt(p) < np.linalg.norm(C)
+        assert alpha == pytest.approx(-lam / (tau - lam), abs=1e-8)
+        assert np.linalg.eigvalsh((alpha - 1e-6) * tau * np.eye(p) + (1 - alpha + 1e-6) * C)[0] < 0
+    assert hits > 20
+
+
+def test_shrink_with_general_target(rng):
+    p = 5
+    E = rng.normal(size=(p, p))
+    C = (E + E.T) / 2
+    A = rng.normal(size=(p, p))
+    S = A @ A.T / 50 + 0.05 * np.eye(p)
+    R, alpha = cov.shrink_to_psd(C, target=S, tol=1e-9)
+    f = lambda a: np.linalg.eigvalsh(a * S + (1 - a) * C)[0]
+    assert f(alpha) >= 0 and f(alpha - 1e-7) < 0
+    np.testing.assert_allclose(R, alpha * S + (1 - alpha) * C)
+
+
+# --- DP-SGD accounting -------------------------------------------------------------------------
+
+
+def test_dpsgd_accounting_matches_dp_accounting_and_opacus(rng):
+    Z = _unit_rows(rng, 90, 6)
+    y = (Z[:, 0] > Z[:, 3]).astype(int)
+    tr = train_heads(Z, y, [3, 3], 2, epochs=3, batch_size=10, noise_multiplier=1.3, lr=0.5)
+    q, steps = dpsgd_schedule(90, 10, 3)
+    assert (tr.sample_rate, tr.steps) == (q, steps) == (1 / 9, 27)
+    acc = dp_accounting.rdp.RdpAccountant()
+    acc.compose(dp_accounting.SelfComposedDpEvent(dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(1.3)), steps))
+    direct = acc.get_epsilon(1e-5)
+    ours = accounting.epsilon(tr.event(), 1e-5, "add_remove")
+    assert len(tr.events) == 1  # joint training: one event for both heads
+    assert ours == pytest.approx(direct, rel=0.02)
+    assert tr.opacus_epsilons[0] == pytest.approx(direct, rel=0.03)
+    sep = train_heads(Z, y, [3, 3], 2, epochs=3, batch_size=10, noise_multiplier=1.3, joint=False)
+    assert len(sep.events) == 2
+    assert accounting.epsilon(sep.event(), 1e-5, "add_remove") > 1.2 * ours
+
+
+def test_source_plan_composes_covariance_and_dpsgd():
+    plan = plan_source(300, 4, 2.0, 1e-5, epochs=5, batch_size=25)
+    assert plan.guarantee.valid and plan.guarantee.epsilon <= 2.0 + 1e-3
+    assert plan.guarantee.epsilon == pytest.approx(2.0, abs=0.05)
+    alone = accounting.epsilon(accounting.poisson_gaussian_event(plan.sgd_noise_multiplier, plan.sample_rate, plan.steps), 1e-5)
+    assert alone < 2.0
+    paper = plan_source(300, 4, 2.0, 1e-5, epochs=5, batch_size=25, privacy_mode="paper")
+    assert not paper.guarantee.valid
+    assert paper.guarantee.details["epsilon_of_composed_dpsgd_runs_only"] > 2.5
+    assert plan_source(300, 4, None, 1e-5, epochs=5, batch_size=25).guarantee.epsilon == math.inf
+
+
+# --- end-to-end ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cls", [PRIMA, PRISA])
+def test_estimator_vote_shapes_and_guarantees(rng, cls):
+    Xs, ys, Xt, _ = _toy(rng)
+    est = cls(subspace_size=4, epochs=3, sa_dim=2, random_state=0).fit_domains(Xs, ys, Xt)
+    pred = est.predict(Xt)
+    assert pred.shape == (Xt.shape[0],) and set(pred) <= set(ys)
+    scores = est.decision_function(Xt)
+    assert scores.shape == (Xt.shape[0], 3)
+    assert np.all(scores.sum(axis=1) >= 3) and np.all(scores.sum(axis=1) <= 4 + 1e-9)  # 3 heads vote
+    assert est.guarantees_["target"].valid and est.guarantees_["source"].valid
+    assert est.guarantees_["source"].epsilon <= 2.0 + 1e-3
+    assert "target" in est.privacy_report()
+
+
+def test_learns_separable_problem_with_weak_privacy(rng):
+    Xs, ys, Xt, yt = _toy(rng, n=300, shift=0.0)
+    est = PRIMA(epsilon=50.0, source_epsilon=50.0, subspace_size=6, epochs=4, random_state=1).fit_domains(Xs, ys, Xt)
+    assert est.score(Xt, yt) > 0.8
+
+
+def test_no_raw_rows_or_raw_covariance_in_releases(rng, tmp_path):
+    Xs, ys, Xt, _ = _toy(rng)
+    rel = release_prima_target(Xt, 1.0, 1e-5, subspace_size=5, rng=rng)
+    assert_no_raw_rows(rel, Xt)
+    parts = np.split(rel["partition"], np.cumsum(rel["block_sizes"])[:-1])
+    exact = cov.block_second_moments(cov.clip_rows_any(Xt), parts)
+    sigma = rel.params["sigma_entry"]
+    for i, C in enumerate(exact):
+        assert np.linalg.norm(rel[f"cov_{i}"] - C) > 0.1 * sigma * C.shape[0]
+    model = adapt_prima_source(rel, Xs, ys, epochs=2, rng=rng)
+    assert_no_raw_rows(model, Xs)
+    assert model.guarantee.party == "source" and model.owner == "source"
+    path = model.save(tmp_path / "model.npz")
+    loaded = Release.load(path, expect_method="prima", expect_kind="source_models")
+    np.testing.assert_array_equal(predict_prima(loaded, Xt), predict_prima(model, Xt))
+    rel.save(tmp_path / "t.npz")
+    assert Release.load(tmp_path / "t.npz").guarantee == rel.guarantee
+
+
+def test_paper_mode_and_forward_selection_are_flagged(rng):
+    Xs, ys, Xt, _ = _toy(rng, n=60)
+    rel = release_prima_target(Xt, 2.0, 1e-5, partition="forward", privacy_mode="paper", psd_repair="shrink", rng=rng)
+    assert not rel.guarantee.valid and rel.guarantee.mode == "paper"
+    assert any("forward selection" in r for r in rel.guarantee.reasons)
+    sound_fs = plan_target_guarantee(60, 2.0, 1e-5, partition="forward")
+    assert not sound_fs.valid
+    model = adapt_prima_source(rel, Xs, ys, epochs=2, privacy_mode="paper", rng=rng)
+    assert not model.guarantee.valid
+    assert predict_prima(model, Xt).shape == (60,)
+
+
+def test_sparse_counts_and_ablation_variants(rng):
+    Xs = sp.random(80, 10, density=0.3, random_state=1, format="csr") * 5
+    Xt = sp.random(80, 10, density=0.3, random_state=2, format="csr") * 5
+    ys = np.arange(80) % 2
+    for part, repair in (("full", "none"), ("random", "none"), ("full", "shrink"), ("random", "eig_clip")):
+        est = PRIMA(subspace_size=4, partition=part, psd_repair=repair, log_counts=True, epochs=2, source_epsilon=None, random_state=0)
+        assert est.fit_domains(Xs, ys, Xt).predict(Xt).shape == (80,)
+
+
+def test_baselines_coral_and_sa(rng):
+    Xs, ys, Xt, yt = _toy(rng, n=200, shift=1.0)
+    assert CORAL().fit_domains(Xs, ys, Xt).score(Xt, yt) > 0.6
+    assert SubspaceAlignment(k=5).fit_domains(Xs, ys, Xt).score(Xt, yt) > 0.6
+    assert CORAL().fit_domains(Xs, ys, Xt).guarantees_ == {}
+
+
+def test_bad_inputs(rng):
+    Xs, ys, Xt, _ = _toy(rng, n=40)
+    with pytest.raises(ValueError):
+        release_prima_target(Xt, 0.0, 1e-5)
+    with pytest.raises(ValueError):
+        release_prima_target(Xt, 1.0, 1e-5, partition="greedy")
+    with pytest.raises(ValueError):
+        release_prima_target(Xt, 1.0, 1e-5, psd_repair="magic")
+    with pytest.raises(ValueError):
+        release_prima_target(Xt, 1.0, 1e-5, privacy_mode="loose")
+    with pytest.raises(ValueError):
+        release_prima_target(np.full_like(Xt, np.nan), 1.0, 1e-5)
+    rel = release_prima_target(Xt, 1.0, 1e-5, subspace_size=4, rng=rng)
+    with pytest.raises(ValueError, match="features"):
+        adapt_prima_source(rel, Xs[:, :5], ys)
+    with pytest.raises(ValueError, match="class"):
+        adapt_prima_source(rel, Xs, np.zeros(40))
+    with pytest.raises(ValueError, match="mode"):
+        adapt_prima_source(rel, Xs, ys, privacy_mode="paper")
+    with pytest.raises(ValueError):
+        adapt_prima_source(rel, Xs, ys, alignment="mmd")
+    with pytest.raises(ValueError):
+        predict_prima(rel, Xt)
+    with pytest.raises(ValueError):
+        cov.check_partition([np.array([0, 1]), np.array([1, 2])], 3)
+    with pytest.raises(ValueError):
+        cov.shrink_to_psd(-np.eye(2), target=-np.eye(2))
+
+
+def test_decaf_w_to_d_runs_end_to_end(data_root):
+    from dpadapt.datasets import load_pair
+
+    pair = load_pair("decaf6", "W", "D", root=data_root)
+    cols = slice(0, 512)  # a column slice keeps the test fast; the full runs are in the bench suite
+    est = PRIMA(subspace_size=128, epochs=2, random_state=0).fit_domains(pair.Xs[:, cols], pair.ys, pair.Xt[:, cols])
+    acc = est.score(pair.Xt[:, cols], pair.yt)
+    assert 0.0 <= acc <= 1.0 and est.guarantees_["source"].valid and est.guarantees_["target"].valid
+    assert est.target_release_.params["n_blocks"] == 4
+
+
+def test_cli_method_plans_match_releases(rng, tmp_path):
+    import argparse
+
+    from dpadapt.cli.methods import methods
+    from dpadapt.io import load_table, save_table
+
+    commands = methods()["prima"]
+    Xs, ys, Xt, yt = _toy(rng, n=80)
+    save_table(tmp_path / "t.npz", Xt, yt)
+    save_table(tmp_path / "s.npz", Xs, ys)
+    target, source = load_table(tmp_path / "t.npz"), load_table(tmp_path / "s.npz")
+    p = argparse.ArgumentParser()
+    commands.add_release_arguments(p)
+    args = p.parse_args(["--subspace-size", "4"])
+    args.epsilon, args.delta, args.seed = 2.0, 1e-5, 1
+    plan = commands.plan_release(args, target)
+    rel = plan.execute()
+    assert rel.guarantee.to_dict() == plan.guarantee.to_dict()  # the driver refuses anything else
+    q = argparse.ArgumentParser()
+    commands.add_adapt_arguments(q)
+    b = q.parse_args(["--epochs", "2"])
+    b.epsilon, b.delta, b.seed = None, None, 2
+    with pytest.raises(ValueError, match="--epsilon"):
+        commands.adapt(b, source, [rel])
+    b.epsilon, b.delta = 2.0, 1e-5
+    outcome = commands.adapt(b, source, [rel])
+    back = outcome.return_release.execute()
+    assert back.guarantee.to_dict() == outcome.return_release.guarantee.to_dict()
+    final = commands.adapt(b, target, [back])
+    assert 0.0 <= final.metrics["accuracy"] <= 1.0 and final.return_release is None
