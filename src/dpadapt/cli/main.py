@@ -42,7 +42,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _quiet_accountant_logs() -> None:
+    """dp-accounting logs one absl warning per RDP order it drops; on a terminal that is noise."""
+    import absl.logging
+
+    absl.logging.set_verbosity(absl.logging.ERROR)
+
+
 def main(argv: list[str] | None = None) -> int:
+    _quiet_accountant_logs()
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
