@@ -24,6 +24,80 @@ from dpadapt.privacy.guarantee import Guarantee, Party, Unit
 from dpadapt.validation import check_epsilon, check_positive
 
 
+class NoiseSource:
+    """Secret randomness for privacy noise; only the mechanisms in this module draw from it.
+
+    A release must not let anyone replay its noise. Public randomness (projection matrices,
+    slicing directions, partitions, shuffles) is released or reproducible by design, so it comes
+    from a *different* stream (:func:`random_streams`). By default the noise stream is seeded
+    from fresh OS entropy, whatever ``random_state`` the caller gave; it is reproducible only when
+    the caller asks for it (``reproducible=True``), and the guarantee then records that the noise
+    is as secret as the caller's seed.
+    """
+
+    __slots__ = ("_generator", "reproducible")
+
+    def __init__(self, seed: int | np.random.SeedSequence | None = None, *, reproducible: bool = False) -> None:
+        if reproducible and seed is None:
+            raise ValueError("reproducible noise needs an explicit integer seed")
+        if not reproducible:
+            seed = None  # fresh OS entropy: nothing released can reveal it
+        self._generator = np.random.default_rng(seed)
+        self.reproducible = bool(reproducible)
+
+    def __repr__(self) -> str:  # never print the state
+        return f"NoiseSource(reproducible={self.reproducible})"
+
+    def __reduce__(self):
+        raise TypeError("a NoiseSource cannot be pickled or saved")
+
+    def spawn(self) -> NoiseSource:
+        """An independent child stream (for a worker or a torch generator)."""
+        child = NoiseSource.__new__(NoiseSource)
+        child._generator = self._generator.spawn(1)[0]
+        child.reproducible = self.reproducible
+        return child
+
+    def torch_generator(self):
+        """A ``torch.Generator`` seeded from this stream (for the torch mechanisms below)."""
+        import torch
+
+        g = torch.Generator()
+        g.manual_seed(int(self._generator.integers(2**63 - 1)))
+        return g
+
+
+_NOISE_SPAWN_KEY = (0x6E6F697365,)  # "noise": keeps reproducible noise apart from the public stream
+
+
+def random_streams(random_state=None, *, reproducible_noise: bool = False) -> tuple[np.random.Generator, NoiseSource]:
+    """Split a caller's ``random_state`` into a public generator and a secret :class:`NoiseSource`.
+
+    The public generator is ``np.random.default_rng(random_state)``: two runs with the same integer
+    ``random_state`` draw the same projections, directions and partitions. The noise source is fresh
+    OS entropy unless ``reproducible_noise`` is set, in which case it is derived from the integer
+    seed through a separate ``SeedSequence`` spawn key (never the public stream's draws).
+    """
+    from dpadapt.validation import check_random_state
+
+    public = check_random_state(random_state)
+    if not reproducible_noise:
+        return public, NoiseSource()
+    if not isinstance(random_state, (int, np.integer)):
+        raise ValueError("reproducible_noise=True needs an integer random_state")
+    seq = np.random.SeedSequence(int(random_state), spawn_key=_NOISE_SPAWN_KEY)
+    return public, NoiseSource(seq, reproducible=True)
+
+
+def _noise_generator(noise: NoiseSource | np.random.Generator) -> np.random.Generator:
+    """The generator behind a noise source (a bare Generator is accepted during the migration)."""
+    if isinstance(noise, NoiseSource):
+        return noise._generator
+    if isinstance(noise, np.random.Generator):
+        return noise
+    raise TypeError(f"noise must be a NoiseSource, got {type(noise).__name__}")
+
+
 @dataclasses.dataclass(frozen=True)
 class MechanismOutput:
     """A noisy value, the noise scale used and the guarantee of this single release."""
@@ -97,10 +171,10 @@ def gaussian_mechanism(
 def gaussian_noise(shape: tuple[int, ...], sigma: float, rng: np.random.Generator, symmetric: bool = False) -> np.ndarray:
     """i.i.d. N(0, σ²) noise; symmetric (mirrored upper triangle) for square matrices when asked."""
     if not symmetric:
-        return rng.normal(0.0, sigma, size=shape)
+        return _noise_generator(rng).normal(0.0, sigma, size=shape)
     if len(shape) != 2 or shape[0] != shape[1]:
         raise ValueError(f"symmetric noise needs a square matrix, got shape {shape}")
-    upper = np.triu(rng.normal(0.0, sigma, size=shape))
+    upper = np.triu(_noise_generator(rng).normal(0.0, sigma, size=shape))
     return upper + np.triu(upper, 1).T
 
 
@@ -141,7 +215,7 @@ def laplace_mechanism(
     check_positive(l1_sensitivity, "l1_sensitivity")
     scale = l1_sensitivity / epsilon
     value = np.asarray(value, dtype=np.float64)
-    noisy = value + rng.laplace(0.0, scale, size=value.shape)
+    noisy = value + _noise_generator(rng).laplace(0.0, scale, size=value.shape)
     guarantee = Guarantee(
         party=party,
         unit=unit,
@@ -178,8 +252,8 @@ def randomized_response(
     if labels.size and (labels.min() < 0 or labels.max() >= num_classes):
         raise ValueError(f"labels must lie in 0..{num_classes - 1}")
     keep = math.exp(epsilon) / (math.exp(epsilon) + num_classes - 1)
-    flip = rng.random(labels.shape) >= keep
-    shift = rng.integers(1, num_classes, size=labels.shape)
+    flip = _noise_generator(rng).random(labels.shape) >= keep
+    shift = _noise_generator(rng).integers(1, num_classes, size=labels.shape)
     noisy = np.where(flip, (labels + shift) % num_classes, labels).astype(np.int64)
     guarantee = Guarantee(
         party=party,
@@ -213,7 +287,7 @@ def report_noisy_min(
     check_positive(sensitivity, "sensitivity")
     scale = (1.0 if monotone else 2.0) * sensitivity / epsilon
     scores = np.asarray(scores, dtype=np.float64)
-    noisy = scores + rng.laplace(0.0, scale, size=scores.shape)
+    noisy = scores + _noise_generator(rng).laplace(0.0, scale, size=scores.shape)
     return int(np.argmin(noisy)), scale
 
 

@@ -1,0 +1,291 @@
+"""One shape for every method family: ``Config → plan → release → adapt → estimator``.
+
+Every family (``dpot``, ``dpswd``, ``discrepancy``, ``prima``, ``dpda``, ``classstats``) exposes
+
+* ``Config`` — a frozen dataclass declaring each hyper-parameter **once**, with its help text and
+  constraints (:func:`param`). The estimator's ``__init__`` signature and the CLI options are
+  generated from it.
+* ``plan(config, facts) -> Plan`` — everything that can be decided from public facts (sizes, the
+  public label set, the feature dimension) before any private row is read or any noise drawn: σ,
+  steps, and the :class:`~dpadapt.privacy.Guarantee` of what will be released.
+* ``release(plan, data, noise) -> Release`` — the data owner's step; noise only through
+  :mod:`dpadapt.privacy.mechanisms`.
+* ``adapt(release, data, config) -> model`` — the receiver's step; post-processing only.
+* an estimator (:class:`ConfigEstimator` subclass) that runs exactly those party steps.
+
+Conventions shared by every family: non-private is ``epsilon=None``; ``privacy_mode`` is
+``"sound"`` or ``"paper"``; the public random source is ``random_state`` (noise never comes from it,
+see :func:`dpadapt.privacy.mechanisms.random_streams`); a release of the wrong family or kind is a
+:class:`~dpadapt.release.ReleaseError`; the label set ``classes`` is public and required whenever
+a private label-dependent quantity is released.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from dpadapt.base import DAEstimator
+from dpadapt.privacy.guarantee import Guarantee
+
+_MISSING = dataclasses.MISSING
+
+
+class ConfigError(ValueError):
+    """A hyper-parameter is out of its declared range (one line, names the parameter)."""
+
+
+def param(
+    default: Any = _MISSING,
+    *,
+    help: str,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    choices: Sequence[Any] | None = None,
+    optional: bool = False,
+    cli: bool = True,
+    check: Callable[[Any], Any] | None = None,
+) -> Any:
+    """Declare one hyper-parameter of a :class:`Config` with its constraints.
+
+    ``low``/``high`` bound a number (``low_open`` makes the lower bound strict); ``choices`` lists the
+    allowed values; ``optional`` allows ``None``; ``check`` is a last custom validator returning the
+    normalised value (or raising). ``cli=False`` keeps it out of the generated CLI options.
+    """
+    meta = {
+        "help": help,
+        "low": low,
+        "high": high,
+        "low_open": low_open,
+        "choices": tuple(choices) if choices is not None else None,
+        "optional": optional,
+        "cli": cli,
+        "check": check,
+    }
+    if isinstance(default, (list, dict, set)):
+        raise TypeError("param defaults must be immutable (use a tuple)")
+    return dataclasses.field(default=default, metadata=meta)
+
+
+def _check_value(name: str, value: Any, meta: Mapping[str, Any]) -> Any:
+    if value is None:
+        if meta.get("optional"):
+            return None
+        raise ConfigError(f"{name} must be given (None is not allowed)")
+    choices = meta.get("choices")
+    if choices is not None and value not in choices:
+        raise ConfigError(f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}")
+    low, high = meta.get("low"), meta.get("high")
+    if low is not None or high is not None:
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise ConfigError(f"{name} must be a number, got {value!r}")
+        if math.isnan(float(value)):
+            raise ConfigError(f"{name} must be a number, got NaN")
+        if low is not None and (value < low or (meta.get("low_open") and value == low)):
+            sign = ">" if meta.get("low_open") else "≥"
+            raise ConfigError(f"{name} must be {sign} {low:g}, got {value!r}")
+        if high is not None and value > high:
+            raise ConfigError(f"{name} must be ≤ {high:g}, got {value!r}")
+    check = meta.get("check")
+    if check is not None:
+        try:
+            value = check(value)
+        except ConfigError:
+            raise
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{name}: {exc}") from None
+    return value
+
+
+def _check_classes(classes: Any) -> tuple:
+    values = tuple(np.asarray(classes).ravel().tolist())
+    if len(values) < 2:
+        raise ValueError("the public label set needs at least two classes")
+    if len(set(values)) != len(values):
+        raise ValueError("the public label set has repeated labels")
+    return values
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Config:
+    """Hyper-parameters shared by every family; subclasses add their own with :func:`param`."""
+
+    epsilon: float | None = param(
+        None, optional=True, low=0.0, low_open=True,
+        help="privacy budget ε of each protected party; None = the non-private counterpart",
+    )
+    delta: float | None = param(
+        None, optional=True, low=0.0, high=1.0, low_open=True,
+        help="δ of each protected party; None = 1/(10 n) from the public size n",
+    )
+    privacy_mode: str = param(
+        "sound", choices=("sound", "paper"),
+        help="'sound': a record-level guarantee that holds; 'paper': the published procedure (flagged invalid)",
+    )
+    classes: tuple | None = param(
+        None, optional=True, check=_check_classes,
+        help="the public label set (required when labels are protected; never inferred from private labels)",
+    )
+    random_state: int | None = param(
+        None, optional=True, cli=True,
+        help="seed of the public randomness (projections, directions, splits); noise never depends on it",
+    )
+    reproducible_noise: bool = param(
+        False, choices=(False, True),
+        help="derive the privacy noise from random_state too (for tests; the noise is then only as secret as the seed)",
+    )
+
+    #: family name, set by each subclass
+    family: ClassVar[str] = ""
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            if not f.metadata:
+                continue
+            value = _check_value(f.name, getattr(self, f.name), f.metadata)
+            object.__setattr__(self, f.name, value)
+        if self.epsilon is not None and math.isinf(self.epsilon):
+            raise ConfigError("epsilon must be finite; use epsilon=None for the non-private counterpart")
+
+    @property
+    def private(self) -> bool:
+        """Whether a protected party's data goes through a DP mechanism (``epsilon`` set)."""
+        return self.epsilon is not None
+
+    def replace(self, **changes: Any) -> Config:
+        """A copy with some hyper-parameters changed (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def parameters(cls) -> list[dataclasses.Field]:
+        """The declared hyper-parameters in declaration order (base ones first)."""
+        return [f for f in dataclasses.fields(cls) if f.metadata]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in self.parameters()}
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> Config:
+        known = {f.name for f in cls.parameters()}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ConfigError(f"unknown parameter(s) for {cls.family or cls.__name__}: {', '.join(unknown)}")
+        return cls(**values)
+
+    def resolved_delta(self, n: int) -> float:
+        """δ to use for a protected dataset of public size ``n``: the configured one, or 1/(10 n).
+
+        In sound mode δ ≥ 1/n is refused (a mechanism that publishes one random record satisfies it).
+        """
+        if self.delta is None:
+            return 1.0 / (10.0 * max(int(n), 1))
+        if self.privacy_mode == "sound" and n > 0 and self.delta >= 1.0 / n:
+            raise ConfigError(
+                f"delta={self.delta:g} is ≥ 1/n = {1.0 / n:g}: such a δ allows publishing a whole record; use δ ≤ 1/(10 n)"
+            )
+        return float(self.delta)
+
+    def required_classes(self) -> tuple:
+        """The public label set; an error naming ``classes=`` when it was not given."""
+        if self.classes is None:
+            raise ConfigError(
+                "classes= must be given: the label set is a public parameter (inferring it from private labels leaks them)"
+            )
+        return self.classes
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """What a party will release, decided from public facts before any private row is read.
+
+    ``guarantee`` is the :class:`Guarantee` of the release (``None`` when non-private);
+    ``calibration`` holds the numbers the release will use (σ, steps, clipping bound, ...);
+    ``facts`` the public facts it was made from (sizes, the label set, the basis dimension, ...).
+    """
+
+    family: str
+    kind: str
+    config: Config
+    facts: Mapping[str, Any]
+    guarantee: Guarantee | None
+    calibration: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.config.private and self.guarantee is None:
+            raise ValueError("a private plan needs its guarantee")
+
+
+@dataclasses.dataclass(frozen=True)
+class Family:
+    """One method family's party steps, for the CLI, the benchmarks and the contract tests."""
+
+    name: str
+    config: type[Config]
+    protected: tuple[str, ...]
+    plan: Callable[..., Plan]
+    release: Callable[..., Any]
+    adapt: Callable[..., Any]
+    estimator: type
+    summary: str = ""
+
+
+_FAMILIES: dict[str, Family] = {}
+
+
+def register(family: Family) -> Family:
+    """Add a family to the registry used by the CLI, the benchmarks and the contract tests."""
+    _FAMILIES[family.name] = family
+    return family
+
+
+def families() -> dict[str, Family]:
+    """Every registered family, importing the method packages on first use."""
+    if not _FAMILIES:
+        import importlib
+
+        for module in ("dpadapt.classstats",):
+            importlib.import_module(module)
+    return dict(_FAMILIES)
+
+
+class ConfigEstimator(DAEstimator):
+    """An estimator whose hyper-parameters are exactly its family's :class:`Config` fields.
+
+    Subclasses set ``config_class``; ``__init__`` (keyword-only, one argument per Config field) is
+    generated, so ``get_params``/``set_params``/``clone`` and skada pipelines work unchanged.
+    ``config_`` is the validated Config built at fit time.
+    """
+
+    config_class: ClassVar[type[Config]] = Config
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "__init__" in cls.__dict__:
+            return
+        fields = cls.config_class.parameters()
+
+        def __init__(self, **params: Any) -> None:
+            unknown = sorted(set(params) - {f.name for f in fields})
+            if unknown:
+                raise TypeError(f"{type(self).__name__} got unexpected parameter(s): {', '.join(unknown)}")
+            for f in fields:
+                setattr(self, f.name, params.get(f.name, f.default))
+
+        __init__.__signature__ = inspect.Signature(
+            [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+            + [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default) for f in fields]
+        )
+        __init__.__doc__ = cls.__doc__
+        cls.__init__ = __init__
+
+    def make_config(self, **overrides: Any) -> Config:
+        """Validate the current hyper-parameters into the family's Config."""
+        values = {f.name: getattr(self, f.name) for f in self.config_class.parameters()}
+        values.update(overrides)
+        return self.config_class(**values)
