@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import dp_accounting
 import numpy as np
 
 from dpadapt.privacy import accounting
@@ -105,6 +106,27 @@ class MechanismOutput:
     value: np.ndarray
     noise_scale: float
     guarantee: Guarantee
+
+
+@dataclasses.dataclass(frozen=True)
+class Noised:
+    """The output of a plan-calibrated mechanism and the dp-accounting event of that one release."""
+
+    value: np.ndarray
+    event: "dp_accounting.DpEvent"
+
+
+def gaussian(value, *, sigma: float, sensitivity: float, noise: NoiseSource, symmetric: bool = False) -> Noised:
+    """Release ``value + N(0, σ²)`` for a σ fixed by a plan; the event is ``GaussianDpEvent(σ/Δ)``.
+
+    ``sensitivity`` is the ℓ2 sensitivity Δ of ``value`` under the plan's neighbouring relation
+    (for ``symmetric``, of the upper triangle with diagonal); the caller's plan must have enforced it.
+    """
+    check_positive(sigma, "sigma")
+    check_positive(sensitivity, "sensitivity")
+    value = np.asarray(value, dtype=np.float64)
+    noisy = value + gaussian_noise(value.shape, sigma, noise, symmetric=symmetric)
+    return Noised(noisy, accounting.gaussian_event(sigma / sensitivity))
 
 
 def clip_rows(X: np.ndarray, max_norm: float) -> np.ndarray:
