@@ -313,6 +313,98 @@ def report_noisy_min(
     return int(np.argmin(noisy)), scale
 
 
+# --- class statistics and moments: aggregates with O(1) sensitivity ---------------------------
+
+#: ℓ2 sensitivity of the joint vector (S_1..S_K, c_1..c_K) of per-class sums and counts of rows
+#: with norm ≤ 1. Replace-one: a record that changes class moves ≤ 1 + 1 in the squared sums and
+#: 1 + 1 in the squared counts (√4 = 2); one that keeps its class moves its sum by ≤ 2. Add/remove:
+#: one row (≤ 1) and one count (1), √2.
+CLASS_STATISTICS_SENSITIVITY = {"replace_one": 2.0, "add_remove": math.sqrt(2.0)}
+
+#: ℓ2 sensitivity of (n, Σx, upper triangle of Σxxᵀ) for rows with norm ≤ 1. Add/remove: 1 + 1 + 1
+#: (‖xxᵀ‖_F = ‖x‖² ≤ 1). Replace-one: count 0, sum ≤ 2, ‖xxᵀ − x′x′ᵀ‖_F² = ‖x‖⁴ + ‖x′‖⁴ − 2(xᵀx′)² ≤ 2.
+MOMENT_STATISTICS_SENSITIVITY = {"replace_one": math.sqrt(6.0), "add_remove": math.sqrt(3.0)}
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassStatistics:
+    """Noisy per-class sums (K, k) and counts (K,) of unit-ball rows, and the event of the release."""
+
+    sums: np.ndarray
+    counts: np.ndarray
+    event: "dp_accounting.DpEvent"
+
+
+@dataclasses.dataclass(frozen=True)
+class MomentStatistics:
+    """Noisy count, sum (k,) and symmetric second moment (k, k) of unit-ball rows, and the event."""
+
+    count: float
+    total: np.ndarray
+    second: np.ndarray
+    event: "dp_accounting.DpEvent"
+
+
+def _unit_ball_rows(Z) -> np.ndarray:
+    """Rows projected onto the unit ℓ2 ball: the bound the sensitivities above rest on, enforced here."""
+    Z = np.asarray(Z, dtype=np.float64)
+    if Z.ndim != 2:
+        raise ValueError(f"rows must be a 2-D array, got shape {Z.shape}")
+    return clip_rows(Z, 1.0)
+
+
+def class_statistics(
+    Z, labels, num_classes: int, *, sigma: float, relation: accounting.Relation, noise: NoiseSource
+) -> ClassStatistics:
+    """Release per-class sums and counts of rows clipped to the unit ball as ONE Gaussian.
+
+    ``labels`` are indices into a *public* label set of size ``num_classes`` (never inferred from
+    the data: a label outside ``0..num_classes-1`` is an error). Each row is clipped to ℓ2 norm 1
+    here, so the joint vector (S_1..S_K, c_1..c_K) has sensitivity
+    ``CLASS_STATISTICS_SENSITIVITY[relation]`` (2 replace-one, √2 add/remove) whatever n is; the
+    release is one Gaussian mechanism with noise multiplier σ/Δ (the event returned). Labels are
+    covered by the same release: no randomized response is needed.
+    """
+    if relation not in CLASS_STATISTICS_SENSITIVITY:
+        raise ValueError(f"relation must be one of {tuple(CLASS_STATISTICS_SENSITIVITY)}, got {relation!r}")
+    Z = _unit_ball_rows(Z)
+    labels = np.asarray(labels)
+    if labels.shape != (Z.shape[0],):
+        raise ValueError(f"labels has shape {labels.shape}; expected ({Z.shape[0]},)")
+    if num_classes < 1:
+        raise ValueError("the public label set is empty")
+    if labels.size and (not np.issubdtype(labels.dtype, np.integer) or labels.min() < 0 or labels.max() >= num_classes):
+        raise ValueError(f"labels must be indices into the public label set 0..{num_classes - 1}")
+    sums = np.zeros((num_classes, Z.shape[1]))
+    np.add.at(sums, labels, Z)
+    counts = np.bincount(labels, minlength=num_classes).astype(np.float64)
+    joint = np.concatenate([sums.ravel(), counts])
+    out = gaussian(joint, sigma=sigma, sensitivity=CLASS_STATISTICS_SENSITIVITY[relation], noise=noise)
+    k = Z.shape[1]
+    return ClassStatistics(out.value[: num_classes * k].reshape(num_classes, k), out.value[num_classes * k :], out.event)
+
+
+def moment_statistics(Z, *, sigma: float, relation: accounting.Relation, noise: NoiseSource) -> MomentStatistics:
+    """Release the count, sum and second moment Σxxᵀ of unit-ball rows as ONE Gaussian.
+
+    Rows are clipped to ℓ2 norm 1 here; the joint vector (n, Σx, upper triangle of Σxxᵀ) has
+    sensitivity ``MOMENT_STATISTICS_SENSITIVITY[relation]`` (√6 replace-one, √3 add/remove). The
+    noisy second moment is symmetric (upper triangle drawn once and mirrored, as in "Analyze Gauss",
+    Dwork, Talwar, Thakurta & Zhang, STOC 2014). A mean and covariance follow by post-processing.
+    """
+    if relation not in MOMENT_STATISTICS_SENSITIVITY:
+        raise ValueError(f"relation must be one of {tuple(MOMENT_STATISTICS_SENSITIVITY)}, got {relation!r}")
+    Z = _unit_ball_rows(Z)
+    k = Z.shape[1]
+    iu = np.triu_indices(k)
+    joint = np.concatenate([[float(Z.shape[0])], Z.sum(axis=0), (Z.T @ Z)[iu]])
+    out = gaussian(joint, sigma=sigma, sensitivity=MOMENT_STATISTICS_SENSITIVITY[relation], noise=noise)
+    second = np.zeros((k, k))
+    second[iu] = out.value[1 + k :]
+    second = second + np.triu(second, 1).T
+    return MomentStatistics(float(out.value[0]), out.value[1 : 1 + k], second, out.event)
+
+
 def unbias_randomized_response_counts(noisy_labels, num_classes: int, epsilon: float) -> np.ndarray:
     """Unbiased estimate of the true class counts from randomized-response labels (post-processing)."""
     check_epsilon(epsilon)
