@@ -149,3 +149,19 @@ def test_to_json_accepts_numpy_details():
     )
     data = json.loads(g.to_json())
     assert data["details"] == {"sigma": 2.5, "steps": 3, "norms": [0, 1]}
+
+
+def test_check_delta_refuses_delta_above_one_over_n_in_sound_mode_and_warns_otherwise():
+    import warnings
+
+    from dpadapt.validation import PrivacyWarning, check_delta
+
+    with pytest.raises(ValueError, match="1/n"):
+        check_delta(0.01, n=100, sound=True)
+    with pytest.warns(PrivacyWarning):
+        check_delta(0.01, n=100)  # callers that do not say: the old warning
+    with pytest.warns(PrivacyWarning):
+        check_delta(0.01, n=100, sound=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert check_delta(1e-4, n=1000, sound=True) == 1e-4

@@ -244,6 +244,8 @@ class Guarantee:
             f"Theorem         : {self.theorem or '—'}",
             f"Mode            : {self.mode}",
         ]
+        if self.delta_extra:
+            lines.append(f"  of which δ    : {self.delta_extra:.3g} for the failure of a high-probability bound")
         if self.sensitivity is not None:
             lines.append(f"Sensitivity     : {self.sensitivity:.6g}")
         for key, value in sorted(self.details.items()):
