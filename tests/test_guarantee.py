@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 import math
 
@@ -89,13 +91,24 @@ def test_composition_propagates_invalidity_and_paper_mode():
     assert c.mode == "paper" and not c.valid and c.reasons == paper.reasons
 
 
-def test_composition_requires_same_party_unit_relation():
-    with pytest.raises(ValueError, match="same party"):
+def test_composition_requires_one_party_and_comparable_units():
+    with pytest.raises(ValueError, match="one party"):
         _gauss(party="target").compose(_gauss(party="source"))
-    with pytest.raises(ValueError, match="same party"):
-        _gauss(relation="replace_one").compose(_gauss(relation="add_remove"))
+    label = dataclasses.replace(_gauss(), unit="label")
+    attribute = dataclasses.replace(_gauss(), unit="attribute")
+    with pytest.raises(ValueError, match="no common kind of neighbour"):
+        label.compose(attribute)
+    assert _gauss().compose(label).unit == "label"  # record-level neighbours include label-level ones
     with pytest.raises(ValueError, match="nothing"):
         compose_guarantees([])
+
+
+def test_mixed_relations_are_converted_to_replace_one_and_say_so():
+    mixed = _gauss(relation="replace_one").compose(_gauss(relation="add_remove"))
+    assert mixed.relation == "replace_one"
+    assert any("half the noise multiplier" in c for c in mixed.details["conversions"])
+    with pytest.raises(ValueError, match="cannot be read as an add/remove"):
+        compose_guarantees([_gauss(relation="replace_one")], relation="add_remove")
 
 
 def test_serialisation_round_trip():
@@ -136,3 +149,19 @@ def test_to_json_accepts_numpy_details():
     )
     data = json.loads(g.to_json())
     assert data["details"] == {"sigma": 2.5, "steps": 3, "norms": [0, 1]}
+
+
+def test_check_delta_refuses_delta_above_one_over_n_in_sound_mode_and_warns_otherwise():
+    import warnings
+
+    from dpadapt.validation import PrivacyWarning, check_delta
+
+    with pytest.raises(ValueError, match="1/n"):
+        check_delta(0.01, n=100, sound=True)
+    with pytest.warns(PrivacyWarning):
+        check_delta(0.01, n=100)  # callers that do not say: the old warning
+    with pytest.warns(PrivacyWarning):
+        check_delta(0.01, n=100, sound=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert check_delta(1e-4, n=1000, sound=True) == 1e-4

@@ -114,12 +114,15 @@ def test_closed_form_guarantees_use_basic_composition(ledger):
         ledger.reserve("source", "tight", closed_form(1.0, 2e-6), release_id="x", method="m", kind="k", path=None)
 
 
-def test_different_relations_are_composed_separately_and_added(ledger):
+def test_different_relations_are_converted_to_replace_one_not_added_as_if_the_same(ledger):
+    """An add/remove Gaussian (multiplier z) is a replace-one Gaussian with multiplier z/2 (Δ_replace ≤ 2Δ_add)."""
     a, b = gaussian_guarantee(3.0, "add_remove"), gaussian_guarantee(3.0, "replace_one")
     s = total_spend([a, b], delta=DELTA)
-    ea = accounting.epsilon(a.events[0], DELTA / 2, "add_remove")
-    eb = accounting.epsilon(b.events[0], DELTA / 2, "replace_one")
-    assert s.epsilon == pytest.approx(ea + eb)
+    joint = accounting.compose([accounting.gaussian_event(1.5), accounting.gaussian_event(3.0)])
+    assert s.epsilon == pytest.approx(accounting.epsilon(joint, DELTA, "replace_one"))
+    assert "half the noise multiplier" in s.accounting
+    separately = accounting.epsilon(a.events[0], DELTA / 2, "add_remove") + accounting.epsilon(b.events[0], DELTA / 2, "replace_one")
+    assert s.epsilon > separately  # the old rule added the two relations as if they were the same
 
 
 def test_no_budget_and_non_private_are_refused(tmp_path):

@@ -223,7 +223,36 @@ class Plan:
 
 @dataclasses.dataclass(frozen=True)
 class Family:
-    """One method family's party steps, for the CLI, the benchmarks and the contract tests."""
+    """One method family's party steps, for the CLI, the benchmarks and the contract tests.
+
+    Required: ``name``, ``config`` (its :class:`Config` subclass), ``protected`` (the parties whose
+    data it protects), ``plan``/``release``/``adapt`` (the party steps) and ``estimator``.
+
+    Optional, read by the family contract test (``tests/test_family_contract.py``), which runs every
+    registered family that fills in ``example`` and ``run_parties``:
+
+    example : callable ``(random_state: int) -> (Config, data)``
+        A small private run that finishes in about a second: a Config with ``epsilon`` set,
+        ``classes`` set to the public label set and ``random_state`` the given integer
+        (``reproducible_noise`` False), and ``data``, a dict of the parties' arrays with the keys
+        ``"Xs"``, ``"ys"``, ``"Xt"`` (and ``"yt"`` if needed). The test may change ``classes``
+        (adding a label absent from the data) and ``reproducible_noise`` with ``Config.replace``.
+    run_parties : callable ``(config, data) -> (releases, model)``
+        Runs ``plan`` → ``release`` → ``adapt`` on ``data`` exactly as two parties would: the
+        noise from :func:`dpadapt.privacy.mechanisms.random_streams` of ``config.random_state``
+        and ``config.reproducible_noise``; returns every :class:`~dpadapt.release.Release` that
+        crosses between the parties (in order) and the adapted model (with ``classes_`` when it
+        is a classifier).
+    public_arrays : tuple of str
+        Names of release arrays (or ``params`` keys) that are public randomness (projections,
+        directions, partitions): equal for two runs with the same integer ``random_state``.
+    noisy_arrays : tuple of str
+        Names of release arrays that carry privacy noise: different for two runs with the same
+        integer ``random_state`` unless ``reproducible_noise=True`` (then equal). At least one.
+    classes_param : str or None
+        The ``params`` key under which each release states its label set (``"classes"``), or
+        ``None`` when the releases carry none; it must equal ``config.classes`` exactly.
+    """
 
     name: str
     config: type[Config]
@@ -233,6 +262,11 @@ class Family:
     adapt: Callable[..., Any]
     estimator: type
     summary: str = ""
+    example: Callable[[int], tuple[Config, Mapping[str, Any]]] | None = None
+    run_parties: Callable[[Config, Mapping[str, Any]], tuple[Sequence[Any], Any]] | None = None
+    public_arrays: tuple[str, ...] = ()
+    noisy_arrays: tuple[str, ...] = ()
+    classes_param: str | None = "classes"
 
 
 _FAMILIES: dict[str, Family] = {}
@@ -248,9 +282,11 @@ def families() -> dict[str, Family]:
     """Every registered family, importing the method packages on first use."""
     if not _FAMILIES:
         import importlib
+        import importlib.util
 
         for module in ("dpadapt.classstats",):
-            importlib.import_module(module)
+            if importlib.util.find_spec(module) is not None:  # skip a family package not present
+                importlib.import_module(module)
     return dict(_FAMILIES)
 
 

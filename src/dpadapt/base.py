@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from dpadapt.privacy.guarantee import Guarantee
@@ -20,7 +21,13 @@ class DAEstimator(ClassifierMixin, BaseEstimator):
     After fitting, ``guarantees_`` maps each protected party to its
     :class:`~dpadapt.privacy.Guarantee` (empty for non-private baselines), and
     :meth:`privacy_report` prints them.
+
+    ``fit`` requests ``sample_domain`` through scikit-learn's metadata routing, so the estimator
+    runs as the last step of skada's ``make_da_pipeline`` and inside ``cross_validate`` with
+    ``params={"sample_domain": ...}`` (skada's own estimators make the same request).
     """
+
+    __metadata_request__fit = {"sample_domain": True}
 
     def fit(self, X, y=None, sample_domain=None, **fit_params):
         """Fit on skada-style inputs; see :meth:`fit_domains`."""
@@ -32,6 +39,23 @@ class DAEstimator(ClassifierMixin, BaseEstimator):
 
     def fit_domains(self, Xs, ys, Xt, yt=None, **fit_params):  # pragma: no cover - abstract
         raise NotImplementedError
+
+    # -- prediction: the fitted classifier ``model_`` on the receiver's features ----------------
+
+    def _has_model_input(self) -> bool:
+        return hasattr(type(self), "_model_input")
+
+    @available_if(_has_model_input)
+    def predict(self, X):
+        """Labels of ``X`` (subclasses define ``_model_input(X)``: raw rows → ``model_``'s input)."""
+        check_is_fitted(self, "model_")
+        return self.model_.predict(self._model_input(X))
+
+    @available_if(_has_model_input)
+    def predict_proba(self, X):
+        """Class probabilities of ``X`` (columns in the order of ``classes_``)."""
+        check_is_fitted(self, "model_")
+        return self.model_.predict_proba(self._model_input(X))
 
     # -- helpers for subclasses --------------------------------------------------------------
 

@@ -26,8 +26,13 @@ def check_epsilon(eps: float, name: str = "epsilon", allow_inf: bool = False) ->
     return value
 
 
-def check_delta(delta: float, n: int | None = None, name: str = "delta") -> float:
-    """Validate δ ∈ (0, 1); warn when δ ≥ 1/n (such a δ allows releasing a whole record)."""
+def check_delta(delta: float, n: int | None = None, name: str = "delta", *, sound: bool | None = None) -> float:
+    """Validate δ ∈ (0, 1) and compare it with 1/n for a dataset of public size ``n``.
+
+    δ ≥ 1/n allows publishing one whole record in the clear. With ``sound=True`` (a sound-mode
+    guarantee) it is refused with a ``ValueError``; otherwise (``sound`` not given, or paper mode)
+    it only raises a :class:`PrivacyWarning`.
+    """
     try:
         value = float(delta)
     except (TypeError, ValueError):
@@ -35,6 +40,11 @@ def check_delta(delta: float, n: int | None = None, name: str = "delta") -> floa
     if not 0.0 < value < 1.0:
         raise ValueError(f"{name} must be in (0, 1), got {delta!r}")
     if n is not None and n > 0 and value >= 1.0 / n:
+        if sound:
+            raise ValueError(
+                f"{name}={value:g} is ≥ 1/n = {1.0 / n:g}: a mechanism that publishes one random record "
+                "in the clear satisfies such a guarantee; use δ ≤ 1/(10 n)"
+            )
         warnings.warn(
             f"{name}={value:g} is ≥ 1/n = {1.0 / n:g}: a mechanism that publishes one random record "
             "in the clear satisfies this guarantee. Use δ ≪ 1/n.",

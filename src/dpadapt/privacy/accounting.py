@@ -22,11 +22,11 @@ Conventions
 
 from __future__ import annotations
 
+import collections
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Literal
 
-import attr
 import dp_accounting
 from dp_accounting import dp_event as _dp_event
 from dp_accounting import pld, rdp
@@ -50,32 +50,6 @@ def _check_relation(relation: str) -> None:
         raise ValueError(f"relation must be one of {RELATIONS}, got {relation!r}")
 
 
-def _leaf_events(event: dp_accounting.DpEvent) -> Iterable[dp_accounting.DpEvent]:
-    """Yield every event in the tree (composite and leaf)."""
-    yield event
-    if isinstance(event, dp_accounting.ComposedDpEvent):
-        for e in event.events:
-            yield from _leaf_events(e)
-    elif isinstance(event, dp_accounting.SelfComposedDpEvent):
-        yield from _leaf_events(event.event)
-    elif hasattr(event, "event") and isinstance(event.event, dp_accounting.DpEvent):
-        yield from _leaf_events(event.event)
-
-
-def _pld_supported(event: dp_accounting.DpEvent, relation: str) -> bool:
-    kinds = {type(e) for e in _leaf_events(event)}
-    allowed = {
-        dp_accounting.GaussianDpEvent,
-        dp_accounting.LaplaceDpEvent,
-        dp_accounting.ComposedDpEvent,
-        dp_accounting.SelfComposedDpEvent,
-        dp_accounting.NoOpDpEvent,
-    }
-    if relation == "add_remove":
-        allowed |= {dp_accounting.PoissonSampledDpEvent}
-    return kinds <= allowed
-
-
 def _accountant(relation: str, method: str) -> dp_accounting.PrivacyAccountant:
     if method == "rdp":
         rel = (
@@ -92,12 +66,32 @@ def _accountant(relation: str, method: str) -> dp_accounting.PrivacyAccountant:
     )
 
 
+def supports(event: dp_accounting.DpEvent, relation: Relation, method: str) -> bool:
+    """Whether dp-accounting's ``method`` accountant can account ``event`` under our ``relation``.
+
+    This is dp-accounting's own ``PrivacyAccountant.supports``. For ``replace_one`` and PLD the
+    add/remove PLD of the same multiplier is used (Δ is already expressed under replace-one), which
+    is sound only for events whose privacy loss does not depend on the relation beyond Δ: the
+    event must be supported both by the add/remove PLD accountant and by the replace-one RDP
+    accountant (that excludes Poisson subsampling, sampling without replacement and randomized
+    response, whose replace-one analysis differs).
+    """
+    _check_relation(relation)
+    if method == "rdp":
+        return _accountant(relation, "rdp").supports(event)
+    if method != "pld":
+        raise ValueError(f"method must be 'rdp' or 'pld', got {method!r}")
+    if relation == "add_remove":
+        return _accountant(relation, "pld").supports(event)
+    return _accountant(relation, "pld").supports(event) and _accountant(relation, "rdp").supports(event)
+
+
 def resolve_method(event: dp_accounting.DpEvent, relation: Relation, method: Method) -> str:
-    """Return ``"rdp"`` or ``"pld"`` for ``method`` (``"auto"`` prefers PLD when supported)."""
+    """Return ``"rdp"`` or ``"pld"`` for ``method`` (``"auto"`` prefers PLD when :func:`supports` it)."""
     _check_relation(relation)
     if method == "rdp":
         return "rdp"
-    supported = _pld_supported(event, relation)
+    supported = supports(event, relation, "pld")
     if method == "pld":
         if not supported:
             raise ValueError(
@@ -109,14 +103,29 @@ def resolve_method(event: dp_accounting.DpEvent, relation: Relation, method: Met
     raise ValueError(f"method must be 'rdp', 'pld' or 'auto', got {method!r}")
 
 
-def compose(events: Sequence[dp_accounting.DpEvent]) -> dp_accounting.DpEvent:
-    """Compose several events into one (identity for a single event)."""
-    events = [e for e in events if not isinstance(e, dp_accounting.NoOpDpEvent)]
-    if not events:
-        return dp_accounting.NoOpDpEvent()
-    if len(events) == 1:
-        return events[0]
-    return dp_accounting.ComposedDpEvent(list(events))
+def compose(
+    events: Sequence[dp_accounting.DpEvent], counts: Sequence[int] | None = None
+) -> dp_accounting.DpEvent:
+    """Compose ``events`` (each ``counts[i]`` times) with dp-accounting's ``DpEventBuilder``.
+
+    Identical events are gathered first, so repeated releases become one self-composition (the
+    same ε, computed faster); no-op events vanish and a single event is returned as is.
+    """
+    counts = [1] * len(events) if counts is None else list(counts)
+    if len(counts) != len(events):
+        raise ValueError("one count per event")
+    distinct: list[list] = []
+    for event, count in zip(events, counts):
+        for entry in distinct:
+            if entry[0] == event:
+                entry[1] += int(count)
+                break
+        else:
+            distinct.append([event, int(count)])
+    builder = dp_accounting.DpEventBuilder()
+    for event, count in distinct:
+        builder.compose(event, count)
+    return builder.build()
 
 
 def epsilon(
@@ -130,6 +139,8 @@ def epsilon(
     if isinstance(event, dp_accounting.NoOpDpEvent):
         return 0.0
     acc = _accountant(relation, resolve_method(event, relation, method))
+    if not acc.supports(event):
+        raise ValueError(f"dp-accounting cannot account this event under {relation!r}: {event}")
     acc.compose(event)
     return float(acc.get_epsilon(delta))
 
@@ -318,32 +329,45 @@ def advanced_composition(eps0: float, delta0: float, k: int, delta_prime: float)
 
 # --- (de)serialisation of events -------------------------------------------------------------
 
+_EVENT_MODULE = "dp_accounting.dp_event"
+
 
 def event_to_dict(event: dp_accounting.DpEvent) -> dict:
-    """JSON-compatible description of a dp-accounting event tree."""
-    out: dict = {"type": type(event).__name__}
-    for field in attr.fields(type(event)):
-        value = getattr(event, field.name)
-        if isinstance(value, dp_accounting.DpEvent):
-            value = event_to_dict(value)
-        elif isinstance(value, (list, tuple)) and value and isinstance(value[0], dp_accounting.DpEvent):
-            value = [event_to_dict(v) for v in value]
-        out[field.name] = value
-    return out
+    """JSON-compatible form of an event tree: dp-accounting's ``to_named_tuple`` as nested dicts."""
+
+    def plain(value):
+        if isinstance(value, _dp_event.DpEventNamedTuple):
+            return {k: plain(v) for k, v in value._asdict().items()}
+        if isinstance(value, (list, tuple)):
+            return [plain(v) for v in value]
+        return value
+
+    return plain(event.to_named_tuple())
 
 
 def event_from_dict(data: dict) -> dp_accounting.DpEvent:
-    """Inverse of :func:`event_to_dict`."""
+    """Inverse of :func:`event_to_dict`, through dp-accounting's ``DpEvent.from_named_tuple``.
+
+    Only event classes of ``dp_accounting.dp_event`` are accepted (``from_named_tuple`` would
+    otherwise import whatever module a file names). Files written before the named-tuple form
+    (``{"type": name, ...}``) are read too.
+    """
+    return dp_accounting.DpEvent.from_named_tuple(_named_tuple(data))
+
+
+def _named_tuple(data: dict):
     data = dict(data)
-    name = data.pop("type")
-    cls = getattr(_dp_event, name, None)
-    if cls is None or not (isinstance(cls, type) and issubclass(cls, dp_accounting.DpEvent)):
+    if "type" in data and "class_name" not in data:  # the earlier {"type": ...} form
+        data = {"module_name": _EVENT_MODULE, "class_name": data.pop("type"), **data}
+    name = data.get("class_name")
+    cls = getattr(_dp_event, str(name), None)
+    if data.get("module_name") != _EVENT_MODULE or not (isinstance(cls, type) and issubclass(cls, dp_accounting.DpEvent)):
         raise ValueError(f"unknown dp-accounting event type {name!r}")
-    kwargs = {}
+    fields = {}
     for key, value in data.items():
-        if isinstance(value, dict) and "type" in value:
-            value = event_from_dict(value)
-        elif isinstance(value, list) and value and isinstance(value[0], dict):
-            value = [event_from_dict(v) for v in value]
-        kwargs[key] = value
-    return cls(**kwargs)
+        if isinstance(value, dict):
+            value = _named_tuple(value)
+        elif isinstance(value, list):
+            value = [_named_tuple(v) if isinstance(v, dict) else v for v in value]
+        fields[key] = value
+    return collections.namedtuple(f"_{name}Fields", list(fields))(**fields)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import enum
 import math
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -19,6 +20,24 @@ Mode = Literal["sound", "paper"]
 
 PARTIES = ("source", "target")
 UNITS = ("record", "label", "attribute")
+
+PAPER_REASON = "published procedure reproduced for comparison (paper mode)"
+
+
+class Accounting(enum.StrEnum):
+    """How the ε of a :class:`Guarantee` was obtained (a ``str``, so ``g.accounting == "rdp"`` works)."""
+
+    RDP = "rdp"  #: dp-accounting's RDP accountant (Mironov 2017) on the events
+    PLD = "pld"  #: dp-accounting's privacy-loss-distribution accountant on the events
+    ANALYTIC_GAUSSIAN = "analytic_gaussian"  #: exact single Gaussian release (Balle & Wang 2018, Thm. 8)
+    KKMM = "kkmm"  #: Gaussian calibration of Kenthapadi et al. 2013, Thm. 1
+    PURE = "pure"  #: a pure ε-DP mechanism (Laplace, randomized response, report-noisy-min)
+    BASIC_COMPOSITION = "basic_composition"  #: Σε, Σδ (Dwork & Roth, Thm. 3.16)
+    ADVANCED_COMPOSITION = "advanced_composition"  #: Dwork, Rothblum & Vadhan 2010
+    GROUP_PRIVACY = "group_privacy"  #: add/remove (ε, δ) read as replace-one (2ε, (1+e^ε)δ)
+    COMPOSITION = "composition"  #: an accountant on the events plus basic composition of closed-form parts
+    NONE = "none"  #: no guarantee (non-private)
+
 
 _UNIT_WORDS = {
     "record": "one whole record (all features and the label) of",
@@ -45,12 +64,20 @@ class Guarantee:
     relation : {"replace_one", "add_remove"}
         Neighbouring relation.
     epsilon, delta : float
-        The guarantee. ``epsilon`` may be ``inf`` for a non-private release.
+        The guarantee. ``epsilon`` may be ``inf`` for a non-private release. ``delta`` is the
+        whole δ, ``delta_extra`` included.
     events : tuple of dp_accounting.DpEvent
         The dp-accounting events it was computed from (empty for closed-form calibrations).
-    accounting : str
-        How ε was obtained: ``"rdp"``, ``"pld"``, ``"analytic_gaussian"``, ``"kkmm"``, ``"pure"``,
-        ``"basic_composition"``, ``"advanced_composition"`` or ``"none"``.
+        Composition (:mod:`dpadapt.privacy.composition`) accounts them at δ − ``delta_extra``.
+    accounting : Accounting
+        How ε was obtained (:class:`Accounting`; its string values are accepted, others refused).
+    delta_extra : float
+        The part of ``delta`` that the events do not cover: the failure probability β of a
+        high-probability bound the calibration assumes (e.g. DP-SWD's Beta-based sensitivity
+        bounds), over randomness independent of the data. If the mechanism is (ε, δ₀)-DP whenever
+        the bound holds and the bound fails with probability ≤ β, it is (ε, δ₀ + β)-DP:
+        P[M(D) ∈ S] ≤ P[M(D) ∈ S, bound holds] + β ≤ e^ε P[M(D') ∈ S] + δ₀ + β. Composition
+        adds it to the total δ (it is never dropped).
     theorem : str
         The theorem the guarantee rests on.
     mode : {"sound", "paper"}
@@ -71,15 +98,24 @@ class Guarantee:
     epsilon: float
     delta: float
     events: tuple[dp_accounting.DpEvent, ...] = ()
-    accounting: str = "rdp"
+    accounting: Accounting = Accounting.RDP
     theorem: str = ""
     mode: Mode = "sound"
     valid: bool = True
     reasons: tuple[str, ...] = ()
     sensitivity: float | None = None
     details: dict[str, Any] = dataclasses.field(default_factory=dict)
+    delta_extra: float = 0.0
 
     def __post_init__(self) -> None:
+        try:
+            object.__setattr__(self, "accounting", Accounting(self.accounting))
+        except ValueError:
+            raise ValueError(
+                f"accounting must be one of {[a.value for a in Accounting]}, got {self.accounting!r}"
+            ) from None
+        if not (0 <= self.delta_extra <= self.delta):
+            raise ValueError(f"delta_extra must be in [0, delta={self.delta}], got {self.delta_extra}")
         if self.party not in PARTIES:
             raise ValueError(f"party must be one of {PARTIES}, got {self.party!r}")
         if self.unit not in UNITS:
@@ -116,10 +152,11 @@ class Guarantee:
         reasons: Sequence[str] = (),
         sensitivity: float | None = None,
         details: dict[str, Any] | None = None,
+        delta_extra: float = 0.0,
     ) -> Guarantee:
-        """ε computed by dp-accounting for ``event`` at ``delta``."""
+        """ε computed by dp-accounting for ``event`` at ``delta − delta_extra`` (reported δ: ``delta``)."""
         resolved = accounting.resolve_method(event, relation, method)
-        eps = accounting.epsilon(event, delta, relation, resolved)
+        eps = accounting.epsilon(event, delta - delta_extra, relation, resolved)
         return cls(
             party=party,
             unit=unit,
@@ -131,9 +168,10 @@ class Guarantee:
             theorem=theorem,
             mode=mode,
             valid=mode == "sound" and not reasons,
-            reasons=tuple(reasons) + (("published procedure reproduced for comparison (paper mode)",) if mode == "paper" else ()),
+            reasons=tuple(reasons) + ((PAPER_REASON,) if mode == "paper" else ()),
             sensitivity=sensitivity,
             details=dict(details or {}),
+            delta_extra=delta_extra,
         )
 
     @classmethod
@@ -155,12 +193,7 @@ class Guarantee:
     # -- composition ----------------------------------------------------------------------
 
     def compose(self, *others: Guarantee, delta: float | None = None, method: accounting.Method = "rdp") -> Guarantee:
-        """Sequential composition with other guarantees of the same party, unit and relation.
-
-        When every part carries dp-accounting events, the composed ε is recomputed from the
-        joint event at ``delta`` (default: the sum of the parts' δ) with RDP/PLD; otherwise the
-        basic composition theorem (sum of ε, sum of δ) is used.
-        """
+        """Sequential composition with other guarantees of the same party (see :func:`compose_guarantees`)."""
         return compose_guarantees((self, *others), delta=delta, method=method)
 
     # -- reporting ------------------------------------------------------------------------
@@ -211,6 +244,8 @@ class Guarantee:
             f"Theorem         : {self.theorem or '—'}",
             f"Mode            : {self.mode}",
         ]
+        if self.delta_extra:
+            lines.append(f"  of which δ    : {self.delta_extra:.3g} for the failure of a high-probability bound")
         if self.sensitivity is not None:
             lines.append(f"Sensitivity     : {self.sensitivity:.6g}")
         for key, value in sorted(self.details.items()):
@@ -230,49 +265,125 @@ def _json_float(x: float) -> float | str:
 
 
 def compose_guarantees(
-    guarantees: Sequence[Guarantee], delta: float | None = None, method: accounting.Method = "rdp"
+    guarantees: Sequence[Guarantee],
+    delta: float | None = None,
+    method: accounting.Method = "rdp",
+    relation: accounting.Relation | None = None,
 ) -> Guarantee:
-    """Compose guarantees of one party/unit/relation (see :meth:`Guarantee.compose`)."""
+    """Sequential composition of one party's guarantees (see :func:`dpadapt.privacy.composition.compose`).
+
+    Relations are converted soundly to a common one (replace-one when they differ) and the
+    conversions are listed in ``details["conversions"]``. Units must be comparable: the result is
+    stated for the finest unit present (record-level neighbours include label- and
+    attribute-level ones); label- with attribute-level guarantees are refused.
+    """
+    from dpadapt.privacy import composition
+
     if not guarantees:
         raise ValueError("nothing to compose")
-    first = guarantees[0]
-    for g in guarantees[1:]:
-        if (g.party, g.unit, g.relation) != (first.party, first.unit, first.relation):
-            raise ValueError(
-                "can only compose guarantees of the same party, unit and relation: "
-                f"{(first.party, first.unit, first.relation)} vs {(g.party, g.unit, g.relation)}"
-            )
-    total_delta = sum(g.delta for g in guarantees) if delta is None else delta
-    total_delta = min(total_delta, 1.0)
+    parties = {g.party for g in guarantees}
+    if len(parties) > 1:
+        raise ValueError(f"can only compose guarantees of one party, got {sorted(parties)}")
+    unit = composition.common_unit(g.unit for g in guarantees)
+    result = composition.compose(guarantees, delta=delta, relation=relation, method=method)
     valid = all(g.valid for g in guarantees)
     reasons = tuple(dict.fromkeys(r for g in guarantees for r in g.reasons))
     mode = "paper" if any(g.mode == "paper" for g in guarantees) else "sound"
     theorems = " + ".join(dict.fromkeys(g.theorem for g in guarantees if g.theorem))
-    events = tuple(e for g in guarantees for e in g.events)
-    basic_eps, basic_delta = sum(g.epsilon for g in guarantees), sum(g.delta for g in guarantees)
-    if all(g.events for g in guarantees) and 0 < total_delta < 1:
-        joint = accounting.compose(events)
-        resolved = accounting.resolve_method(joint, first.relation, method)
-        eps = accounting.epsilon(joint, total_delta, first.relation, resolved)
-        how = resolved
-        if basic_delta <= total_delta and basic_eps < eps:
-            # Both bounds hold; RDP conversion can lose to the sum for a few tightly calibrated parts.
-            eps, how = basic_eps, "basic_composition"
-    else:
-        eps = sum(g.epsilon for g in guarantees)
-        total_delta = min(sum(g.delta for g in guarantees), 1.0)
-        how = "basic_composition"
+    details: dict[str, Any] = {"composed_of": len(guarantees)}
+    if result.conversions:
+        details["conversions"] = list(result.conversions)
     return Guarantee(
-        party=first.party,
-        unit=first.unit,
-        relation=first.relation,
-        epsilon=eps,
-        delta=total_delta,
-        events=events,
-        accounting=how,
+        party=guarantees[0].party,
+        unit=unit,
+        relation=result.relation,
+        epsilon=result.epsilon,
+        delta=result.delta,
+        events=result.events,
+        accounting=result.accounting,
         theorem=theorems,
         mode=mode,
         valid=valid,
         reasons=reasons,
-        details={"composed_of": len(guarantees)},
+        details=details,
+        delta_extra=min(result.delta_extra, result.delta),
+    )
+
+
+# --- factories: every Guarantee is built here or in privacy/families/ ------------------------
+
+
+def gaussian_guarantee(
+    noise_multiplier: float,
+    *,
+    party: Party,
+    unit: Unit,
+    relation: accounting.Relation,
+    delta: float,
+    theorem: str,
+    steps: int = 1,
+    method: accounting.Method = "rdp",
+    mode: Mode = "sound",
+    reasons: Sequence[str] = (),
+    sensitivity: float | None = None,
+    details: dict[str, Any] | None = None,
+    delta_extra: float = 0.0,
+) -> Guarantee:
+    """``steps`` Gaussian releases with σ = ``noise_multiplier``·Δ (Δ under ``relation``), accounted by dp-accounting."""
+    return Guarantee.from_event(
+        accounting.gaussian_event(noise_multiplier, steps),
+        party=party, unit=unit, relation=relation, delta=delta, theorem=theorem, method=method, mode=mode,
+        reasons=reasons, sensitivity=sensitivity,
+        details={"noise_multiplier": noise_multiplier, "steps": steps, **(details or {})},
+        delta_extra=delta_extra,
+    )
+
+
+def closed_form_guarantee(
+    epsilon: float,
+    delta: float,
+    *,
+    party: Party,
+    unit: Unit,
+    relation: accounting.Relation,
+    accounting: Accounting | str,
+    theorem: str,
+    events: Sequence[dp_accounting.DpEvent] = (),
+    reasons: Sequence[str] = (),
+    sensitivity: float | None = None,
+    details: dict[str, Any] | None = None,
+    delta_extra: float = 0.0,
+) -> Guarantee:
+    """A sound guarantee whose (ε, δ) comes from a closed-form calibration (analytic Gaussian, KKMM, pure).
+
+    ``events`` (optional) describe the same mechanism for composition with later releases.
+    """
+    return Guarantee(
+        party=party, unit=unit, relation=relation, epsilon=epsilon, delta=delta, events=tuple(events),
+        accounting=accounting, theorem=theorem, mode="sound", valid=not reasons, reasons=tuple(reasons),
+        sensitivity=sensitivity, details=dict(details or {}), delta_extra=delta_extra,
+    )
+
+
+def paper_guarantee(
+    epsilon: float,
+    delta: float,
+    *,
+    party: Party,
+    unit: Unit,
+    relation: accounting.Relation,
+    accounting: Accounting | str,
+    theorem: str,
+    reasons: Sequence[str],
+    events: Sequence[dp_accounting.DpEvent] = (),
+    sensitivity: float | None = None,
+    details: dict[str, Any] | None = None,
+    delta_extra: float = 0.0,
+) -> Guarantee:
+    """The (invalid) record of a published procedure reproduced in paper mode, with why it is not DP."""
+    return Guarantee(
+        party=party, unit=unit, relation=relation, epsilon=epsilon, delta=delta, events=tuple(events),
+        accounting=accounting, theorem=theorem, mode="paper", valid=False,
+        reasons=tuple(dict.fromkeys((*reasons, PAPER_REASON))),
+        sensitivity=sensitivity, details=dict(details or {}), delta_extra=delta_extra,
     )

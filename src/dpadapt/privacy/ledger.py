@@ -2,20 +2,12 @@
 
 Each data owner keeps a budget (ε, δ) per dataset (identified by the SHA-256 of the data file
 unless named) and a record of every release computed from it. A release records its spend as
-the dp-accounting events of its :class:`~dpadapt.privacy.Guarantee`, so the total is the
-*composition* of all releases — evaluated with the RDP accountant at the budget's δ — and not
-a sum of ε's. Guarantees without events (closed-form calibrations) are added by the basic
-composition theorem (Dwork & Roth, Thm. 3.16).
-
-Total spend of a dataset, for budget δ_B:
-
-* releases without events: ε_c = Σ εᵢ, δ_c = Σ δᵢ (basic composition);
-* releases with events, grouped by (privacy unit, neighbouring relation): the events of each
-  group are composed and converted to ε_g at δ_g = (δ_B − δ_c) / #groups (RDP, Mironov 2017);
-* total: (ε_c + Σ_g ε_g, δ_B) by basic composition across the parts;
-* or, when it is smaller, the basic composition of the guarantees as stated (Σ εᵢ, with
-  Σ δᵢ ≤ δ_B) — both bounds are valid, so is the smaller (this matters for one or a few
-  releases whose ε was calibrated more tightly than RDP, e.g. by the analytic Gaussian).
+its :class:`~dpadapt.privacy.Guarantee` (with its dp-accounting events), and the total spend of a
+dataset is the composition of all its releases at the budget's δ by the one composition rule of
+:func:`dpadapt.privacy.composition.compose` — the same rule the reports use: every term kept
+(the extra δ of high-probability bounds, the δ of closed-form parts), add/remove and replace-one
+spends converted soundly to replace-one when mixed, the events composed by dp-accounting and
+the smaller of that bound and the basic composition of the stated guarantees.
 
 Two-phase protocol (nothing released without a record, no record of a spend that never left)
 -------------------------------------------------------------------------------------------
@@ -55,7 +47,7 @@ from typing import Any
 import dp_accounting
 import numpy as np
 
-from dpadapt.privacy import accounting
+from dpadapt.privacy import accounting, composition
 from dpadapt.privacy.guarantee import Guarantee
 
 LEDGER_ENV = "DPADAPT_LEDGER"
@@ -212,66 +204,24 @@ def total_spend(guarantees: Sequence[Guarantee], delta: float | None = None, n_p
 
 
 def _weighted_spend(weighted: Sequence[tuple[Guarantee, int]], delta: float | None, n_pending: int) -> Spend:
-    """:func:`total_spend` of guarantees given with multiplicities (identical rounds counted once)."""
-    n = sum(k for _, k in weighted)
+    """:func:`total_spend` of guarantees given with multiplicities, by :func:`dpadapt.privacy.composition.compose`."""
     units = tuple(sorted({g.unit for g, _ in weighted}))
     invalid = tuple(dict.fromkeys(r for g, _ in weighted if not g.valid for r in g.reasons))
-    if not weighted:
-        return Spend(0.0, 0.0 if delta is None else delta, 0, 0, "none")
-    if delta is None:
-        delta = min(sum(g.delta * k for g, k in weighted), 1.0)
-    closed = [(g, k) for g, k in weighted if not g.events]
-    groups: dict[tuple[str, str], list[tuple[Guarantee, int]]] = {}
-    for g, k in weighted:
-        if g.events:
-            groups.setdefault((g.unit, g.relation), []).append((g, k))
-    eps = sum(g.epsilon * k for g, k in closed)
-    delta_closed = sum(g.delta * k for g, k in closed)
-    how = ["basic_composition"] if closed else []
-    if groups:
-        remaining = delta - delta_closed
-        if remaining <= 0 or math.isinf(eps):
-            eps = math.inf
-        else:
-            share = min(remaining / len(groups), 1.0 - 1e-12)
-            for (_, relation), members in groups.items():
-                event = grouped_event([e for g, k in members for e in g.events], [k for g, k in members for _ in g.events])
-                eps += accounting.epsilon(event, share, relation, "rdp")
-            how.insert(0, "rdp")
-        total_delta = delta
-    else:
-        total_delta = delta_closed
-        if delta_closed > delta * (1 + 1e-9):
-            eps = math.inf  # the closed-form parts alone exceed the δ asked for
-    # Second valid bound: basic composition of the stated guarantees (Σε, Σδ), which holds at
-    # δ whenever Σδ ≤ δ. It is the tighter one for a few releases whose ε was computed more
-    # tightly than RDP (analytic Gaussian, PLD). The spend is the smaller of the two bounds.
-    stated_eps = sum(g.epsilon * k for g, k in weighted)
-    stated_delta = sum(g.delta * k for g, k in weighted)
-    if groups and stated_delta <= delta * (1 + 1e-9) and stated_eps < eps:
-        eps, total_delta, how = stated_eps, delta, ["basic_composition of the stated guarantees"]
+    result = composition.compose(weighted, delta=delta)
     return Spend(
-        epsilon=float(eps),
-        delta=float(total_delta),
-        n_releases=n,
+        epsilon=result.epsilon,
+        delta=result.delta,
+        n_releases=result.n,
         n_pending=n_pending,
-        accounting=" + ".join(how),
+        accounting="none" if not weighted else result.words(),
         units=units,
         invalid=invalid,
     )
 
 
 def grouped_event(events: Sequence[dp_accounting.DpEvent], counts: Sequence[int] | None = None) -> dp_accounting.DpEvent:
-    """Compose ``events`` (each ``counts[i]`` times), collapsing identical ones into one self-composition (same ε, faster)."""
-    grouped: dict[str, list] = {}
-    for e, k in zip(events, counts if counts is not None else [1] * len(events)):
-        key = json.dumps(accounting.event_to_dict(e), sort_keys=True)
-        if key in grouped:
-            grouped[key][1] += k
-        else:
-            grouped[key] = [e, k]
-    parts = [e if n == 1 else dp_accounting.SelfComposedDpEvent(e, n) for e, n in grouped.values()]
-    return accounting.compose(parts)
+    """Compose ``events`` (each ``counts[i]`` times) into one event (:func:`dpadapt.privacy.accounting.compose`)."""
+    return accounting.compose(events, counts)
 
 
 def _now() -> str:

@@ -357,9 +357,7 @@ def _plan_sound(
             epsilon=epsilon if labels == "rr" else eps_feat,
             delta=delta,
             events=events,
-            accounting="analytic_gaussian + pure (basic composition)"
-            if label_events
-            else "analytic_gaussian",
+            accounting="basic_composition" if label_events else "analytic_gaussian",
             theorem=(
                 "Analytic Gaussian mechanism (Balle & Wang 2018, Thm. 8) on rows clipped to C, "
                 "Δ = 2C‖M‖op; " + label_words + "; basic composition"
@@ -453,7 +451,7 @@ def _plan_paper(
         sigma, steps, eps_feat = ratio * w, 1, epsilon
         feat_event = accounting.gaussian_event(ratio)
         relation = "replace_one"
-        how = "kkmm (paper's noise ratio) + pure (basic composition, paper Thm. 3)"
+        how = "basic_composition"  # KKMM (the paper's noise ratio) + pure labels, paper Thm. 3
     else:
         q = B / n
         if fixed_steps is None:
@@ -479,9 +477,7 @@ def _plan_paper(
         feat_event = accounting.poisson_gaussian_event(z, q, steps)
         eps_feat = accounting.epsilon(feat_event, delta, "add_remove")
         relation = "add_remove"
-        how = (
-            "rdp (Poisson moments accountant, as the paper) + pure (basic composition)"
-        )
+        how = "basic_composition"  # Poisson RDP (the paper's moments accountant) + pure labels
         reasons.append(
             "batches are fixed-size without replacement but accounted as Poisson subsampling with add/remove "
             "(the paper's moments accountant)"
