@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -447,3 +448,22 @@ def test_cli_method_commands_roundtrip(bms, tmp_path):
     outcome = cmd.adapt(ad_parser.parse_args([]), load_table(src), [Release.load(path)])
     assert outcome.guarantees["target"].epsilon == planned.guarantee.epsilon
     assert outcome.model.predict(bms["X_test"]).shape == (len(bms["X_test"]),)
+
+
+def test_family_plan_once_release_adapt(bms):
+    """The shared shape: plan (Guarantee before noise) → target release → source adapt; wrong release refused."""
+    from dpadapt.discrepancy import DiscrepancyConfig, adapt, plan, release
+    from dpadapt.privacy.mechanisms import random_streams
+
+    Xs, Xt = bms["Xs"], bms["Xt"]
+    config = DiscrepancyConfig(epsilon=2.0, delta=DELTA, r=1.5, K=20, random_state=0)
+    p = plan(config, {"X_source": Xs, "n_target": len(Xt)})
+    assert p.guarantee.valid and p.guarantee.epsilon <= 2.0 and p.guarantee.party == "target"
+    public, noise = random_streams(0)
+    rel = release(p, {"Xt": Xt}, public, noise)
+    assert rel.guarantee == p.guarantee
+    assert_no_raw_rows(rel, Xt)
+    model = adapt(rel, {"Xs": Xs, "ys": bms["ys"]}, config)
+    assert model.predict(bms["X_test"]).shape == (len(bms["X_test"]),)
+    with pytest.raises(ReleaseError):
+        adapt(dataclasses.replace(rel, kind="other"), {"Xs": Xs, "ys": bms["ys"]}, config)

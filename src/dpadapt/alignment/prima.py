@@ -66,6 +66,9 @@ class PrimaConfig(Config):
                                   help="columns of the public random basis the source's rows are projected on (None: none)")
     center: bool = param(True, choices=(False, True),
                          help="centre prototypes on the released source mean and target rows on the target's own mean")
+    target_pca: int | None = param(None, optional=True, low=1,
+                                   help="target-side denoising: work in the top principal directions of the target's own "
+                                        "centred rows (its own computation; the isotropic release noise outside them is dropped)")
     refinement: str = param("kmeans", choices=target_side.REFINEMENTS,
                             help="target-side refinement of the prototypes on its own rows")
     subspace_size: int = param(512, low=1, help="public subspace size p of the random partition (dpsgd_heads)")
@@ -238,11 +241,15 @@ class ClassStatisticsClassifier:
     basis_dim: int | None
     basis_seed: int
     log_counts: bool
+    directions: np.ndarray | None = None
 
     def _embed(self, X) -> np.ndarray:
         Z = embed(X, log_counts=self.log_counts, basis=public_basis(self.n_features, self.basis_dim, self.basis_seed))
         if self.target_mean is not None:
             Z = target_side.normalise_rows(Z - self.target_mean)
+        if self.directions is not None:  # rows re-normalised after projection, as during refinement
+            P = Z @ self.directions
+            Z = (P / np.maximum(np.linalg.norm(P, axis=1, keepdims=True), 1e-12)) @ self.directions.T
         return Z
 
     def decision_function(self, X) -> np.ndarray:
@@ -271,9 +278,15 @@ def adapt_class_statistics(release: Release, Xt, config: PrimaConfig) -> ClassSt
         target_mean = Zt.mean(axis=0)
         Zt = target_side.normalise_rows(Zt - target_mean)
         means = means - pooled
+    V = None
+    if config.target_pca is not None:
+        V = target_side.principal_directions(Zt, config.target_pca)
+        Zt, means = target_side.normalise_rows(Zt @ V), means @ V
     W, b = target_side.refine(Zt, means, config.refinement, random_state=config.random_state)
+    if V is not None:  # scores of normalised projected rows = (Z V / ‖Z V‖) Wᵀ: keep the map in the model
+        W = W @ V.T
     return ClassStatisticsClassifier(release["classes"], W, b, target_mean, d, p["basis_dim"], int(p["basis_seed"]),
-                                     bool(p["log_counts"]))
+                                     bool(p["log_counts"]), V)
 
 
 # --- heads protocol: target party ---------------------------------------------------------------

@@ -24,6 +24,13 @@ def normalise_rows(Z: np.ndarray) -> np.ndarray:
     return Z / np.maximum(norms, 1e-12)
 
 
+def principal_directions(Z: np.ndarray, k: int) -> np.ndarray:
+    """The top-``k`` right singular vectors (columns) of the rows ``Z`` (the target's own rows)."""
+    k = min(k, Z.shape[0], Z.shape[1])
+    _, _, Vt = np.linalg.svd(Z, full_matrices=False)
+    return Vt[:k].T
+
+
 def prototypes(sums: np.ndarray, counts: np.ndarray, min_count: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """Class means S_c / max(c_c, min_count) and the pooled source mean ΣS_c / Σc_c (post-processing)."""
     sums = np.asarray(sums, dtype=np.float64)
