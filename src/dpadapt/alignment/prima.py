@@ -69,7 +69,7 @@ class PrimaConfig(Config):
     target_pca: int | None = param(None, optional=True, low=1,
                                    help="target-side denoising: work in the top principal directions of the target's own "
                                         "centred rows (its own computation; the isotropic release noise outside them is dropped)")
-    refinement: str = param("kmeans", choices=target_side.REFINEMENTS,
+    refinement: str = param("cluster_match", choices=target_side.REFINEMENTS,
                             help="target-side refinement of the prototypes on its own rows")
     subspace_size: int = param(512, low=1, help="public subspace size p of the random partition (dpsgd_heads)")
     partition: str = param("random", choices=PARTITIONS, help="feature partition (forward selection is NOT private)")
@@ -189,10 +189,14 @@ def _dense(X) -> np.ndarray:
 
 
 def public_basis(n_features: int, basis_dim: int | None, seed: int) -> np.ndarray | None:
-    """The public random basis (d × k Gaussian / √k) regenerated from its released seed."""
+    """The public random basis (d × k random signs / √k, Achlioptas 2003) regenerated from its released seed.
+
+    Public randomness (it is released through its seed), so no privacy noise is drawn here.
+    """
     if basis_dim is None:
         return None
-    return np.random.default_rng(seed).standard_normal((n_features, basis_dim)) / math.sqrt(basis_dim)
+    signs = np.random.default_rng(seed).integers(0, 2, size=(n_features, basis_dim), dtype=np.int8)
+    return (2.0 * signs - 1.0) / math.sqrt(basis_dim)
 
 
 def embed(X, *, log_counts: bool, basis: np.ndarray | None) -> np.ndarray:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.linear_model import LogisticRegression
 
-REFINEMENTS = ("prototypes", "kmeans", "self_training")
+REFINEMENTS = ("prototypes", "kmeans", "cluster_match", "self_training")
 
 
 def normalise_rows(Z: np.ndarray) -> np.ndarray:
@@ -59,6 +59,25 @@ def spherical_kmeans(Z: np.ndarray, centres: np.ndarray, iterations: int = 20) -
     return C
 
 
+def cluster_match(Z: np.ndarray, centres: np.ndarray, restarts: int = 10, random_state=None) -> np.ndarray:
+    """Cluster the target's own rows into K groups (k-means, ``restarts`` k-means++ starts), then name
+    the clusters by a one-to-one matching to the released prototypes (Hungarian, max total cosine).
+
+    The clusters use only the target's rows (no release noise); the noisy prototypes are used jointly,
+    once, to label them. Returns unit class centres.
+    """
+    from scipy.optimize import linear_sum_assignment
+    from sklearn.cluster import KMeans
+
+    K = centres.shape[0]
+    km = KMeans(n_clusters=K, n_init=restarts, random_state=random_state).fit(Z)
+    clusters = normalise_rows(km.cluster_centers_)
+    rows, cols = linear_sum_assignment(-(normalise_rows(centres) @ clusters.T))
+    out = normalise_rows(centres).copy()
+    out[rows] = clusters[cols]
+    return out
+
+
 def _linear_scores(model: LogisticRegression, K: int, k: int) -> tuple[np.ndarray, np.ndarray]:
     """(W, b) with one row per class of the public label set (absent classes score −∞ via b)."""
     W = np.zeros((K, k))
@@ -100,13 +119,15 @@ def refine(
     """A linear scorer (W, b) — scores ``Z @ W.T + b`` — refined on the target's unit rows ``Z``.
 
     ``"prototypes"``: cosine to the released prototypes; ``"kmeans"``: spherical k-means started at
-    them; ``"self_training"``: logistic regression on the rows pseudo-labelled by them.
+    them; ``"cluster_match"``: the target's own k-means clusters named by matching to them; ``"self_training"``: logistic regression on the rows pseudo-labelled by them.
     """
     K = centres.shape[0]
     if method == "prototypes":
         return normalise_rows(centres), np.zeros(K)
     if method == "kmeans":
         return spherical_kmeans(Z, centres, iterations), np.zeros(K)
+    if method == "cluster_match":
+        return cluster_match(Z, centres, random_state=random_state), np.zeros(K)
     if method == "self_training":
         return self_training(Z, centres, random_state=random_state)
     raise ValueError(f"refinement must be one of {REFINEMENTS}, got {method!r}")

@@ -83,7 +83,7 @@ def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
 
 def add_adapt_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--classes", default=None, help="the public label set, comma-separated")
-    p.add_argument("--refinement", choices=REFINEMENTS, default="kmeans", help="target-side refinement (class statistics)")
+    p.add_argument("--refinement", choices=REFINEMENTS, default="cluster_match", help="target-side refinement (class statistics)")
     p.add_argument("--alignment", choices=prima.ALIGNMENTS, default="coral", help="coral (PRIMA) or sa (PRISA)")
     p.add_argument("--sa-dim", type=int, default=64)
     p.add_argument("--head", choices=("logreg", "mlp"), default="logreg")
