@@ -101,15 +101,18 @@ def _plot_sweep(task: str) -> None:
     import numpy as np
 
     fig, ax = plt.subplots(figsize=(6, 4))
-    for (t, method, mode), points in sorted(_SWEEP.items()):
-        if t != task:
-            continue
+    rows = [(key, points) for key, points in sorted(_SWEEP.items()) if key[0] == task]
+    for i, ((_, method, mode), points) in enumerate(rows):
         eps = sorted(points)
         means = [100 * np.mean(points[e]) for e in eps]
         if math.isinf(eps[0]):
-            ax.axhline(means[0], linestyle="--", label=f"{method} ({mode})")
+            ax.axhline(means[0], linestyle="--", color=f"C{i}", label=f"{method} ({mode})")
         else:
-            ax.plot(eps, means, marker="o", label=f"{method} ({mode})")
+            ax.plot(eps, means, marker="o", color=f"C{i}", label=f"{method} ({mode})")
+    for (s, t), values in PAPER_TABLE1.items():
+        if task_name("decaf6", s, t) == task:
+            ax.plot([2.0], [100 * values["prima"]], marker="*", markersize=12, color="k", linestyle="none",
+                    label="PRIMA, paper (ε = 2, unsound)")
     ax.set_xlabel("ε per party (δ = 1e-5)")
     ax.set_ylabel("target accuracy (%)")
     ax.set_title(f"PRIMA family, {task}")
