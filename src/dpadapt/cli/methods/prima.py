@@ -141,6 +141,6 @@ register(
         plan_release,
         add_adapt_arguments,
         adapt,
-        example_release_args=lambda files: ["--data", str(files["source"]), "--classes", "0,1"],
+        example_release_args=lambda files: ["--data", str(files["source"]), "--classes", "0,1,2"],
     )
 )
