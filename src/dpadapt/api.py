@@ -278,15 +278,22 @@ def register(family: Family) -> Family:
     return family
 
 
+#: the modules whose import registers a family (each registers itself once, on first import)
+FAMILY_MODULES = (
+    "dpadapt.classstats",
+    "dpadapt.transport",
+    "dpadapt.alignment",
+    "dpadapt.discrepancy",
+    "dpadapt.deep.families",
+)
+
+
 def families() -> dict[str, Family]:
     """Every registered family, importing the method packages on first use."""
-    if not _FAMILIES:
-        import importlib
-        import importlib.util
+    import importlib
 
-        for module in ("dpadapt.classstats",):
-            if importlib.util.find_spec(module) is not None:  # skip a family package not present
-                importlib.import_module(module)
+    for module in FAMILY_MODULES:
+        importlib.import_module(module)  # idempotent: a family registers itself on first import
     return dict(_FAMILIES)
 
 

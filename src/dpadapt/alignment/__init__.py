@@ -2,21 +2,20 @@
 
 from dpadapt.alignment.coral import CORAL, coral_matrix
 from dpadapt.alignment.estimators import PRIMA, PRISA
-from dpadapt.alignment.prima import (
-    adapt_prima_source,
-    predict_prima,
-    release_prima_target,
-)
+from dpadapt.alignment.prima import PrimaConfig, adapt, plan, predict_prima, release, release_target
 from dpadapt.alignment.subspace import SubspaceAlignment, sa_bases
 
 __all__ = [
     "CORAL",
     "PRIMA",
     "PRISA",
+    "PrimaConfig",
     "SubspaceAlignment",
-    "adapt_prima_source",
+    "adapt",
     "coral_matrix",
+    "plan",
     "predict_prima",
-    "release_prima_target",
+    "release",
+    "release_target",
     "sa_bases",
 ]

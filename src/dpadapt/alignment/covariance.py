@@ -22,7 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from dpadapt.privacy.guarantee import Guarantee
-from dpadapt.privacy.mechanisms import gaussian_mechanism
+from dpadapt.privacy.mechanisms import NoiseSource, gaussian
 from dpadapt.validation import check_delta, check_epsilon, check_positive
 
 Partition = list[np.ndarray]
@@ -179,58 +179,50 @@ def joint_block_sensitivity(n: int, row_norm: float = 1.0, relation: str = "repl
 def release_block_second_moments(
     X,
     partition: Partition,
-    epsilon: float,
-    delta: float,
-    rng: np.random.Generator,
+    sigma: float,
+    noise: NoiseSource,
     *,
     row_norm: float = 1.0,
-    party: str = "target",
-) -> tuple[list[np.ndarray], Guarantee, float]:
-    """Noisy symmetric blocks of (1/n) XᵀX, all released as ONE analytic Gaussian mechanism.
+    sensitivity: float | None = None,
+    enforce_norm: bool = True,
+) -> list[np.ndarray]:
+    """Noisy symmetric blocks of (1/n) XᵀX, all released as ONE Gaussian of the plan's σ.
 
     ``X`` must already be clipped to ``row_norm`` (checked). Replace-one relation, n public,
-    Δ = √2·row_norm²/n (module docstring). Returns (noisy blocks, guarantee, per-entry σ).
+    Δ = √2·row_norm²/n (module docstring); ``sensitivity`` (from the plan) must equal it. The noise
+    is drawn by :func:`dpadapt.privacy.mechanisms.gaussian` from the secret ``noise`` stream.
+    ``enforce_norm=False`` (paper mode only) uses the published Δ = ``sensitivity`` without
+    enforcing any row bound; its guarantee is marked invalid by the plan.
     """
-    check_epsilon(epsilon)
     n = X.shape[0]
-    check_delta(delta, n)
-    _check_clipped(X, row_norm)
+    if enforce_norm:
+        _check_clipped(X, row_norm)
+        sens = joint_block_sensitivity(n, row_norm, "replace_one")
+        if sensitivity is not None and not math.isclose(sensitivity, sens, rel_tol=1e-12):
+            raise ValueError("the plan's sensitivity does not match the data's size")
+    else:
+        sens = float(sensitivity)
     exact = block_second_moments(X, partition)
-    sens = joint_block_sensitivity(n, row_norm, "replace_one")
-    out = gaussian_mechanism(
-        pack_upper(exact),
-        sens,
-        epsilon,
-        delta,
-        rng,
-        party=party,
-        unit="record",
-        relation="replace_one",
-        theorem=(
-            "Analytic Gaussian mechanism (Balle & Wang 2018, Thm. 8) on the packed upper triangles of "
-            "all subspace blocks of (1/n)XᵀX; joint sensitivity ≤ √2·r²/n for rows of norm ≤ r "
-            "(Analyze Gauss, Dwork et al. 2014)"
-        ),
-    )
-    return unpack_upper(out.value, [len(p) for p in partition]), out.guarantee, out.noise_scale
+    out = gaussian(pack_upper(exact), sigma=sigma, sensitivity=sens, noise=noise)
+    return unpack_upper(out.value, [len(p) for p in partition])
 
 
 def noisy_sum_second_moments(
-    X, partition: Partition, noise_multiplier: float, rng: np.random.Generator, row_norm: float = 1.0
+    X, partition: Partition, noise_multiplier: float, noise: NoiseSource, row_norm: float = 1.0
 ) -> tuple[list[np.ndarray], float]:
-    """Blocks of (XᵀX + E)/n with E symmetric Gaussian of std ``noise_multiplier``·row_norm² per entry.
+    """Blocks of (XᵀX + E)/n with E Gaussian of std ``noise_multiplier``·row_norm² per packed entry.
 
     For the *source* party (add/remove relation, composed with DP-SGD by RDP): the unnormalised
     sum has sensitivity ‖xxᵀ‖_F ≤ row_norm², so this is one Gaussian event of the given noise
-    multiplier. n is treated as public, as in every DP-SGD implementation (q = B/n).
-    Returns (noisy blocks, per-entry σ on the normalised scale).
+    multiplier, drawn by :func:`dpadapt.privacy.mechanisms.gaussian`. n is treated as public, as
+    in every DP-SGD implementation (q = B/n). Returns (noisy blocks, per-entry σ on the normalised scale).
     """
     _check_clipped(X, row_norm)
     n = X.shape[0]
     exact = pack_upper(block_second_moments(X, partition))
     sigma = noise_multiplier * row_norm**2 / n
-    noisy = exact + rng.normal(0.0, sigma, size=exact.shape)
-    return unpack_upper(noisy, [len(p) for p in partition]), sigma
+    out = gaussian(exact, sigma=sigma, sensitivity=row_norm**2 / n, noise=noise)
+    return unpack_upper(out.value, [len(p) for p in partition]), sigma
 
 
 def classic_sigma_unproven(epsilon: float, delta: float, sensitivity: float) -> float:

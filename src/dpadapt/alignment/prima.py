@@ -1,67 +1,152 @@
-"""PRIMA / PRISA (Jin, Cheng, Yang, Shen, IJCAI 2021): private correlation / subspace alignment.
+"""PRIMA / PRISA (Jin, Cheng, Yang, Shen, IJCAI 2021) with both parties protected, in the shared shape.
 
-Two party steps, each a plain function that works across processes through Release files:
+``PrimaConfig`` declares every hyper-parameter once; :func:`plan` fixes σ and both parties'
+Guarantees from public facts (sizes, dimension, the public label set) before any row is read;
+the party steps are plain functions working across processes through Release files.
 
-* :func:`release_prima_target` (target party): preprocess rows with public per-record
-  operations and clip them to a public norm; partition the features (data-independent random
-  partition in sound mode); release the PSD-repaired noisy second-moment blocks of all
-  subspaces as ONE analytic Gaussian mechanism (:mod:`dpadapt.alignment.covariance`).
-* :func:`adapt_prima_source` (source party): privatise its own blocks (when the source is
-  protected), align each subspace with CORAL (PRIMA) or SA (PRISA), train one head per subspace
-  with DP-SGD (:mod:`dpadapt.alignment.dp_training`), and return the heads as a Release carrying
-  the source Guarantee (covariance event and DP-SGD events composed with RDP, add/remove).
-* :func:`predict_prima` (target party): majority vote of the heads on the target's own rows.
+Two protocols (``source_release``):
+
+* ``"class_statistics"`` (the sound default): the source maps each row by a public per-row map
+  (log1p for counts, ℓ2 normalisation, a public random basis of ``basis_dim`` columns drawn from the
+  public stream, normalised again) and releases ONE Gaussian on its per-class sums and counts
+  (:func:`dpadapt.privacy.mechanisms.class_statistics`, Δ = 2 replace-one). The target turns them
+  into prototypes (centred on the source mean estimated from the same release, while it centres its
+  own rows on its own mean), refines them on its own rows (:mod:`dpadapt.alignment.refine`) and keeps
+  the classifier: its own computation, nothing of the target is released (target ε = 0).
+* ``"dpsgd_heads"`` (the published design, and paper mode): the target releases noisy subspace second
+  moments (:func:`release_target`), the source aligns every subspace (CORAL for PRIMA, SA for PRISA)
+  and trains one head per subspace with DP-SGD; the target predicts by majority vote.
 
 ``privacy_mode="paper"`` reproduces the published procedure (per-feature [0, 1] scaling with the
-data's own extremes, forward selection on raw target rows, per-block classic Gaussian noise with
-Δ = 1/n claimed by parallel composition, raw source covariance, per-subspace DP-SGD runs claimed
-by parallel composition, median clipping bound); its guarantees are marked invalid with reasons.
+data's own extremes, forward selection on raw target rows, per-block classic Gaussian noise,
+raw source covariance, per-subspace DP-SGD runs, median clipping bound); its guarantees are
+marked invalid with reasons. Public randomness (the partition, the basis) comes from the public
+stream of ``random_state``; noise only from the secret :class:`~dpadapt.privacy.mechanisms.NoiseSource`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
 
 from dpadapt.alignment import covariance as cov
+from dpadapt.alignment import refine as target_side  # swap for dpadapt.classstats.adapt once on main
 from dpadapt.alignment.coral import coral_matrix
-from dpadapt.alignment.dp_training import head_scores, median_gradient_norm, train_heads
+from dpadapt.alignment.dp_training import dpsgd_schedule, head_scores, median_gradient_norm, train_heads
 from dpadapt.alignment.subspace import sa_bases
+from dpadapt.api import Config, ConfigError, Plan, param
 from dpadapt.privacy import accounting
+from dpadapt.privacy.families import prima as calib
 from dpadapt.privacy.guarantee import Guarantee
-from dpadapt.privacy.mechanisms import gaussian_noise
-from dpadapt.release import Release
-from dpadapt.validation import (
-    check_delta,
-    check_epsilon,
-    check_features,
-    check_labels,
-    check_privacy_mode,
-    check_random_state,
-)
+from dpadapt.privacy.mechanisms import NoiseSource, class_statistics, gaussian
+from dpadapt.release import Release, ReleaseError
+from dpadapt.validation import check_features, check_labels
 
 METHOD = "prima"
 PARTITIONS = ("random", "forward", "full")
 ALIGNMENTS = ("coral", "sa")
+SOURCE_RELEASES = ("auto", "class_statistics", "dpsgd_heads")
 
-TARGET_PAPER_REASONS = (
-    "features min-max scaled to [0, 1] with the data's own per-feature extremes (not public)",
-    "row norms unbounded after [0, 1] scaling, so the claimed covariance sensitivity 1/n does not hold",
-    "one Gaussian release per subspace, composed by 'parallel composition' although every record is in every subspace",
-    "classic Gaussian calibration sqrt(2 ln(1.25/δ))/ε used for ε ≥ 1 (not proven there)",
-)
-FORWARD_REASON = "subspace partition chosen by forward selection on the raw target rows and released without noise"
-SOURCE_PAPER_REASONS = (
-    "source covariance used in CORAL/SA without noise",
-    "one DP-SGD run per subspace, claimed by 'parallel composition' although every record is in every run",
-    "clipping bound set to the median per-example gradient norm of the private source data",
-    "features min-max scaled to [0, 1] with the source's own per-feature extremes (not public)",
-)
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PrimaConfig(Config):
+    """Hyper-parameters of PRIMA / PRISA (ε and δ are each party's budget)."""
+
+    family: ClassVar[str] = "prima"
+
+    source_release: str = param("auto", choices=SOURCE_RELEASES,
+                                help="what the source releases: class statistics (sound default) or DP-SGD heads "
+                                     "(the published design; 'auto' = class statistics in sound mode, heads in paper mode)")
+    log_counts: bool = param(False, choices=(False, True), help="log(1 + x) before normalising (count features)")
+    basis_dim: int | None = param(1024, optional=True, low=1,
+                                  help="columns of the public random basis the source's rows are projected on (None: none)")
+    center: bool = param(True, choices=(False, True),
+                         help="centre prototypes on the released source mean and target rows on the target's own mean")
+    target_pca: int | None = param(None, optional=True, low=1,
+                                   help="target-side denoising: work in the top principal directions of the target's own "
+                                        "centred rows (its own computation; the isotropic release noise outside them is dropped)")
+    refinement: str = param("cluster_match", choices=target_side.REFINEMENTS,
+                            help="target-side refinement of the prototypes on its own rows")
+    subspace_size: int = param(512, low=1, help="public subspace size p of the random partition (dpsgd_heads)")
+    partition: str = param("random", choices=PARTITIONS, help="feature partition (forward selection is NOT private)")
+    psd_repair: str = param("eig_clip", choices=cov.PSD_REPAIRS, help="repair of the noisy blocks (post-processing)")
+    alignment: str = param("coral", choices=ALIGNMENTS, help="per-subspace alignment of the heads protocol")
+    sa_dim: int = param(64, low=1, help="SA eigenvectors per subspace (PRISA)")
+    head: str = param("logreg", choices=("logreg", "mlp"), help="subspace head")
+    hidden: tuple = param((256, 128), help="hidden widths of the mlp head")
+    epochs: int = param(30, low=1, help="DP-SGD epochs")
+    batch_size: int = param(25, low=1, help="expected DP-SGD batch size")
+    lr: float = param(1.0, low=0.0, low_open=True, help="SGD learning rate")
+    momentum: float = param(0.0, low=0.0, high=1.0, help="SGD momentum")
+    max_grad_norm: float = param(1.0, low=0.0, low_open=True, help="DP-SGD clipping bound (public)")
+    cov_budget_fraction: float = param(0.2, low=0.0, high=1.0, low_open=True,
+                                       help="share of the source ε for its covariance (dpsgd_heads, sound)")
+    joint: bool = param(True, choices=(False, True), help="one DP-SGD run over all heads (else one per subspace)")
+    reg: float = param(1.0, low=0.0, help="CORAL ridge on unit-mean-diagonal covariances")
+    noise_aware_reg: bool = param(True, choices=(False, True), help="raise the ridge by the noise's spectral scale")
+
+    def protocol(self) -> str:
+        """The resolved source release: class statistics in sound mode, DP-SGD heads in paper mode."""
+        if self.source_release != "auto":
+            return self.source_release
+        return "dpsgd_heads" if self.privacy_mode == "paper" else "class_statistics"
+
+
+# --- public facts, plan ---------------------------------------------------------------------
+
+
+def plan(config: PrimaConfig, facts: dict[str, Any]) -> Plan:
+    """Both parties' Guarantees and every σ, from ``facts`` (n_source, n_target, n_features).
+
+    The Plan's guarantee is the source's; ``calibration["target_guarantee"]`` the target's.
+    """
+    if config.privacy_mode == "paper" and config.protocol() == "class_statistics":
+        raise ConfigError("source_release='class_statistics' is our protocol; paper mode runs the published heads")
+    n_s, n_t, d = int(facts["n_source"]), int(facts["n_target"]), int(facts["n_features"])
+    kind = config.protocol()
+    cal: dict[str, Any] = {"protocol": kind}
+    if kind == "dpsgd_heads":
+        q, steps = dpsgd_schedule(n_s, config.batch_size, config.epochs)
+        n_heads = 1 if config.partition == "full" else math.ceil(d / min(config.subspace_size, d))
+        cal.update(sample_rate=q, steps=steps, n_heads=n_heads)
+    if not config.private:
+        return Plan(METHOD, kind, config, dict(facts), None, {**cal, "target_guarantee": None})
+    delta_s = config.resolved_delta(n_s) if config.privacy_mode == "sound" else float(config.delta or 1e-5)
+    if kind == "class_statistics":
+        g_s, sigma = calib.class_statistics_plan(config.epsilon, delta_s)
+        cal.update(sigma=sigma, target_guarantee=calib.target_silent())
+        return Plan(METHOD, kind, config, dict(facts), g_s, cal)
+    delta_t = config.resolved_delta(n_t) if config.privacy_mode == "sound" else float(config.delta or 1e-5)
+    g_t, sigma_t = calib.target_covariances_plan(n_t, config.epsilon, delta_t, partition=config.partition,
+                                                 privacy_mode=config.privacy_mode)
+    g_s, z_cov, z = calib.dpsgd_heads_plan(
+        cal["n_heads"], config.epsilon, delta_s, sample_rate=cal["sample_rate"], steps=cal["steps"],
+        cov_budget_fraction=config.cov_budget_fraction, joint=config.joint, privacy_mode=config.privacy_mode,
+    )
+    cal.update(sigma_entry=sigma_t, cov_noise_multiplier=z_cov, noise_multiplier=z, target_guarantee=g_t)
+    return Plan(METHOD, kind, config, dict(facts), g_s, cal)
+
+
+def class_indices(ys, config: PrimaConfig) -> tuple[np.ndarray, np.ndarray]:
+    """(public label set, indices of ``ys`` into it); a label outside the public set is an error.
+
+    The label set comes from ``classes=`` (required whenever the source is protected); only the
+    non-private counterpart may read it off the labels.
+    """
+    if config.private or config.classes is not None:
+        classes = np.asarray(config.required_classes())
+    else:
+        classes = np.unique(ys)
+    lookup = {c: i for i, c in enumerate(classes.tolist())}
+    try:
+        idx = np.array([lookup[c] for c in np.asarray(ys).tolist()], dtype=np.int64)
+    except KeyError as exc:
+        raise ValueError(f"source label {exc.args[0]!r} is not in the public label set classes={tuple(classes.tolist())}") from None
+    return classes, idx
 
 
 # --- preprocessing (public, per record) --------------------------------------------------------
@@ -96,118 +181,149 @@ def _split_partition(flat: np.ndarray, sizes: np.ndarray) -> list[np.ndarray]:
     return np.split(np.asarray(flat, dtype=np.int64), np.cumsum(sizes)[:-1])
 
 
-# --- target party ------------------------------------------------------------------------------
+# --- class-statistics protocol ---------------------------------------------------------------
 
 
-def plan_target_guarantee(
-    n_target: int, epsilon: float, delta: float, *, partition: str = "random", privacy_mode: str = "sound"
-) -> Guarantee:
-    """The target Guarantee of :func:`release_prima_target`, computable before any noise is drawn."""
-    check_epsilon(epsilon)
-    check_delta(delta)
-    check_privacy_mode(privacy_mode)
-    if privacy_mode == "sound":
-        sens = cov.joint_block_sensitivity(n_target, 1.0, "replace_one")
-        sigma = accounting.analytic_gaussian_sigma(epsilon, delta, sens)
-        reasons = (FORWARD_REASON,) if partition == "forward" else ()
-        return Guarantee(
-            party="target",
-            unit="record",
-            relation="replace_one",
-            epsilon=float(epsilon),
-            delta=float(delta),
-            events=(accounting.gaussian_event(sigma / sens),),
-            accounting="analytic_gaussian",
-            theorem=(
-                "Analytic Gaussian mechanism (Balle & Wang 2018, Thm. 8) on the packed upper triangles of all "
-                "subspace blocks of (1/n)XᵀX, joint sensitivity √2/n for unit rows (spec 04, soundness notes 1–3)"
-            ),
-            mode="sound",
-            valid=not reasons,
-            reasons=reasons,
-            sensitivity=sens,
-            details={"sigma_entry": sigma, "row_norm": 1.0},
-        )
-    sens = 1.0 / n_target
-    sigma = cov.classic_sigma_unproven(epsilon, delta, sens)
-    reasons = TARGET_PAPER_REASONS + ((FORWARD_REASON,) if partition == "forward" else ())
-    return Guarantee(
-        party="target",
-        unit="record",
-        relation="replace_one",
-        epsilon=float(epsilon),
-        delta=float(delta),
-        accounting="none",
-        theorem="PRIMA Thm. 3 as published (Gaussian mechanism per subspace + parallel composition)",
-        mode="paper",
-        valid=False,
-        reasons=reasons + ("published procedure reproduced for comparison (paper mode)",),
-        sensitivity=sens,
-        details={"sigma_entry": sigma},
-    )
+def _dense(X) -> np.ndarray:
+    return X.toarray() if sp.issparse(X) else np.asarray(X, dtype=np.float64)
 
 
-def release_prima_target(
-    Xt,
-    epsilon: float,
-    delta: float,
-    *,
-    subspace_size: int = 512,
-    partition: str = "random",
-    psd_repair: str = "eig_clip",
-    log_counts: bool = False,
-    privacy_mode: str = "sound",
-    rng=None,
-) -> Release:
-    """Target party: the noisy, PSD-repaired second-moment blocks of all subspaces, as one Release.
+def public_basis(n_features: int, basis_dim: int | None, seed: int) -> np.ndarray | None:
+    """The public random basis (d × k random signs / √k, Achlioptas 2003) regenerated from its released seed.
 
-    Parameters
-    ----------
-    Xt : array or CSR (n_t, d)
-        The target's private rows (labels are never used).
-    epsilon, delta : float
-        Target budget; in sound mode the whole release is (ε, δ)-DP (replace-one, record level).
-    subspace_size : int
-        Public subspace size p of the random partition (⌈d/p⌉ blocks).
-    partition : {"random", "forward", "full"}
-        Data-independent random partition (sound), the published forward selection on the raw
-        rows (guarantee marked invalid), or one full block (the "Basic" ablation).
-    psd_repair : {"eig_clip", "shrink", "none"}
-        Eigenvalue clipping (default; non-expansive toward the true matrix), the published
-        shrinking with bisection, or nothing (ablations).
-    log_counts : bool
-        Apply log(1 + x) before clipping (public transform for count features).
-    privacy_mode : {"sound", "paper"}
-    rng : int or numpy Generator
+    Public randomness (it is released through its seed), so no privacy noise is drawn here.
     """
-    check_privacy_mode(privacy_mode)
-    if partition not in PARTITIONS:
-        raise ValueError(f"partition must be one of {PARTITIONS}, got {partition!r}")
-    if psd_repair not in cov.PSD_REPAIRS:
-        raise ValueError(f"psd_repair must be one of {cov.PSD_REPAIRS}, got {psd_repair!r}")
-    if subspace_size < 1:
-        raise ValueError(f"subspace_size must be ≥ 1, got {subspace_size}")
-    rng = check_random_state(rng)
+    if basis_dim is None:
+        return None
+    signs = np.random.default_rng(seed).integers(0, 2, size=(n_features, basis_dim), dtype=np.int8)
+    return (2.0 * signs - 1.0) / math.sqrt(basis_dim)
+
+
+def embed(X, *, log_counts: bool, basis: np.ndarray | None) -> np.ndarray:
+    """The public per-row map: log1p (counts), ℓ2 normalisation, projection on the public basis, normalisation."""
+    X = preprocess(X, log_counts=log_counts, row_norm=1.0, privacy_mode="sound")
+    Z = target_side.normalise_rows(_dense(X))
+    if basis is not None:
+        Z = target_side.normalise_rows(Z @ basis)
+    return Z
+
+
+def release_source_statistics(plan_: Plan, Xs, ys, public: np.random.Generator, noise: NoiseSource) -> Release:
+    """Source party: ONE Gaussian on per-class sums and counts of its mapped rows (the Plan's σ)."""
+    config: PrimaConfig = plan_.config
+    Xs = check_features(Xs, "Xs (source)", allow_sparse=True, min_rows=2)
+    d = int(plan_.facts["n_features"])
+    if Xs.shape[1] != d:
+        raise ValueError(f"source has {Xs.shape[1]} features, the plan {d}")
+    classes, y_idx = class_indices(check_labels(ys, Xs.shape[0], "ys (source labels)"), config)
+    basis_seed = int(public.integers(2**63 - 1))
+    Z = embed(Xs, log_counts=config.log_counts, basis=public_basis(d, config.basis_dim, basis_seed))
+    if config.private:
+        stats = class_statistics(Z, y_idx, len(classes), sigma=plan_.calibration["sigma"], relation="replace_one", noise=noise)
+        sums, counts = stats.sums, stats.counts
+        guarantee = plan_.guarantee
+    else:
+        sums = np.zeros((len(classes), Z.shape[1]))
+        np.add.at(sums, y_idx, Z)
+        counts = np.bincount(y_idx, minlength=len(classes)).astype(np.float64)
+        guarantee = Guarantee.non_private("source", "non-private counterpart (epsilon=None)")
+    params = {"n_features": d, "basis_dim": config.basis_dim, "basis_seed": basis_seed, "log_counts": config.log_counts,
+              "privacy_mode": config.privacy_mode, "sigma": plan_.calibration.get("sigma")}
+    return Release(METHOD, "source_class_statistics", "source",
+                   {"sums": sums, "counts": counts, "classes": classes}, guarantee, params)
+
+
+@dataclasses.dataclass
+class ClassStatisticsClassifier:
+    """The target's classifier from released class statistics: linear scores on its embedded rows."""
+
+    classes_: np.ndarray
+    W: np.ndarray
+    b: np.ndarray
+    target_mean: np.ndarray | None
+    n_features: int
+    basis_dim: int | None
+    basis_seed: int
+    log_counts: bool
+    directions: np.ndarray | None = None
+
+    def _embed(self, X) -> np.ndarray:
+        Z = embed(X, log_counts=self.log_counts, basis=public_basis(self.n_features, self.basis_dim, self.basis_seed))
+        if self.target_mean is not None:
+            Z = target_side.normalise_rows(Z - self.target_mean)
+        if self.directions is not None:  # rows re-normalised after projection, as during refinement
+            P = Z @ self.directions
+            Z = (P / np.maximum(np.linalg.norm(P, axis=1, keepdims=True), 1e-12)) @ self.directions.T
+        return Z
+
+    def decision_function(self, X) -> np.ndarray:
+        return self._embed(X) @ self.W.T + self.b
+
+    def predict(self, X) -> np.ndarray:
+        return self.classes_[self.decision_function(X).argmax(axis=1)]
+
+    def score(self, X, y) -> float:
+        return float(np.mean(self.predict(X) == np.asarray(y)))
+
+
+def adapt_class_statistics(release: Release, Xt, config: PrimaConfig) -> ClassStatisticsClassifier:
+    """Target party: prototypes from the release, refined on its own rows (post-processing + own data)."""
+    if release.method != METHOD or release.kind != "source_class_statistics":
+        raise ReleaseError(f"expected a prima source_class_statistics release, got {release.method}/{release.kind}")
+    p = release.params
+    d = int(p["n_features"])
+    Xt = check_features(Xt, "Xt (target)", allow_sparse=True, min_rows=1)
+    if Xt.shape[1] != d:
+        raise ValueError(f"target has {Xt.shape[1]} features, the release {d}")
+    means, pooled = target_side.prototypes(release["sums"], release["counts"])
+    Zt = embed(Xt, log_counts=bool(p["log_counts"]), basis=public_basis(d, p["basis_dim"], int(p["basis_seed"])))
+    target_mean = None
+    if config.center:
+        target_mean = Zt.mean(axis=0)
+        Zt = target_side.normalise_rows(Zt - target_mean)
+        means = means - pooled
+    V = None
+    if config.target_pca is not None:
+        V = target_side.principal_directions(Zt, config.target_pca)
+        Zt, means = target_side.normalise_rows(Zt @ V), means @ V
+    W, b = target_side.refine(Zt, means, config.refinement, random_state=config.random_state)
+    if V is not None:  # scores of normalised projected rows = (Z V / ‖Z V‖) Wᵀ: keep the map in the model
+        W = W @ V.T
+    return ClassStatisticsClassifier(release["classes"], W, b, target_mean, d, p["basis_dim"], int(p["basis_seed"]),
+                                     bool(p["log_counts"]), V)
+
+
+# --- heads protocol: target party ---------------------------------------------------------------
+
+
+def release_target(plan_: Plan, Xt, public: np.random.Generator, noise: NoiseSource) -> Release:
+    """Target party (heads protocol): noisy PSD-repaired second-moment blocks of all subspaces.
+
+    The partition is drawn from the PUBLIC stream (data-independent, released); the noise from the
+    secret ``noise`` stream, so knowing the seed of the partition does not replay the noise.
+    """
+    config: PrimaConfig = plan_.config
+    if plan_.kind != "dpsgd_heads":
+        raise ValueError("the target releases covariances only in the dpsgd_heads protocol")
     Xt = check_features(Xt, "Xt (target)", allow_sparse=True, min_rows=2)
     n, d = Xt.shape
-    check_epsilon(epsilon)
-    check_delta(delta, n)
-    guarantee = plan_target_guarantee(n, epsilon, delta, partition=partition, privacy_mode=privacy_mode)
-    X = preprocess(Xt, log_counts=log_counts, row_norm=1.0, privacy_mode=privacy_mode)
-    sigma = guarantee.details["sigma_entry"]
-    if partition == "random":
-        parts = cov.random_partition(d, subspace_size, rng)
-    elif partition == "full":
+    X = preprocess(Xt, log_counts=config.log_counts, row_norm=1.0, privacy_mode=config.privacy_mode)
+    if config.partition == "random":
+        parts = cov.random_partition(d, config.subspace_size, public)
+    elif config.partition == "full":
         parts = cov.full_partition(d)
     else:
-        parts = cov.forward_selection(X, epsilon, delta, rng)
-    if privacy_mode == "sound":
-        noisy, released_g, used = cov.release_block_second_moments(X, parts, epsilon, delta, rng, row_norm=1.0)
-        if not math.isclose(used, sigma, rel_tol=1e-12) or released_g.sensitivity != guarantee.sensitivity:
-            raise RuntimeError("the covariance release was calibrated differently from its plan")
+        parts = cov.forward_selection(X, config.epsilon or 1.0, config.delta or 1e-5, public)
+    sigma = plan_.calibration.get("sigma_entry")
+    if not config.private:
+        blocks = cov.block_second_moments(X, parts)
+        guarantee = Guarantee.non_private("target", "non-private counterpart (epsilon=None)")
     else:
-        noisy = [C + gaussian_noise(C.shape, sigma, rng, symmetric=True) for C in cov.block_second_moments(X, parts)]
-    repaired = [cov.psd_repair(C, psd_repair) for C in noisy]
+        blocks = cov.release_block_second_moments(X, parts, sigma, noise, row_norm=1.0,
+                                                  sensitivity=plan_.calibration["target_guarantee"].sensitivity,
+                                                  enforce_norm=config.privacy_mode == "sound")
+        guarantee = plan_.calibration["target_guarantee"]
+    repaired = [cov.psd_repair(C, config.psd_repair) for C in blocks]
     arrays: dict[str, np.ndarray] = {
         "partition": np.concatenate(parts).astype(np.int64),
         "block_sizes": np.array([len(p) for p in parts], dtype=np.int64),
@@ -215,16 +331,9 @@ def release_prima_target(
     for i, C in enumerate(repaired):
         arrays[f"cov_{i}"] = C
     params: dict[str, Any] = {
-        "n_features": d,
-        "n_target": n,
-        "n_blocks": len(parts),
-        "subspace_size": subspace_size,
-        "partition": partition,
-        "psd_repair": psd_repair,
-        "log_counts": log_counts,
-        "row_norm": 1.0,
-        "sigma_entry": sigma,
-        "privacy_mode": privacy_mode,
+        "n_features": d, "n_target": n, "n_blocks": len(parts), "subspace_size": config.subspace_size,
+        "partition": config.partition, "psd_repair": config.psd_repair, "log_counts": config.log_counts,
+        "row_norm": 1.0, "sigma_entry": sigma or 0.0, "privacy_mode": config.privacy_mode,
         "second_moment": "uncentered (1/n) XᵀX per block",
     }
     return Release(METHOD, "target_covariances", "target", arrays, guarantee, params)
@@ -233,248 +342,123 @@ def release_prima_target(
 def target_blocks(release: Release) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """(partition blocks, released covariance blocks) of a target Release, checked."""
     if release.method != METHOD or release.kind != "target_covariances":
-        raise ValueError(f"expected a prima target_covariances release, got {release.method}/{release.kind}")
+        raise ReleaseError(f"expected a prima target_covariances release, got {release.method}/{release.kind}")
     sizes = release["block_sizes"]
     parts = _split_partition(release["partition"], sizes)
     cov.check_partition(parts, int(release.params["n_features"]))
     covs = [release[f"cov_{i}"] for i in range(len(parts))]
     for p, C in zip(parts, covs):
         if C.shape != (len(p), len(p)):
-            raise ValueError("release covariance block does not match its partition block")
+            raise ReleaseError("release covariance block does not match its partition block")
     return parts, covs
 
 
-# --- source party ------------------------------------------------------------------------------
+# --- heads protocol: source party -----------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=256)
-def _calibrate(make_key: tuple, epsilon: float, delta: float) -> float:
-    """Cached DP-SGD noise multiplier for (kind, z_cov, q, steps, runs) at (ε, δ) (RDP, add/remove)."""
-    kind, z_cov, q, steps, runs = make_key
+def release_source_heads(plan_: Plan, target_release: Release, Xs, ys, public: np.random.Generator,
+                         noise: NoiseSource) -> Release:
+    """Source party (heads protocol): align every subspace to the target's blocks, train DP-SGD heads.
 
-    def make(z: float):
-        parts = [accounting.gaussian_event(z_cov)] if kind == "with_cov" else []
-        return accounting.compose(parts + [accounting.poisson_gaussian_event(z, q, steps)] * runs)
-
-    return accounting.calibrate_noise_multiplier(make, epsilon, delta, "add_remove")
-
-
-@dataclasses.dataclass(frozen=True)
-class SourcePlan:
-    """Source-side noise levels fixed before any noise is drawn, and the resulting Guarantee."""
-
-    guarantee: Guarantee
-    cov_noise_multiplier: float | None
-    sgd_noise_multiplier: float | None
-    sample_rate: float
-    steps: int
-
-
-def plan_source(
-    n_source: int,
-    n_heads: int,
-    source_epsilon: float | None,
-    delta: float,
-    *,
-    epochs: int,
-    batch_size: int,
-    cov_budget_fraction: float = 0.2,
-    joint: bool = True,
-    privacy_mode: str = "sound",
-) -> SourcePlan:
-    """Calibrate the source covariance noise and the DP-SGD noise multiplier for a total (ε, δ).
-
-    Sound: the covariance sum XᵀX (rows ‖x‖ ≤ 1, add/remove, Δ = 1) gets noise multiplier
-    z_cov = analytic σ at (fraction·ε, δ); the DP-SGD multiplier z is then the smallest with
-    RDP(cov event ∘ DP-SGD events) ≤ (ε, δ). Paper: z such that ONE per-subspace run is (ε, δ)
-    (the published claim), no covariance noise.
+    The head widths come from the public label set (never from the labels present).
     """
-    from dpadapt.alignment.dp_training import dpsgd_schedule
-
-    check_privacy_mode(privacy_mode)
-    q, steps = dpsgd_schedule(n_source, batch_size, epochs)
-    if source_epsilon is None:
-        return SourcePlan(Guarantee.non_private("source", "source not protected (source_epsilon=None)"), None, None, q, steps)
-    check_epsilon(source_epsilon)
-    check_delta(delta, n_source)
-    if privacy_mode == "paper":
-        z = _calibrate(("alone", 0.0, q, steps, 1), float(source_epsilon), float(delta))
-        runs = n_heads  # the paper trains one model per subspace
-        actual = accounting.epsilon(accounting.compose([accounting.poisson_gaussian_event(z, q, steps)] * runs), delta, "add_remove")
-        g = Guarantee(
-            party="source",
-            unit="record",
-            relation="add_remove",
-            epsilon=float(source_epsilon),
-            delta=float(delta),
-            events=(accounting.poisson_gaussian_event(z, q, steps),),
-            accounting="rdp",
-            theorem="PRIMA Thm. 3 as published (moments accountant per model + parallel composition)",
-            mode="paper",
-            valid=False,
-            reasons=SOURCE_PAPER_REASONS + ("published procedure reproduced for comparison (paper mode)",),
-            details={"noise_multiplier": z, "sample_rate": q, "steps": steps, "runs": runs,
-                     "epsilon_of_composed_dpsgd_runs_only": actual},
-        )
-        return SourcePlan(g, None, z, q, steps)
-    if not 0 < cov_budget_fraction < 1:
-        raise ValueError(f"cov_budget_fraction must be in (0, 1), got {cov_budget_fraction}")
-    z_cov = accounting.analytic_gaussian_sigma(cov_budget_fraction * source_epsilon, delta, 1.0)
-    runs = 1 if joint else n_heads
-
-    def make(z: float):
-        return accounting.compose(
-            [accounting.gaussian_event(z_cov)] + [accounting.poisson_gaussian_event(z, q, steps)] * runs
-        )
-
-    z = _calibrate(("with_cov", z_cov, q, steps, runs), float(source_epsilon), float(delta))
-    g = Guarantee.from_event(
-        make(z),
-        party="source",
-        unit="record",
-        relation="add_remove",
-        delta=delta,
-        theorem=(
-            "Gaussian mechanism on the source second-moment blocks (Δ = 1 for unit rows, add/remove) composed by RDP "
-            "with Poisson-subsampled DP-SGD (Abadi et al. 2016; Mironov et al. 2019) over all subspace heads"
-            + (" trained jointly (one clip of the concatenated per-example gradient)" if joint else f" ({runs} runs composed)")
-        ),
-        details={"cov_noise_multiplier": z_cov, "noise_multiplier": z, "sample_rate": q, "steps": steps, "runs": runs,
-                 "cov_budget_fraction": cov_budget_fraction},
-    )
-    return SourcePlan(g, z_cov, z, q, steps)
-
-
-def adapt_prima_source(
-    target_release: Release,
-    Xs,
-    ys,
-    *,
-    source_epsilon: float | None = 2.0,
-    delta: float = 1e-5,
-    alignment: str = "coral",
-    sa_dim: int = 64,
-    head: str = "logreg",
-    hidden: tuple[int, ...] = (256, 128),
-    epochs: int = 30,
-    batch_size: int = 25,
-    lr: float = 1.0,
-    momentum: float = 0.0,
-    max_grad_norm: float = 1.0,
-    cov_budget_fraction: float = 0.2,
-    joint: bool = True,
-    reg: float = 1.0,
-    noise_aware_reg: bool = True,
-    privacy_mode: str = "sound",
-    rng=None,
-) -> Release:
-    """Source party: align every subspace to the released target blocks, train the heads with DP-SGD.
-
-    Returns the return Release (owner "source") holding the heads' weights (and, for PRISA, the
-    target projections derived from the target's own release) with the source Guarantee.
-
-    ``source_epsilon=None`` leaves the source unprotected (raw covariance, no DP-SGD noise).
-    The CORAL ridge is ``reg`` on covariances scaled to unit mean diagonal (× d for unit rows);
-    with ``noise_aware_reg`` (sound mode) it is raised by the expected spectral norm of the
-    covariance noise of both parties, 2√p·(σ_t + σ_s)·d — public quantities — so that CORAL
-    falls back toward the identity when the released matrices are dominated by noise (our
-    addition; the paper has no ridge).
-    """
-    check_privacy_mode(privacy_mode)
-    if alignment not in ALIGNMENTS:
-        raise ValueError(f"alignment must be one of {ALIGNMENTS}, got {alignment!r}")
-    if target_release.params.get("privacy_mode") != privacy_mode:
-        raise ValueError(
-            f"the target release was made in {target_release.params.get('privacy_mode')!r} mode, adapt runs in {privacy_mode!r} mode"
-        )
-    rng = check_random_state(rng)
+    config: PrimaConfig = plan_.config
     parts, covs_t = target_blocks(target_release)
+    if target_release.params.get("privacy_mode") != config.privacy_mode:
+        raise ReleaseError(
+            f"the target release was made in {target_release.params.get('privacy_mode')!r} mode, adapt runs in {config.privacy_mode!r} mode"
+        )
     Xs = check_features(Xs, "Xs (source)", allow_sparse=True, min_rows=2)
     d = int(target_release.params["n_features"])
     if Xs.shape[1] != d:
         raise ValueError(f"source has {Xs.shape[1]} features, the target release {d}")
-    ys = check_labels(ys, Xs.shape[0], "ys (source labels)")
-    classes, y_idx = np.unique(ys, return_inverse=True)
+    classes, y_idx = class_indices(check_labels(ys, Xs.shape[0], "ys (source labels)"), config)
     n = Xs.shape[0]
+    mode = config.privacy_mode
     repair = target_release.params["psd_repair"]
-    X = preprocess(Xs, log_counts=bool(target_release.params["log_counts"]), row_norm=1.0, privacy_mode=privacy_mode)
-
-    plan = plan_source(n, len(parts), source_epsilon, delta, epochs=epochs, batch_size=batch_size,
-                       cov_budget_fraction=cov_budget_fraction, joint=joint, privacy_mode=privacy_mode)
-    if plan.cov_noise_multiplier is not None:
-        covs_s, _ = cov.noisy_sum_second_moments(X, parts, plan.cov_noise_multiplier, rng)
+    X = preprocess(Xs, log_counts=bool(target_release.params["log_counts"]), row_norm=1.0, privacy_mode=mode)
+    cal = plan_.calibration
+    z_cov = cal.get("cov_noise_multiplier")
+    if config.private and z_cov is not None:
+        covs_s, sigma_s = cov.noisy_sum_second_moments(X, parts, z_cov, noise)
         covs_s = [cov.psd_repair(C, repair) for C in covs_s]
     else:
-        covs_s = cov.block_second_moments(X, parts)
-
-    scale = float(d) if privacy_mode == "sound" else 1.0
-    in_div = 1.0 if privacy_mode == "sound" else math.sqrt(d)
+        covs_s, sigma_s = cov.block_second_moments(X, parts), 0.0
+    scale = float(d) if mode == "sound" else 1.0
+    in_div = 1.0 if mode == "sound" else math.sqrt(d)
     sigma_t = float(target_release.params["sigma_entry"])
-    sigma_s = 0.0 if plan.cov_noise_multiplier is None else plan.cov_noise_multiplier / n
     feats, sizes, tproj = [], [], []
     for i, idx in enumerate(parts):
         B = _block(X, idx)
-        if alignment == "coral":
-            ridge = reg
-            if noise_aware_reg and privacy_mode == "sound":
+        if config.alignment == "coral":
+            ridge = config.reg
+            if config.noise_aware_reg and mode == "sound":
                 ridge += scale * (cov.noise_spectral_scale(len(idx), sigma_t) + cov.noise_spectral_scale(len(idx), sigma_s))
             feats.append(B @ coral_matrix(covs_s[i], covs_t[i], ridge, scale) / in_div)
             sizes.append(len(idx))
         else:
-            k = min(sa_dim, len(idx))
+            k = min(config.sa_dim, len(idx))
             Ps, Bt = sa_bases(covs_s[i], covs_t[i], k)
             feats.append(B @ Ps / in_div)
             tproj.append(Bt)
             sizes.append(k)
     Z = np.hstack(feats)
-    seed = int(rng.integers(2**31 - 1))
-    clip = max_grad_norm
-    if privacy_mode == "paper" and source_epsilon is not None:
-        clip = median_gradient_norm(Z, y_idx, sizes, len(classes), head, hidden, seed)
+    # the DP-SGD engine takes an integer seed for its noise: drawn from the secret stream
+    seed = int(noise.torch_generator().initial_seed() % (2**31 - 1)) if config.private else int(public.integers(2**31 - 1))
+    z = cal.get("noise_multiplier") if config.private else None
+    clip = config.max_grad_norm
+    if mode == "paper" and config.private:
+        clip = median_gradient_norm(Z, y_idx, sizes, len(classes), config.head, config.hidden, seed)
     trained = train_heads(
-        Z, y_idx, sizes, len(classes), head=head, hidden=hidden, epochs=epochs, batch_size=batch_size, lr=lr,
-        momentum=momentum, max_grad_norm=clip, noise_multiplier=plan.sgd_noise_multiplier,
-        joint=joint and privacy_mode == "sound",
-        seed=seed,
+        Z, y_idx, sizes, len(classes), head=config.head, hidden=config.hidden, epochs=config.epochs,
+        batch_size=config.batch_size, lr=config.lr, momentum=config.momentum, max_grad_norm=clip,
+        noise_multiplier=z, joint=config.joint and mode == "sound", seed=seed,
     )
-    if trained.events and privacy_mode == "sound":
-        expected = accounting.compose([accounting.gaussian_event(plan.cov_noise_multiplier)] + trained.events)
-        planned = plan.guarantee.event
-        if accounting.epsilon(expected, delta, "add_remove") > accounting.epsilon(planned, delta, "add_remove") + 1e-6:
-            raise RuntimeError("the DP-SGD run spent more than planned; refusing to release")
-    guarantee = plan.guarantee  # fixed before any noise was drawn (the CLI driver checks it is unchanged)
+    if config.private:
+        guarantee = plan_.guarantee
+        if trained.events and mode == "sound":
+            spent = accounting.compose([accounting.gaussian_event(z_cov)] + trained.events)
+            delta = guarantee.delta
+            if accounting.epsilon(spent, delta, "add_remove") > guarantee.epsilon + 1e-6:
+                raise RuntimeError("the DP-SGD run spent more than planned; refusing to release")
+    else:
+        guarantee = Guarantee.non_private("source", "non-private counterpart (epsilon=None)")
     arrays: dict[str, np.ndarray] = {
-        "partition": target_release["partition"],
-        "block_sizes": target_release["block_sizes"],
-        "classes": classes,
+        "partition": target_release["partition"], "block_sizes": target_release["block_sizes"], "classes": classes,
     }
     for i, params in enumerate(trained.params):
         for j, a in enumerate(params):
             arrays[f"head{i}_p{j}"] = a
     for i, Bt in enumerate(tproj):
         arrays[f"tproj_{i}"] = Bt
-    return Release(
-        METHOD,
-        "source_models",
-        "source",
-        arrays,
-        guarantee,
-        {
-            "alignment": alignment,
-            "head": head,
-            "n_heads": len(parts),
-            "n_layers": len(trained.params[0]) // 2,
-            "input_divisor": in_div,
-            "log_counts": bool(target_release.params["log_counts"]),
-            "privacy_mode": privacy_mode,
-            "target_release_id": target_release.release_id,
-            "max_grad_norm": clip,
-            "noise_multiplier": plan.sgd_noise_multiplier,
-            "cov_noise_multiplier": plan.cov_noise_multiplier,
-            "opacus_epsilons_at_1e-5": trained.opacus_epsilons,
-            "dpsgd_runs": len(trained.events),
-        },
-    )
+    return Release(METHOD, "source_models", "source", arrays, guarantee, {
+        "alignment": config.alignment, "head": config.head, "n_heads": len(parts),
+        "n_layers": len(trained.params[0]) // 2, "input_divisor": in_div,
+        "log_counts": bool(target_release.params["log_counts"]), "privacy_mode": mode,
+        "target_release_id": target_release.release_id, "max_grad_norm": clip, "noise_multiplier": z,
+        "cov_noise_multiplier": z_cov if config.private else None, "dpsgd_runs": len(trained.events),
+    })
+
+
+# --- the family's party steps ------------------------------------------------------------------
+
+
+def release(plan_: Plan, data: dict[str, Any], public: np.random.Generator, noise: NoiseSource) -> Release:
+    """The source party's release of the planned protocol (``data``: Xs, ys and, for heads, target_release)."""
+    if plan_.kind == "class_statistics":
+        return release_source_statistics(plan_, data["Xs"], data["ys"], public, noise)
+    return release_source_heads(plan_, data["target_release"], data["Xs"], data["ys"], public, noise)
+
+
+def adapt(release_: Release, Xt, config: PrimaConfig):
+    """The target party's model from the source's release (post-processing and its own rows)."""
+    if release_.method != METHOD:
+        raise ReleaseError(f"expected a prima release, got {release_.method}/{release_.kind}")
+    if release_.kind == "source_class_statistics":
+        return adapt_class_statistics(release_, Xt, config)
+    if release_.kind == "source_models":
+        return PrimaVoteClassifier(release_)
+    raise ReleaseError(f"unexpected prima release kind {release_.kind!r}")
 
 
 # --- target party: prediction ---------------------------------------------------------------
@@ -521,7 +505,7 @@ class PrimaVoteClassifier:
 
 def vote_scores_check(release: Release) -> None:
     if release.method != METHOD or release.kind != "source_models":
-        raise ValueError(f"expected a prima source_models release, got {release.method}/{release.kind}")
+        raise ReleaseError(f"expected a prima source_models release, got {release.method}/{release.kind}")
 
 
 def predict_prima(release: Release, Xt) -> np.ndarray:

@@ -12,7 +12,8 @@ from dpadapt.discrepancy.core import (
     source_radius,
     spectral_norm,
 )
-from dpadapt.discrepancy.estimator import DiscrepancyClassifier, DiscrepancyRegressor
+from dpadapt.discrepancy.estimator import DiscrepancyClassifier, DiscrepancyConfig, DiscrepancyRegressor
+from dpadapt.discrepancy.family import adapt, plan, release
 from dpadapt.discrepancy.nonprivate import minimize_discrepancy, project_simplex
 from dpadapt.discrepancy.private import (
     PrivateResult,
@@ -24,6 +25,7 @@ from dpadapt.discrepancy.stage2 import weighted_regression
 
 __all__ = [
     "DiscrepancyClassifier",
+    "DiscrepancyConfig",
     "DiscrepancyRegressor",
     "PrivateResult",
     "default_mu",

@@ -28,7 +28,8 @@ from dpadapt.discrepancy.estimator import DiscrepancyRegressor
 from dpadapt.discrepancy.stage2 import weighted_regression
 from dpadapt.privacy.guarantee import Guarantee
 from dpadapt.release import Release, ReleaseError
-from dpadapt.validation import check_features, check_random_state
+from dpadapt.privacy.mechanisms import random_streams
+from dpadapt.validation import check_features
 
 METHOD = "discrepancy"
 KIND = "source_weights"
@@ -76,7 +77,7 @@ def plan_weights_release(
         raise ValueError(f"algorithm must be one of {PRIVATE_ALGORITHMS}, got {algorithm!r}")
     if math.isinf(float(epsilon)):
         raise ValueError("a release needs a finite epsilon (the non-private baseline releases nothing private)")
-    rng = check_random_state(random_state)
+    public, noise = random_streams(random_state)
     problem = private.make_problem(X_target, X_source, K=K, lam=0.0 if algorithm == "single_stage" else lam,
                                    r=r, mu=mu)
     if algorithm == "single_stage":
@@ -92,12 +93,12 @@ def plan_weights_release(
     def execute() -> Release:
         arrays: dict[str, np.ndarray] = {}
         if algorithm == "single_stage":
-            res = private.run_single_stage(problem, plan, y_source, Lambda, None, selection, rng)
+            res = private.run_single_stage(problem, plan, y_source, Lambda, None, selection, public, noise)
             arrays["q"], arrays["w"] = res.q, res.w
         elif algorithm == "frank_wolfe":
-            arrays["q"] = private.run_noisy_frank_wolfe(problem, plan, rng)
+            arrays["q"] = private.run_noisy_frank_wolfe(problem, plan, noise)
         else:
-            arrays["q"] = private.run_noisy_mirror_descent(problem, plan, rng, md_variant)
+            arrays["q"] = private.run_noisy_mirror_descent(problem, plan, noise, md_variant)
         params = {
             "algorithm": algorithm, "m": problem.m, "d": problem.X_source.shape[1], "n": problem.n,
             "K": problem.K, "lam": problem.lam, "mu": problem.mu, "r": problem.r, "r_hat": problem.r_hat,
@@ -129,6 +130,7 @@ def adapt_from_weights(release: Release, X_source, y_source, *, Lambda: float | 
         q, Xs, ys, Lambda=Lambda, ridge=ridge)
     model = DiscrepancyRegressor(algorithm=release.params["algorithm"], Lambda=Lambda, ridge=ridge,
                                  r=float(release.params["r"]), K=int(release.params["K"]))
+    model.config_ = model.make_config()
     model.q_, model.coef_, model.n_features_in_ = q, w, Xs.shape[1]
     model.details_ = dict(release.params)
     model.guarantees_ = {"target": release.guarantee}

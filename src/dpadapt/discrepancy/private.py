@@ -43,14 +43,13 @@ from dpadapt.discrepancy.core import (
 from dpadapt.discrepancy.stage2 import weighted_regression
 from dpadapt.privacy import accounting
 from dpadapt.privacy.guarantee import Guarantee
-from dpadapt.privacy.mechanisms import report_noisy_min
+from dpadapt.privacy.mechanisms import NoiseSource, gaussian, random_streams, report_noisy_min
 from dpadapt.validation import (
     check_delta,
     check_epsilon,
     check_features,
     check_positive,
     check_privacy_mode,
-    check_random_state,
     check_same_features,
 )
 
@@ -268,14 +267,14 @@ def plan_gaussian_steps(problem: Problem, epsilon: float, delta: float, privacy_
 # -- algorithms ----------------------------------------------------------------------------
 
 
-def _select(plan: Plan, scores: np.ndarray, rng: np.random.Generator) -> int:
+def _select(plan: Plan, scores: np.ndarray, noise: NoiseSource) -> int:
     if not plan.noisy:
         return int(np.argmin(scores))
-    j, _ = report_noisy_min(scores, plan.sensitivity, plan.epsilon0, rng, monotone=plan.monotone)
+    j, _ = report_noisy_min(scores, plan.sensitivity, plan.epsilon0, noise, monotone=plan.monotone)
     return j
 
 
-def run_noisy_frank_wolfe(problem: Problem, plan: Plan, rng: np.random.Generator) -> np.ndarray:
+def run_noisy_frank_wolfe(problem: Problem, plan: Plan, noise: NoiseSource) -> np.ndarray:
     """Algorithm 2 with a pre-computed plan: q_{k+1} = (1 − η_k)q_k + η_k e_{j_k}, η_k = 3/(k + 2).
 
     q₁ is uniform (data-independent); returns q_{K+1}, the last computed iterate.
@@ -284,7 +283,7 @@ def run_noisy_frank_wolfe(problem: Problem, plan: Plan, rng: np.random.Generator
     q = np.full(m, 1.0 / m)
     for k in range(1, problem.K + 1):
         _, grad = softmax_value_grad(q, problem.M0, problem.X_source, problem.mu)
-        j = _select(plan, grad + problem.lam * q, rng)
+        j = _select(plan, grad + problem.lam * q, noise)
         eta = 3.0 / (k + 2.0)
         q *= 1.0 - eta
         q[j] += eta
@@ -306,6 +305,7 @@ def noisy_frank_wolfe(
     Lambda: float | None = None,
     random_state=None,
     privacy_mode: str = "sound",
+    reproducible_noise: bool = False,
 ) -> PrivateResult:
     """Private q̂ = argmin-ish of F̃_T(q) + (λ/2)‖q‖² over Δ_m by noisy Frank–Wolfe (Alg. 2).
 
@@ -313,10 +313,10 @@ def noisy_frank_wolfe(
     the module docstring. ``epsilon=inf`` runs the same iterations without noise (no privacy).
     With ``y_source`` the q̂-weighted, ‖w‖ ≤ Λ regression on the public source is also returned.
     """
-    rng = check_random_state(random_state)
+    _, noise = random_streams(random_state, reproducible_noise=reproducible_noise)
     problem = make_problem(X_target, X_source, K=K, lam=lam, r=r, mu=mu, r_hat=r_hat)
     plan = plan_rnm_steps(problem, epsilon, delta, privacy_mode)
-    q = run_noisy_frank_wolfe(problem, plan, rng)
+    q = run_noisy_frank_wolfe(problem, plan, noise)
     return _result(q, problem, plan, y_source, Lambda, "noisy_frank_wolfe")
 
 
@@ -360,7 +360,7 @@ def pnorm_mirror_map(q: np.ndarray, p: float) -> np.ndarray:
 
 
 def run_noisy_mirror_descent(
-    problem: Problem, plan: Plan, rng: np.random.Generator, variant: str = "entropic"
+    problem: Problem, plan: Plan, noise: NoiseSource, variant: str = "entropic"
 ) -> np.ndarray:
     """Algorithm 3 with a pre-computed plan; returns the average of q₁..q_K.
 
@@ -381,7 +381,7 @@ def run_noisy_mirror_descent(
         _, grad = softmax_value_grad(q, problem.M0, problem.X_source, problem.mu)
         g = grad + problem.lam * q
         if plan.noisy:
-            g = g + rng.normal(0.0, plan.sigma, size=m)
+            g = gaussian(g, sigma=plan.sigma, sensitivity=plan.sensitivity, noise=noise).value
         if variant == "entropic":
             logq = logq - eta * g
             logq -= special.logsumexp(logq)
@@ -407,16 +407,17 @@ def noisy_mirror_descent(
     Lambda: float | None = None,
     random_state=None,
     privacy_mode: str = "sound",
+    reproducible_noise: bool = False,
 ) -> PrivateResult:
     """Private q̂ by noisy mirror descent (Alg. 3): Gaussian noise on each full gradient.
 
     Privacy: (ε, δ)-DP for the target (record level, replace-one), ε from the RDP accountant
     for K Gaussian releases of ℓ2 sensitivity √m·μr²r̂²/n. ``epsilon=inf``: no noise, no privacy.
     """
-    rng = check_random_state(random_state)
+    _, noise = random_streams(random_state, reproducible_noise=reproducible_noise)
     problem = make_problem(X_target, X_source, K=K, lam=lam, r=r, mu=mu, r_hat=r_hat)
     plan = plan_gaussian_steps(problem, epsilon, delta, privacy_mode)
-    q = run_noisy_mirror_descent(problem, plan, rng, variant)
+    q = run_noisy_mirror_descent(problem, plan, noise, variant)
     return _result(q, problem, plan, y_source, Lambda, f"noisy_mirror_descent[{variant}]")
 
 
@@ -459,7 +460,7 @@ def plan_single_stage(problem: Problem, epsilon: float, delta: float, privacy_mo
 
 
 def run_single_stage(problem: Problem, plan: Plan, y_source, Lambda: float, Y: float | None,
-                     selection: Selection, rng: np.random.Generator) -> PrivateResult:
+                     selection: Selection, public: np.random.Generator, noise: NoiseSource) -> PrivateResult:
     """Alg. 1 with a pre-computed plan: FW over Δ_m × B(Λ) with the constant step of Thm 4.
 
     (q⁰, w⁰) = (uniform, 0). ``"paper_argmin"`` uses the un-noised FW gap of each iterate (the
@@ -473,7 +474,7 @@ def run_single_stage(problem: Problem, plan: Plan, y_source, Lambda: float, Y: f
     eta = single_stage_step_size(problem, Lambda, Y)
     m, d = Xs.shape
     q, w = np.full(m, 1.0 / m), np.zeros(d)
-    pick = int(rng.integers(problem.K)) if selection == "uniform" else -1
+    pick = int(public.integers(problem.K)) if selection == "uniform" else -1  # data-independent
     best = (math.inf, q.copy(), w.copy())
     chosen = None
     for k in range(problem.K):
@@ -482,7 +483,7 @@ def run_single_stage(problem: Problem, plan: Plan, y_source, Lambda: float, Y: f
         resid = Xs @ w - ys
         _, gF = softmax_value_grad(q, problem.M0, Xs, problem.mu)
         grad_q = resid**2 + 4.0 * Lambda**2 * gF
-        j = _select(plan, grad_q, rng)
+        j = _select(plan, grad_q, noise)
         grad_w = 2.0 * Xs.T @ (q * resid)
         norm = float(np.linalg.norm(grad_w))
         u = -Lambda * grad_w / norm if norm > 0 else w.copy()
@@ -519,6 +520,7 @@ def single_stage_frank_wolfe(
     selection: Selection = "last",
     random_state=None,
     privacy_mode: str = "sound",
+    reproducible_noise: bool = False,
 ) -> PrivateResult:
     """Private (q̂, ŵ) minimising Σ_i q_i(⟨w, x_i⟩ − y_i)² + 4Λ²F̃_T(q) over Δ_m × B(Λ) (Alg. 1).
 
@@ -530,10 +532,10 @@ def single_stage_frank_wolfe(
     ``Y`` bounds |y| (default: max |y_i| over the public source).
     """
     check_selection(selection, privacy_mode)
-    rng = check_random_state(random_state)
+    public, noise = random_streams(random_state, reproducible_noise=reproducible_noise)
     problem = make_problem(X_target, X_source, K=K, lam=0.0, r=r, mu=mu, r_hat=r_hat)
     plan = plan_single_stage(problem, epsilon, delta, privacy_mode, Lambda, selection)
-    return run_single_stage(problem, plan, y_source, Lambda, Y, selection, rng)
+    return run_single_stage(problem, plan, y_source, Lambda, Y, selection, public, noise)
 
 
 def _result(q, problem: Problem, plan: Plan, y_source, Lambda, name: str) -> PrivateResult:

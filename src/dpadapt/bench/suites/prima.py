@@ -1,15 +1,23 @@
-"""PRIMA / PRISA benchmarks (Jin et al., IJCAI 2021): Table 1 pairs, Amazon, ε sweep, ablation.
+"""PRIMA benchmarks (Jin et al., IJCAI 2021), both parties protected: Table 1 pairs, Amazon, ε sweep, ablation.
 
-Suites: ``prima`` (DeCAF6 D↔W and the paper's four Amazon pairs at ε = 2, with source-only,
-CORAL and SA in the same runs), ``prima-amazon12`` (all 12 Amazon pairs), ``prima-office``
-(SURF and GoogLeNet Office-Caltech pairs), ``prima-sweep`` (ε ∈ 1..4, Fig. 2 style) and
-``prima-ablation`` (Fig. 3 style). Hyper-parameters are fixed a priori for every task (see
-``benchmarks/prima.md``); nothing is tuned on target labels.
+Rows: the sound class-statistics protocol (``prima``/sound, our default), its non-private counterpart
+(``prima``/non-private: the same pipeline without noise), the DP source-only baseline at the same
+(ε, δ) (``dp-ncm``: DP nearest class mean from the same single class-statistics release, no
+adaptation), the published heads protocol in sound and paper mode (``prima-heads``, ``prisa``),
+and the non-private baselines source-only, CORAL and SA, all in the same runs.
+
+Defaults fixed a priori on pairs OTHER than the reported ones (see ``benchmarks/prima.md``):
+basis_dim = 1024 (over 64/256) and cluster-then-match refinement (over prototype-started k-means,
+self-training) chosen on GoogLeNet D→A, W→A, D→W, W→D (10 classes); no basis and self-training for
+the binary Amazon bow5000 counts chosen on K→B and D→E.
+Nothing is tuned on target labels of the reported pairs.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
+from pathlib import Path
 
 from dpadapt.bench.common import amazon_pairs, cached_pair, domain_pairs, task_name
 from dpadapt.bench.registry import BenchTask, RunOutcome, register_suite
@@ -22,7 +30,7 @@ PAPER_TABLE1 = {
 }
 PAPER_AMAZON = (("kitchen", "dvd"), ("dvd", "books"), ("books", "electronics"), ("electronics", "kitchen"))
 
-#: Ablation variants of the paper (Fig. 3): estimator parameters.
+#: Ablation variants of the paper (Fig. 3) of the heads protocol: estimator parameters.
 ABLATIONS = {
     "basic": {"partition": "full", "psd_repair": "none"},
     "rse-basic": {"partition": "random", "psd_repair": "none"},
@@ -31,6 +39,8 @@ ABLATIONS = {
     "prima-eigclip": {"partition": "random", "psd_repair": "eig_clip"},
     "prima-published": {"partition": "forward", "psd_repair": "shrink"},
 }
+
+RESULTS = Path(__file__).resolve().parents[4] / "benchmarks" / "results"
 
 
 def _quiet() -> None:
@@ -45,7 +55,8 @@ def _is_bow(dataset: str) -> bool:
     return dataset in ("bow5000", "amazon", "amazon_reviews/bow5000")
 
 
-def _estimator(method: str, mode: str, dataset: str, epsilon: float, seed: int, epochs: int, extra: dict | None = None):
+def _estimator(method: str, mode: str, dataset: str, epsilon: float | None, seed: int, epochs: int, classes: tuple,
+               extra: dict | None = None):
     from dpadapt.alignment import CORAL, PRIMA, PRISA, SubspaceAlignment
     from dpadapt.baselines import SourceOnly
 
@@ -56,29 +67,70 @@ def _estimator(method: str, mode: str, dataset: str, epsilon: float, seed: int, 
     if method == "sa":
         return SubspaceAlignment(random_state=seed)
     bow = _is_bow(dataset)
-    params = {
-        "epsilon": epsilon,
-        "source_epsilon": epsilon,
-        "delta": DELTA,
-        "log_counts": bow and mode == "sound",
-        "epochs": epochs,
-        "privacy_mode": mode,
-        "random_state": seed,
-        # paper mode: forward selection on the raw target rows, except on 5000-d Amazon where the
-        # column-subset criterion is too slow on 2 shared CPUs (random partition; documented)
-        "partition": "forward" if mode == "paper" and not bow else "random",
-        "psd_repair": "shrink" if mode == "paper" else "eig_clip",
-    }
+    params = {"epsilon": epsilon, "delta": DELTA if epsilon is not None else None, "classes": classes,
+              "log_counts": bow and mode != "paper", "random_state": seed}
+    if method in ("prima", "dp-ncm"):
+        # fixed on other pairs (benchmarks/prima.md): office features → public 1024-d basis, the target's
+        # clusters named by the prototypes; Amazon counts → no basis, self-training
+        params.update(refinement="self_training", basis_dim=None) if bow else params.update(refinement="cluster_match", basis_dim=1024)
+        if method == "dp-ncm":  # DP source-only: the same release, prototypes only, no target statistics
+            params.update(refinement="prototypes", center=False, basis_dim=None)
+    else:
+        params.update(
+            source_release="dpsgd_heads", epochs=epochs,
+            # paper mode: forward selection on the raw target rows, except on 5000-d Amazon where the
+            # column-subset criterion is too slow on 2 shared CPUs (random partition; documented)
+            partition="forward" if mode == "paper" and not bow else "random",
+            psd_repair="shrink" if mode == "paper" else "eig_clip",
+            privacy_mode="paper" if mode == "paper" else "sound",
+        )
     params.update(extra or {})
     cls = PRISA if method.startswith("prisa") else PRIMA
     return cls(**params)
 
 
-def _runner(dataset, source, target, method, mode, epsilon, epochs, extra=None):
+_SWEEP: dict[tuple[str, str, str], dict[float, list[float]]] = {}
+
+
+def _plot_sweep(task: str) -> None:
+    """Accuracy vs ε of every row measured so far in this process (PNG in benchmarks/results)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    rows = [(key, points) for key, points in sorted(_SWEEP.items()) if key[0] == task]
+    for i, ((_, method, mode), points) in enumerate(rows):
+        eps = sorted(points)
+        means = [100 * np.mean(points[e]) for e in eps]
+        if math.isinf(eps[0]):
+            ax.axhline(means[0], linestyle="--", color=f"C{i}", label=f"{method} ({mode})")
+        else:
+            ax.plot(eps, means, marker="o", color=f"C{i}", label=f"{method} ({mode})")
+    for (s, t), values in PAPER_TABLE1.items():
+        if task_name("decaf6", s, t) == task:
+            ax.plot([2.0], [100 * values["prima"]], marker="*", markersize=12, color="k", linestyle="none",
+                    label="PRIMA, paper (ε = 2, unsound)")
+    ax.set_xlabel("ε per party (δ = 1e-5)")
+    ax.set_ylabel("target accuracy (%)")
+    ax.set_title(f"PRIMA family, {task}")
+    ax.legend(fontsize=7)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(RESULTS / f"prima_sweep_{task.replace(':', '_').replace('->', '-')}.png", dpi=120)
+    plt.close(fig)
+
+
+def _runner(dataset, source, target, method, mode, epsilon, epochs, extra=None, sweep=False):
     def run(seed: int) -> RunOutcome:
+        import numpy as np
+
         _quiet()
         pair = cached_pair(dataset, source, target)
-        est = _estimator(method, mode, dataset, epsilon, seed, epochs, extra)
+        classes = tuple(np.unique(pair.ys).tolist())  # the dataset's public label set (0..K-1)
+        est = _estimator(method, mode, dataset, None if math.isinf(epsilon) else epsilon, seed, epochs, classes, extra)
         if method == "source-only":
             est.fit_domains(pair.Xs, pair.ys)
         else:
@@ -88,23 +140,25 @@ def _runner(dataset, source, target, method, mode, epsilon, epochs, extra=None):
         extra_out = {}
         if "target" in guarantees:
             extra_out["epsilon_target_party"] = guarantees["target"].epsilon
-            extra_out["epsilon_source_party"] = guarantees["source"].epsilon if "source" in guarantees else "inf"
-            extra_out["noise_multiplier"] = est.model_release_.params.get("noise_multiplier")
-            extra_out["n_subspaces"] = int(est.target_release_.params["n_blocks"])
+            extra_out["epsilon_source_party"] = guarantees["source"].epsilon
+            extra_out["protocol"] = est.plan_.kind
+        if sweep:
+            name = task_name(dataset, source, target)
+            _SWEEP.setdefault((name, method, mode), {}).setdefault(epsilon, []).append(value)
+            _plot_sweep(name)
         return RunOutcome(value, guarantees, extra_out)
 
     return run
 
 
-def _tasks(suite, pairs, methods, epsilons, epochs, paper=None, extra_by_method=None):
+def _tasks(suite, pairs, methods, epsilons, epochs, paper=None, extra_by_method=None, sweep=False):
     out = []
     for (ds, s, t), (method, mode), eps in itertools.product(pairs, methods, epsilons):
         private = mode in ("sound", "paper")
         if not private and eps != epsilons[0]:
             continue  # non-private baselines once per task
-        paper_value = (paper or {}).get((s, t), {}).get(method.split("-")[0]) if method in ("prima", "prisa", "coral", "sa") else None
-        if method in ("prima", "prisa") and mode == "sound":
-            paper_value = None  # the paper's numbers are for its own (paper-mode) procedure
+        # the paper's number beside our rows of the same method (its own procedure is the paper-mode row)
+        paper_value = (paper or {}).get((s, t), {}).get(PAPER_NAMES.get(method, method))
         extra = (extra_by_method or {}).get(method)
         out.append(
             BenchTask(
@@ -112,7 +166,7 @@ def _tasks(suite, pairs, methods, epsilons, epochs, paper=None, extra_by_method=
                 task=task_name(ds, s, t),
                 method=method,
                 mode=mode,
-                run=_runner(ds, s, t, method, mode, eps if private else float("inf"), epochs, extra),
+                run=_runner(ds, s, t, method, mode, eps if private else float("inf"), epochs, extra, sweep),
                 epsilon=eps if private else float("inf"),
                 delta=DELTA if private else None,
                 paper_value=paper_value,
@@ -123,49 +177,51 @@ def _tasks(suite, pairs, methods, epsilons, epochs, paper=None, extra_by_method=
 
 
 BASELINES = [("source-only", "non-private"), ("coral", "non-private"), ("sa", "non-private")]
-PRIVATE = [("prima", "sound"), ("prisa", "sound"), ("prima", "paper"), ("prisa", "paper")]
+OURS = [("prima", "sound"), ("dp-ncm", "sound"), ("prima", "non-private")]
+HEADS = [("prima-heads", "sound"), ("prisa", "sound"), ("prima-heads", "paper"), ("prisa", "paper")]
+PAPER_NAMES = {"prima-heads": "prima"}
 
 
-@register_suite("prima", "PRIMA/PRISA vs CORAL, SA, source-only: DeCAF6 D↔W (Table 1) and the paper's 4 Amazon pairs, ε = 2")
+@register_suite("prima", "PRIMA (sound class statistics, heads, paper) vs DP source-only, CORAL, SA, source-only: DeCAF6 D↔W and the paper's 4 Amazon pairs, ε = 2")
 def build(quick: bool, epsilons=None) -> list[BenchTask]:
     eps = list(epsilons or [2.0])
     if quick:
         pairs = [("decaf6", "dslr", "webcam")]
-        methods = [("source-only", "non-private"), ("coral", "non-private"), ("prima", "sound"), ("prima", "paper")]
+        methods = [("source-only", "non-private"), ("coral", "non-private")] + OURS + [("prima-heads", "paper")]
         return _tasks("prima", pairs, methods, eps, epochs=10, paper=PAPER_TABLE1)
-    office = _tasks("prima", [("decaf6", "dslr", "webcam"), ("decaf6", "webcam", "dslr")], BASELINES + PRIVATE, eps, 10, PAPER_TABLE1)
-    amazon = _tasks("prima", [("bow5000", s, t) for s, t in PAPER_AMAZON], BASELINES + PRIVATE, eps, 10)
+    office = _tasks("prima", [("decaf6", "dslr", "webcam"), ("decaf6", "webcam", "dslr")], BASELINES + OURS + HEADS, eps, 10,
+                    PAPER_TABLE1)
+    amazon = _tasks("prima", [("bow5000", s, t) for s, t in PAPER_AMAZON], BASELINES + OURS + HEADS, eps, 10)
     return office + amazon
 
 
-@register_suite("prima-amazon12", "PRIMA (sound) vs CORAL and source-only on all 12 Amazon bow5000 pairs, ε = 2")
+@register_suite("prima-amazon12", "PRIMA (sound) vs DP source-only, CORAL and source-only on all 12 Amazon bow5000 pairs, ε = 2")
 def build_amazon12(quick: bool, epsilons=None) -> list[BenchTask]:
     eps = list(epsilons or [2.0])
     pairs = [("bow5000", s, t) for s, t in amazon_pairs()]
-    methods = [("source-only", "non-private"), ("coral", "non-private"), ("prima", "sound")]
-    return _tasks("prima-amazon12", pairs[:1] if quick else pairs, methods, eps, epochs=2 if quick else 10)
+    methods = [("source-only", "non-private"), ("coral", "non-private")] + OURS
+    return _tasks("prima-amazon12", pairs[:1] if quick else pairs, methods, eps, epochs=10)
 
 
-@register_suite("prima-office", "PRIMA/PRISA (sound) vs baselines on Office-Caltech SURF (12 pairs) and GoogLeNet (6 pairs), ε = 2")
+@register_suite("prima-office", "PRIMA (sound) vs baselines on Office-Caltech SURF (12 pairs) and GoogLeNet (6 pairs), ε = 2")
 def build_office(quick: bool, epsilons=None) -> list[BenchTask]:
     eps = list(epsilons or [2.0])
     pairs = [("surf", s, t) for s, t in domain_pairs("surf")] + [("googlenet", s, t) for s, t in domain_pairs("googlenet")]
-    methods = BASELINES + [("prima", "sound"), ("prisa", "sound")]
+    methods = BASELINES + OURS
     if quick:
         return _tasks("prima-office", [("surf", "caltech", "amazon")], methods[:2] + [("prima", "sound")], eps, epochs=5)
     return _tasks("prima-office", pairs, methods, eps, epochs=10)
 
 
-@register_suite("prima-sweep", "PRIMA/PRISA accuracy vs ε ∈ {1, 2, 3, 4} on SURF C→A (the paper's Fig. 2 pair)")
+@register_suite("prima-sweep", "Accuracy vs ε ∈ {0.5, 1, 2, 4, 8} on DeCAF6 D→W: sound, paper, DP source-only, non-private (PNG in benchmarks/results)")
 def build_sweep(quick: bool, epsilons=None) -> list[BenchTask]:
-    eps = list(epsilons or [1.0, 2.0, 3.0, 4.0])
-    if quick:
-        return _tasks("prima-sweep", [("surf", "caltech", "amazon")], [("prima", "sound")], [1.0, 4.0], epochs=5)
-    pairs = [("surf", "caltech", "amazon")]
-    return _tasks("prima-sweep", pairs, [("source-only", "non-private"), ("coral", "non-private")] + PRIVATE, eps, epochs=10)
+    eps = list(epsilons or ([1.0, 4.0] if quick else [0.5, 1.0, 2.0, 4.0, 8.0]))
+    pairs = [("decaf6", "dslr", "webcam")]
+    methods = [("source-only", "non-private"), ("coral", "non-private")] + OURS + ([] if quick else [("prima-heads", "paper")])
+    return _tasks("prima-sweep", pairs, methods, eps, epochs=10, paper=PAPER_TABLE1, sweep=True)
 
 
-@register_suite("prima-ablation", "Ablation (Fig. 3 style): Basic, RSE+Basic, RSE+Basic+FS, Basic+Shrinking, PRIMA on SURF C→A, ε = 2")
+@register_suite("prima-ablation", "Ablation of the heads protocol (Fig. 3 style): Basic, RSE+Basic, RSE+Basic+FS, Basic+Shrinking, PRIMA on SURF C→A, ε = 2")
 def build_ablation(quick: bool, epsilons=None) -> list[BenchTask]:
     eps = list(epsilons or [2.0])
     names = ["rse-basic", "prima-eigclip"] if quick else list(ABLATIONS)
@@ -174,42 +230,24 @@ def build_ablation(quick: bool, epsilons=None) -> list[BenchTask]:
     return _tasks("prima-ablation", [("surf", "caltech", "amazon")], methods, eps, epochs=5 if quick else 10, extra_by_method=extras)
 
 
-@register_suite("prima-target-only", "PRIMA/PRISA with only the target protected (ε = 2; source trained without noise): isolates the covariance release")
-def build_target_only(quick: bool, epsilons=None) -> list[BenchTask]:
-    eps = list(epsilons or [2.0])
-    pairs = [("decaf6", "dslr", "webcam"), ("decaf6", "webcam", "dslr"), ("surf", "caltech", "amazon"), ("bow5000", "kitchen", "dvd")]
-    methods = [("prima-target-only", "sound"), ("prisa-target-only", "sound")]
-    # non-private training of the heads with the optimiser settings of the dev runs (lr 5, momentum 0.9)
-    extras = {m: {"source_epsilon": None, "lr": 5.0, "momentum": 0.9} for m, _ in methods}
-    return _tasks("prima-target-only", pairs[:1] if quick else pairs, methods, eps, epochs=10, extra_by_method=extras)
-
-
 # Parts of the ``prima`` suite as separate suites, so that each part can run with its own number
 # of seeds on a small machine (paper mode's forward selection and per-subspace runs are slow).
 
 
-@register_suite("prima-decaf-sound", "Part of `prima`: DeCAF6 D↔W, baselines and sound PRIMA/PRISA at ε = 2")
+@register_suite("prima-decaf-sound", "Part of `prima`: DeCAF6 D↔W, baselines, DP source-only and sound PRIMA at ε = 2")
 def build_decaf_sound(quick: bool, epsilons=None) -> list[BenchTask]:
     pairs = [("decaf6", "dslr", "webcam"), ("decaf6", "webcam", "dslr")]
-    return _tasks("prima", pairs[:1] if quick else pairs, BASELINES + PRIVATE[:2], list(epsilons or [2.0]), 10, PAPER_TABLE1)
+    return _tasks("prima", pairs[:1] if quick else pairs, BASELINES + OURS, list(epsilons or [2.0]), 10, PAPER_TABLE1)
 
 
-@register_suite("prima-decaf-paper", "Part of `prima`: DeCAF6 D↔W, paper-mode PRIMA/PRISA at ε = 2")
-def build_decaf_paper(quick: bool, epsilons=None) -> list[BenchTask]:
+@register_suite("prima-decaf-heads", "Part of `prima`: DeCAF6 D↔W, the heads protocol (sound and paper mode) at ε = 2")
+def build_decaf_heads(quick: bool, epsilons=None) -> list[BenchTask]:
     pairs = [("decaf6", "dslr", "webcam"), ("decaf6", "webcam", "dslr")]
-    return _tasks("prima", pairs[:1] if quick else pairs, PRIVATE[2:], list(epsilons or [2.0]), 10, PAPER_TABLE1)
+    return _tasks("prima", pairs[:1] if quick else pairs, HEADS, list(epsilons or [2.0]), 10, PAPER_TABLE1)
 
 
-@register_suite("prima-amazon4", "Part of `prima`: the paper's 4 Amazon pairs, ε = 2 (private methods first, CORAL last)")
+@register_suite("prima-amazon4", "Part of `prima`: the paper's 4 Amazon pairs, ε = 2, sound PRIMA, DP source-only and the baselines")
 def build_amazon4(quick: bool, epsilons=None) -> list[BenchTask]:
-    methods = [("source-only", "non-private"), ("prima", "sound"), ("prisa", "sound"), ("prima", "paper"), ("coral", "non-private")]
+    methods = [("source-only", "non-private")] + OURS + [("coral", "non-private")]
     pairs = [("bow5000", s, t) for s, t in PAPER_AMAZON]
     return _tasks("prima", pairs[:1] if quick else pairs, methods, list(epsilons or [2.0]), 10)
-
-
-@register_suite("prima-mlp", "Sound PRIMA with the 3-layer network heads (p→256→128→C) on GoogLeNet A→D and DeCAF6 W→D, ε = 2")
-def build_mlp(quick: bool, epsilons=None) -> list[BenchTask]:
-    pairs = [("googlenet", "amazon", "dslr"), ("decaf6", "webcam", "dslr")]
-    methods = [("prima-mlp", "sound")]
-    extras = {"prima-mlp": {"head": "mlp", "lr": 0.1}}
-    return _tasks("prima-mlp", pairs[:1] if quick else pairs, methods, list(epsilons or [2.0]), epochs=2 if quick else 10, extra_by_method=extras)
