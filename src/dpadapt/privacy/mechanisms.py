@@ -405,6 +405,22 @@ def moment_statistics(Z, *, sigma: float, relation: accounting.Relation, noise: 
     return MomentStatistics(float(out.value[0]), out.value[1 : 1 + k], second, out.event)
 
 
+# --- DPOT per-row release (dpot-classstats) -------------------------------------------------
+
+
+def secret_order(n: int, noise: NoiseSource, batch_size: int | None = None, steps: int = 1) -> np.ndarray:
+    """Positions of the released rows, drawn from the secret stream (their secrecy is part of the accounting).
+
+    ``batch_size=None``: one uniformly random permutation of ``0..n-1``; otherwise ``steps`` batches
+    of ``batch_size`` distinct indices each (sampling without replacement within a batch),
+    concatenated. Nothing released may reveal them, so they never come from public randomness.
+    """
+    gen = _noise_generator(noise)
+    if batch_size is None:
+        return gen.permutation(n)
+    return np.concatenate([gen.choice(n, size=batch_size, replace=False) for _ in range(steps)])
+
+
 def unbias_randomized_response_counts(noisy_labels, num_classes: int, epsilon: float) -> np.ndarray:
     """Unbiased estimate of the true class counts from randomized-response labels (post-processing)."""
     check_epsilon(epsilon)
