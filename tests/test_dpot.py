@@ -26,12 +26,18 @@ from dpadapt.transport.coupling import debiased_cost, solve_ot, squared_distance
 from dpadapt.transport.da import paper_block_labels
 from dpadapt.transport.dpot import (
     draw_projection,
-    noisy_projection,
     preprocess_rows,
     release_labels_rr,
 )
 
+
+def noisy_projection(X, M, sigma, rng):
+    """X M + N(0, σ²) drawn here (test-side Monte Carlo; the library draws it in mechanisms)."""
+    return X @ M + rng.normal(0.0, sigma, size=(X.shape[0], M.shape[1]))
+
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+CL = (0, 1, 2)  # the public label set of make_domains
 
 
 def make_domains(rng, n_s=60, n_t=80, k=20, q=3, shift=0.5):
@@ -88,7 +94,7 @@ def test_semi_supervised_forbids_cross_label_mass(rng):
     from dpadapt.transport.coupling import forbidden_pairs
 
     Xs, ys, Xt, yt = make_domains(rng)
-    rel = release_dpot_source(Xs, ys, 50.0, 1e-3, labels="public", random_state=0)
+    rel = release_dpot_source(Xs, ys, 50.0, 1e-3, classes=CL, labels="public", random_state=0)
     partial = np.where(np.arange(len(yt)) % 2 == 0, yt, -1)
     mask = forbidden_pairs(rel["labels"], partial)
     assert mask.any() and not mask[:, partial < 0].any()
@@ -112,10 +118,10 @@ def test_semi_supervised_forbids_cross_label_mass(rng):
 def test_paper_mode_discloses_labels_through_row_order(rng):
     """The soundness critique (spec §7.3): sorted rows + histogram reveal almost every label."""
     Xs, ys, _, _ = make_domains(rng, n_s=300)
-    rel = release_dpot_source(Xs, ys, 20.0, 1e-3, privacy_mode="paper", random_state=0)
+    rel = release_dpot_source(Xs, ys, 20.0, 1e-3, classes=CL, privacy_mode="paper", random_state=0)
     recovered = paper_block_labels(rel["counts"], len(ys))[rel["positions"]]
     assert np.mean(recovered == np.sort(ys)) > 0.95
-    sound = release_dpot_source(Xs, ys, 20.0, 1e-3, label_epsilon=1.0, random_state=0)
+    sound = release_dpot_source(Xs, ys, 20.0, 1e-3, classes=CL, label_epsilon=1.0, random_state=0)
     assert "positions" not in sound.arrays and not np.all(np.diff(sound["labels"]) >= 0)
 
 
@@ -157,7 +163,7 @@ def test_identity_projection_has_unit_operator_norm(rng):
     assert ident.proj_dim == 40 and ident.sensitivity == pytest.approx(2.0)
     assert ident.sigma == pytest.approx(jl.sigma / jl.op_norm, rel=1e-6)
     Xs, ys, Xt, _ = make_domains(rng, k=40)
-    rel = release_dpot_source(Xs, ys, 4.0, 1e-3, projection="identity", random_state=0)
+    rel = release_dpot_source(Xs, ys, 4.0, 1e-3, classes=CL, projection="identity", random_state=0)
     assert_no_raw_rows(rel, Xs)
     assert_no_raw_rows(rel, preprocess_rows(Xs, "normalize", 1.0))
     assert adapt_dpot(rel, Xt, head="logreg", random_state=0).images.shape == Xs.shape
@@ -206,7 +212,7 @@ def test_no_raw_or_projected_row_in_release(rng):
     Xs, ys, _, _ = make_domains(rng)
     for mode in ("sound", "paper"):
         rel = release_dpot_source(
-            Xs, ys, 8.0, 1e-3, proj_dim=Xs.shape[1], privacy_mode=mode, random_state=1
+            Xs, ys, 8.0, 1e-3, classes=CL, proj_dim=Xs.shape[1], privacy_mode=mode, random_state=1
         )
         assert_no_raw_rows(rel, Xs)
         M = draw_projection(
@@ -222,7 +228,7 @@ def test_no_raw_or_projected_row_in_release(rng):
 
 def test_sound_guarantee_is_record_level_and_composed(rng):
     Xs, ys, _, _ = make_domains(rng)
-    rel = release_dpot_source(Xs, ys, 4.0, 1e-3, random_state=0)
+    rel = release_dpot_source(Xs, ys, 4.0, 1e-3, classes=CL, random_state=0)
     g = rel.guarantee
     assert g.valid and g.unit == "record" and g.relation == "replace_one"
     assert g.epsilon == pytest.approx(4.0)
@@ -267,7 +273,7 @@ def test_paper_mode_reproduces_noise_ratio_and_is_invalid(rng):
         and any("attribute" in r for r in g.reasons)
     )
     Xs, ys, _, _ = make_domains(rng)
-    rel = release_dpot_source(Xs, ys, 20.0, 1e-3, privacy_mode="paper", random_state=0)
+    rel = release_dpot_source(Xs, ys, 20.0, 1e-3, classes=CL, privacy_mode="paper", random_state=0)
     assert rel["counts"].shape == (3,) and "labels" not in rel.arrays
     np.testing.assert_array_equal(rel["positions"], np.arange(len(ys)))
 
@@ -281,7 +287,8 @@ def test_paper_block_labels_largest_remainder():
 def test_dpda_adapts_on_easy_data_and_otda_baseline(rng):
     Xs, ys, Xt, yt = make_domains(rng)
     est = DPOTAdapter(
-        epsilon=200.0, delta=1e-3, proj_dim=10, head="logreg", random_state=0
+        epsilon=200.0, delta=1e-3, proj_dim=10, head="logreg", random_state=0, design="rows", classes=CL,
+        reproducible_noise=True,
     ).fit_domains(Xs, ys, Xt)
     assert est.score(Xt, yt) > 0.9
     assert est.guarantee_.valid
@@ -309,7 +316,8 @@ def test_dpda_adapts_on_easy_data_and_otda_baseline(rng):
     y = np.concatenate([ys, -np.ones(len(Xt), dtype=int)])
     dom = np.concatenate([np.ones(len(Xs)), -np.ones(len(Xt))])
     sk = DPOTAdapter(
-        epsilon=200.0, delta=1e-3, proj_dim=10, head="logreg", random_state=0
+        epsilon=200.0, delta=1e-3, proj_dim=10, head="logreg", random_state=0, design="rows", classes=CL,
+        reproducible_noise=True,
     ).fit(X, y, sample_domain=dom)
     np.testing.assert_array_equal(sk.predict(Xt), est.predict(Xt))
 
@@ -366,7 +374,7 @@ def test_two_process_round_trip_equals_estimator(tmp_path, rng):
 
 def test_bad_inputs_give_clear_errors(rng):
     Xs, ys, Xt, _ = make_domains(rng)
-    rel = release_dpot_source(Xs, ys, 8.0, 1e-3, random_state=0)
+    rel = release_dpot_source(Xs, ys, 8.0, 1e-3, classes=CL, random_state=0)
     with pytest.raises(ValueError, match="share a feature space"):
         adapt_dpot(rel, Xt[:, :-1], head="logreg")
     with pytest.raises(ValueError, match="empty"):
@@ -374,13 +382,13 @@ def test_bad_inputs_give_clear_errors(rng):
     bad = Xs.copy()
     bad[0, 0] = np.nan
     with pytest.raises(ValueError, match="NaN"):
-        release_dpot_source(bad, ys, 8.0, 1e-3)
+        release_dpot_source(bad, ys, 8.0, 1e-3, classes=CL)
     for eps in (0.0, -1.0):
         with pytest.raises(ValueError, match="epsilon"):
-            release_dpot_source(Xs, ys, eps, 1e-3)
+            release_dpot_source(Xs, ys, eps, 1e-3, classes=CL)
     with pytest.raises(ValueError, match="label_epsilon"):
-        release_dpot_source(Xs, ys, 2.0, 1e-3, label_epsilon=2.0)
+        release_dpot_source(Xs, ys, 2.0, 1e-3, classes=CL, label_epsilon=2.0)
     with pytest.raises(ValueError, match="row_norm"):
-        release_dpot_source(Xs, ys, 2.0, 1e-3, row_norm="none")
+        release_dpot_source(Xs, ys, 2.0, 1e-3, classes=CL, row_norm="none")
     with pytest.raises(ValueError, match="features"):
-        DPOTAdapter(epsilon=8.0).fit_domains(Xs, ys, Xt[:, :5])
+        DPOTAdapter(epsilon=8.0, classes=CL).fit_domains(Xs, ys, Xt[:, :5])
