@@ -336,37 +336,108 @@ def _namespace(add, **overrides):
     return args
 
 
-def test_two_process_round_trip_equals_estimator(tmp_path, rng):
-    from dpadapt.cli.methods import dpot as cli
+def test_two_party_cli_basis_release_adapt(tmp_path, rng, monkeypatch):
+    """The class-statistics protocol through the CLI: basis (not charged), release (charged once), adapt."""
+    from dpadapt.cli.main import main
+    from dpadapt.cli.party_cmd import load_model
+    from dpadapt.privacy.ledger import Ledger
 
+    monkeypatch.setenv("DPADAPT_LEDGER", str(tmp_path / "ledger.db"))
+    Xs, ys, Xt, yt = make_domains(rng, n_s=150, n_t=150, q=3, shift=0.3)
+    src, tgt = save_table(tmp_path / "source.npz", Xs, ys), save_table(tmp_path / "target.npz", Xt, yt)
+    assert main(["basis", "--data", str(tgt), "--k", "5", "--out", str(tmp_path / "basis.release")]) == 0
+    basis = Release.load(tmp_path / "basis.release")
+    assert math.isinf(basis.guarantee.epsilon) and "not protected" in basis.guarantee.reasons[0]
+    assert_no_raw_rows(basis, Xt)
+    args = ["release", "dpot", "--data", str(src), "--basis", str(tmp_path / "basis.release"),
+            "--epsilon", "4", "--delta", "1e-4", "--out", str(tmp_path / "stats.release")]
+    assert main(["budget", "set", "--party", "source", "--data", str(src), "--epsilon", "8", "--delta", "1e-4"]) == 0
+    assert main(args) == 1  # no public label set in sound mode
+    assert main(args + ["--classes", "0,1,2"]) == 0
+    stats = Release.load(tmp_path / "stats.release")
+    assert stats.kind == "class_statistics" and stats.guarantee.valid and stats.params["classes"] == [0, 1, 2]
+    assert_no_raw_rows(stats, Xs)
+    ledger = Ledger(str(tmp_path / "ledger.db"))
+    assert len(ledger.history()) == 1
+    out = tmp_path / "model.joblib"
+    assert main(["adapt", "dpot", "--release", str(tmp_path / "stats.release"), "--release",
+                 str(tmp_path / "basis.release"), "--data", str(tgt), "--out", str(out)]) == 0
+    bundle = load_model(out)
+    assert np.mean(bundle["model"].predict(Xt) == yt) > 0.9
+    assert bundle["guarantees"]["source"].epsilon == pytest.approx(4.0)
+
+
+# -- issue 11 holes, DPOT ----------------------------------------------------------------------
+
+
+def _replay_old_stream(release, seed, n, q):
+    """The attack of issue 11: guess the integer seed, replay the draws that followed the projection seed."""
+    gen = np.random.default_rng(seed)
+    if int(gen.integers(2**63 - 1)) != release.params["projection_seed"]:
+        return None
+    perm = gen.permutation(n)
+    u, shift = gen.random(n), gen.integers(1, q, size=n)
+    noise = gen.normal(0.0, release.params["sigma"], size=release["Z"].shape)
+    keep = math.exp(release.params["label_epsilon"]) / (math.exp(release.params["label_epsilon"]) + q - 1)
+    labels = np.where(u >= keep, (release["labels"] - shift) % q, release["labels"])
+    return perm, release["Z"] - noise, labels
+
+
+def test_hole1_seed_brute_force_replays_no_noise(rng):
+    Xs, ys, _, _ = make_domains(rng, n_s=60, k=20)
+    rel = release_dpot_source(Xs, ys, 4.0, 1e-3, classes=CL, proj_dim=5, random_state=7)
+    hits = [r for s in range(50) if (r := _replay_old_stream(rel, s, len(ys), 3)) is not None]
+    assert len(hits) == 1  # the projection seed is public: it is found, as it may be
+    perm, recon, labels = hits[0]
+    M = draw_projection(Xs.shape[1], rel.params["proj_dim"], rel.params["projection_seed"])
+    P = preprocess_rows(Xs, "normalize", 1.0) @ M
+    # no reconstructed row is any true projected row, and the labels are not recovered
+    gaps = np.sqrt(((recon[:, None, :] - P[None, :, :]) ** 2).sum(-1)).min(axis=1)
+    assert gaps.min() > 1e-3
+    assert np.mean(labels == ys[perm]) < 0.9
+
+
+def test_hole2_label_set_is_public_and_required(rng):
     Xs, ys, Xt, _ = make_domains(rng)
-    src, tgt = (
-        save_table(tmp_path / "source.npz", Xs, ys),
-        save_table(tmp_path / "target.npz", Xt),
-    )
-    seed = 11
-    rel_args = _namespace(cli.add_release_arguments, epsilon=8.0, seed=seed, proj_dim=5)
-    planned = cli.plan_release(rel_args, load_table(src))
-    assert planned.guarantee.valid
-    planned.execute().save(tmp_path / "source.release")
-    script = textwrap.dedent(
-        f"""
-        import argparse, numpy as np
-        from dpadapt.cli.methods import dpot as cli
-        from dpadapt.io import load_table
-        from dpadapt.release import Release
-        p = argparse.ArgumentParser(); cli.add_adapt_arguments(p)
-        args = p.parse_args(["--seed", "{seed}", "--head", "logreg"])
-        table = load_table(r"{tgt}")
-        out = cli.adapt(args, table, [Release.load(r"{tmp_path / "source.release"}", expect_method="dpot")])
-        np.save(r"{tmp_path / "pred.npy"}", out.model.predict(table.X))
-        """
-    )
-    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
-    est = DPOTAdapter(
-        epsilon=8.0, proj_dim=5, head="logreg", random_state=seed
-    ).fit_domains(Xs, ys, Xt)
-    np.testing.assert_array_equal(np.load(tmp_path / "pred.npy"), est.predict(Xt))
+    with pytest.raises(ValueError, match="classes="):
+        release_dpot_source(Xs, ys, 4.0, 1e-3, random_state=0)
+    with pytest.raises(ValueError, match="public label set"):
+        release_dpot_source(Xs, ys, 4.0, 1e-3, classes=(0, 1), random_state=0)
+    rel = release_dpot_source(Xs, ys, 4.0, 1e-3, classes=(0, 1, 2, 3), random_state=0)
+    assert rel.params["n_classes"] == 4 and rel.params["classes"] == [0, 1, 2, 3]
+    from dpadapt.api import ConfigError
+
+    with pytest.raises(ConfigError, match="classes="):
+        DPOTAdapter(epsilon=4.0).fit_domains(Xs, ys, Xt)
+    with pytest.raises(ValueError, match="classes="):
+        DPOTAdapter(epsilon=4.0, design="rows").fit_domains(Xs, ys, Xt)
+    est = DPOTAdapter(epsilon=4.0, classes=(0, 1, 2, 3), k=5).fit_domains(Xs, ys, Xt)
+    assert est.release_["sums"].shape == (4, 5) and list(est.classes_) == [0, 1, 2, 3]
+
+
+def test_hole6_delta_refused_and_public_labels_in_unit(rng):
+    Xs, ys, Xt, _ = make_domains(rng, n_s=60)
+    with pytest.raises(ValueError, match="1/n"):
+        release_dpot_source(Xs, ys, 4.0, 1.0 / 60, classes=CL)
+    from dpadapt.api import ConfigError
+
+    with pytest.raises(ConfigError, match="1/n"):
+        DPOTAdapter(epsilon=4.0, delta=0.02, classes=CL).fit_domains(Xs, ys, Xt)
+    est = DPOTAdapter(epsilon=4.0, classes=CL, k=5).fit_domains(Xs, ys, Xt)
+    assert est.guarantee_.delta <= 1.0 / (10 * len(ys))
+    rel = release_dpot_source(Xs, ys, 4.0, 1e-3, classes=CL, labels="public")
+    assert rel.guarantee.unit == "record_features" and "label" in rel.guarantee.report()
+
+
+def test_sound_dpot_default_is_class_statistics_and_adapts(rng):
+    Xs, ys, Xt, yt = make_domains(rng, n_s=150, n_t=150, shift=0.3)
+    est = DPOTAdapter(epsilon=4.0, classes=CL, k=5, random_state=0).fit_domains(Xs, ys, Xt)
+    assert est.release_.kind == "class_statistics" and est.basis_release_.kind == "target_basis"
+    assert est.guarantee_.valid and est.guarantee_.unit == "record" and est.guarantee_.epsilon == pytest.approx(4.0)
+    assert est.score(Xt, yt) > 0.9
+    assert_no_raw_rows(est.release_, Xs)
+    with pytest.raises(Exception, match="paper mode"):
+        DPOTAdapter(epsilon=4.0, classes=CL, design="classstats", privacy_mode="paper").fit_domains(Xs, ys, Xt)
 
 
 # -- bad input ---------------------------------------------------------------------------------
