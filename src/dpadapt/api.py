@@ -246,11 +246,10 @@ def register(family: Family) -> Family:
 
 def families() -> dict[str, Family]:
     """Every registered family, importing the method packages on first use."""
-    if not _FAMILIES:
-        import importlib
+    import importlib
 
-        for module in ("dpadapt.classstats", "dpadapt.transport"):
-            importlib.import_module(module)
+    for module in ("dpadapt.classstats", "dpadapt.transport"):
+        importlib.import_module(module)  # idempotent: a family registers itself on first import
     return dict(_FAMILIES)
 
 
