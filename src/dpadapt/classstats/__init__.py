@@ -47,7 +47,7 @@ class Config(api.Config):
     feature_type: str = param("dense", choices=("dense", "counts"), help="public feature type: 'counts' (bag of words) turns on log1p under log1p='auto'")
     log1p: str = param("auto", choices=("auto", "true", "false"), help="log1p of counts before normalising; 'auto' decides from the public feature_type, never from the data")
     relation: str = param("replace_one", choices=("replace_one", "add_remove"), help="neighbouring relation of the guarantee")
-    refinement: str = param("kmeans", choices=REFINEMENTS, help="receiver-side refinement from the DP prototypes")
+    refinement: str = param("ot", choices=REFINEMENTS, help="receiver-side refinement from the DP prototypes")
 
     def use_log1p(self) -> bool:
         return self.log1p == "true" or (self.log1p == "auto" and self.feature_type == "counts")

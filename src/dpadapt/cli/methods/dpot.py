@@ -120,7 +120,7 @@ def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
 
 def add_adapt_arguments(parser: argparse.ArgumentParser) -> None:
     _add(parser, "--seed", type=int, default=None, help="target-side seed (minibatches, classifier)")
-    _add(parser, "--refinement", choices=("kmeans", "self_training", "ot", "none"), default="kmeans",
+    _add(parser, "--refinement", choices=("kmeans", "self_training", "ot", "none"), default="ot",
          help="class-statistics design: refinement of the DP prototypes on your rows")
     _add(parser, "--ot-method", choices=OT_METHODS, default="sinkhorn_gl", help="rows design")
     _add(parser, "--reg-e", type=float, default=0.01, help="rows design: entropic weight λ_e")
