@@ -165,5 +165,7 @@ COMMANDS = register(
         plan_release=plan_release,
         add_adapt_arguments=add_adapt_arguments,
         adapt=adapt,
+        # generic tests: the 3-class generated source, no basis (class statistics in the feature space)
+        example_release_args=lambda files: ["--data", files["source"], "--n-classes", "3"],
     )
 )
