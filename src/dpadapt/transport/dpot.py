@@ -44,6 +44,7 @@ from dpadapt.privacy.mechanisms import (
     clip_rows,
     gaussian,
     laplace_mechanism,
+    public_gaussian_matrix,
     random_streams,
     randomized_response,
     secret_order,
@@ -100,8 +101,7 @@ def draw_projection(
         return np.eye(n_features)
     if kind != "jl":
         raise ValueError(f"projection must be 'jl' or 'identity', got {kind!r}")
-    gen = np.random.default_rng(seed)
-    return gen.normal(0.0, 1.0 / math.sqrt(proj_dim), size=(n_features, proj_dim))
+    return public_gaussian_matrix((n_features, proj_dim), 1.0 / math.sqrt(proj_dim), seed)
 
 
 def projection_digest(M: np.ndarray) -> str:
