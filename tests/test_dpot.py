@@ -379,7 +379,7 @@ def _replay_old_stream(release, seed, n, q):
     u, shift = gen.random(n), gen.integers(1, q, size=n)
     noise = gen.normal(0.0, release.params["sigma"], size=release["Z"].shape)
     keep = math.exp(release.params["label_epsilon"]) / (math.exp(release.params["label_epsilon"]) + q - 1)
-    labels = np.where(u >= keep, (release["labels"] - shift) % q, release["labels"])
+    labels = np.where(u[perm] >= keep, (release["labels"] - shift[perm]) % q, release["labels"])
     return perm, release["Z"] - noise, labels
 
 
