@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
 import math
-import subprocess
-import sys
-import textwrap
 
 import numpy as np
 import pytest
 
-from dpadapt.io import load_table, save_table
+from dpadapt.io import save_table
 from dpadapt.privacy import accounting
 from dpadapt.privacy.audit import epsilon_lower_bound
 from dpadapt.release import Release, assert_no_raw_rows, raw_rows_in_release
@@ -323,17 +319,6 @@ def test_dpda_adapts_on_easy_data_and_otda_baseline(rng):
 
 
 # -- two-party round trip -----------------------------------------------------------------------
-
-
-def _namespace(add, **overrides):
-    parser = argparse.ArgumentParser()
-    add(parser)
-    args = parser.parse_args(
-        ["--epsilon", "8"] if any(a.dest == "epsilon" for a in parser._actions) else []
-    )
-    for k, v in overrides.items():
-        setattr(args, k, v)
-    return args
 
 
 def test_two_party_cli_basis_release_adapt(tmp_path, rng, monkeypatch):
