@@ -1,4 +1,9 @@
-"""DPOT source party: Johnson–Lindenstrauss projection + Gaussian noise on the source rows.
+"""DPOT source party, per-row design: Johnson–Lindenstrauss projection + Gaussian noise on the source rows.
+
+Sound DPOT defaults to the class-statistics protocol (:mod:`dpadapt.classstats`, ``design="auto"``
+in :class:`dpadapt.transport.DPOTAdapter`). This module is the per-row release, kept as
+``design="rows"`` and for paper mode: in sound mode it is *weak* — every row carries noise far
+larger than the row itself (≈ 11 % on DeCAF6 D↔W at ε = 20, chance level).
 
 LeTien, Habrard & Sebban (IJCAI 2019), Algorithms 1–2, with the fixes of spec ``01-dpot`` §7.
 
