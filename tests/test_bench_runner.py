@@ -118,5 +118,5 @@ def test_source_only_suite_is_registered():
     names = {t.task for t in tasks}
     assert {"decaf6:D->W", "decaf6:W->D"} <= names
     assert sum(t.task.startswith("bow5000:") for t in tasks if t.method == "source-only-logreg") == 12
-    assert {t.method for t in tasks} == {"source-only-logreg", "source-only-mlp"}
-    assert all(t.mode == "non-private" for t in tasks)
+    assert {t.method for t in tasks} == {"source-only-logreg", "source-only-mlp", "dp-ncm", "dp-logreg"}
+    assert all(t.mode == ("sound" if t.method.startswith("dp-") else "non-private") for t in tasks)

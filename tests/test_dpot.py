@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
 import math
-import subprocess
-import sys
-import textwrap
 
 import numpy as np
 import pytest
 
-from dpadapt.io import load_table, save_table
+from dpadapt.io import save_table
 from dpadapt.privacy import accounting
 from dpadapt.privacy.audit import epsilon_lower_bound
 from dpadapt.release import Release, assert_no_raw_rows, raw_rows_in_release
@@ -26,12 +22,18 @@ from dpadapt.transport.coupling import debiased_cost, solve_ot, squared_distance
 from dpadapt.transport.da import paper_block_labels
 from dpadapt.transport.dpot import (
     draw_projection,
-    noisy_projection,
     preprocess_rows,
     release_labels_rr,
 )
 
+
+def noisy_projection(X, M, sigma, rng):
+    """X M + N(0, σ²) drawn here (test-side Monte Carlo; the library draws it in mechanisms)."""
+    return X @ M + rng.normal(0.0, sigma, size=(X.shape[0], M.shape[1]))
+
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+CL = (0, 1, 2)  # the public label set of make_domains
 
 
 def make_domains(rng, n_s=60, n_t=80, k=20, q=3, shift=0.5):
@@ -88,7 +90,7 @@ def test_semi_supervised_forbids_cross_label_mass(rng):
     from dpadapt.transport.coupling import forbidden_pairs
 
     Xs, ys, Xt, yt = make_domains(rng)
-    rel = release_dpot_source(Xs, ys, 50.0, 1e-3, labels="public", random_state=0)
+    rel = release_dpot_source(Xs, ys, 50.0, 1e-3, classes=CL, labels="public", random_state=0)
     partial = np.where(np.arange(len(yt)) % 2 == 0, yt, -1)
     mask = forbidden_pairs(rel["labels"], partial)
     assert mask.any() and not mask[:, partial < 0].any()
@@ -112,10 +114,10 @@ def test_semi_supervised_forbids_cross_label_mass(rng):
 def test_paper_mode_discloses_labels_through_row_order(rng):
     """The soundness critique (spec §7.3): sorted rows + histogram reveal almost every label."""
     Xs, ys, _, _ = make_domains(rng, n_s=300)
-    rel = release_dpot_source(Xs, ys, 20.0, 1e-3, privacy_mode="paper", random_state=0)
+    rel = release_dpot_source(Xs, ys, 20.0, 1e-3, classes=CL, privacy_mode="paper", random_state=0)
     recovered = paper_block_labels(rel["counts"], len(ys))[rel["positions"]]
     assert np.mean(recovered == np.sort(ys)) > 0.95
-    sound = release_dpot_source(Xs, ys, 20.0, 1e-3, label_epsilon=1.0, random_state=0)
+    sound = release_dpot_source(Xs, ys, 20.0, 1e-3, classes=CL, label_epsilon=1.0, random_state=0)
     assert "positions" not in sound.arrays and not np.all(np.diff(sound["labels"]) >= 0)
 
 
@@ -157,7 +159,7 @@ def test_identity_projection_has_unit_operator_norm(rng):
     assert ident.proj_dim == 40 and ident.sensitivity == pytest.approx(2.0)
     assert ident.sigma == pytest.approx(jl.sigma / jl.op_norm, rel=1e-6)
     Xs, ys, Xt, _ = make_domains(rng, k=40)
-    rel = release_dpot_source(Xs, ys, 4.0, 1e-3, projection="identity", random_state=0)
+    rel = release_dpot_source(Xs, ys, 4.0, 1e-3, classes=CL, projection="identity", random_state=0)
     assert_no_raw_rows(rel, Xs)
     assert_no_raw_rows(rel, preprocess_rows(Xs, "normalize", 1.0))
     assert adapt_dpot(rel, Xt, head="logreg", random_state=0).images.shape == Xs.shape
@@ -206,7 +208,7 @@ def test_no_raw_or_projected_row_in_release(rng):
     Xs, ys, _, _ = make_domains(rng)
     for mode in ("sound", "paper"):
         rel = release_dpot_source(
-            Xs, ys, 8.0, 1e-3, proj_dim=Xs.shape[1], privacy_mode=mode, random_state=1
+            Xs, ys, 8.0, 1e-3, classes=CL, proj_dim=Xs.shape[1], privacy_mode=mode, random_state=1
         )
         assert_no_raw_rows(rel, Xs)
         M = draw_projection(
@@ -222,7 +224,7 @@ def test_no_raw_or_projected_row_in_release(rng):
 
 def test_sound_guarantee_is_record_level_and_composed(rng):
     Xs, ys, _, _ = make_domains(rng)
-    rel = release_dpot_source(Xs, ys, 4.0, 1e-3, random_state=0)
+    rel = release_dpot_source(Xs, ys, 4.0, 1e-3, classes=CL, random_state=0)
     g = rel.guarantee
     assert g.valid and g.unit == "record" and g.relation == "replace_one"
     assert g.epsilon == pytest.approx(4.0)
@@ -267,7 +269,7 @@ def test_paper_mode_reproduces_noise_ratio_and_is_invalid(rng):
         and any("attribute" in r for r in g.reasons)
     )
     Xs, ys, _, _ = make_domains(rng)
-    rel = release_dpot_source(Xs, ys, 20.0, 1e-3, privacy_mode="paper", random_state=0)
+    rel = release_dpot_source(Xs, ys, 20.0, 1e-3, classes=CL, privacy_mode="paper", random_state=0)
     assert rel["counts"].shape == (3,) and "labels" not in rel.arrays
     np.testing.assert_array_equal(rel["positions"], np.arange(len(ys)))
 
@@ -281,7 +283,8 @@ def test_paper_block_labels_largest_remainder():
 def test_dpda_adapts_on_easy_data_and_otda_baseline(rng):
     Xs, ys, Xt, yt = make_domains(rng)
     est = DPOTAdapter(
-        epsilon=200.0, delta=1e-3, proj_dim=10, head="logreg", random_state=0
+        epsilon=200.0, delta=1e-3, proj_dim=10, head="logreg", random_state=0, design="rows", classes=CL,
+        reproducible_noise=True,
     ).fit_domains(Xs, ys, Xt)
     assert est.score(Xt, yt) > 0.9
     assert est.guarantee_.valid
@@ -309,7 +312,8 @@ def test_dpda_adapts_on_easy_data_and_otda_baseline(rng):
     y = np.concatenate([ys, -np.ones(len(Xt), dtype=int)])
     dom = np.concatenate([np.ones(len(Xs)), -np.ones(len(Xt))])
     sk = DPOTAdapter(
-        epsilon=200.0, delta=1e-3, proj_dim=10, head="logreg", random_state=0
+        epsilon=200.0, delta=1e-3, proj_dim=10, head="logreg", random_state=0, design="rows", classes=CL,
+        reproducible_noise=True,
     ).fit(X, y, sample_domain=dom)
     np.testing.assert_array_equal(sk.predict(Xt), est.predict(Xt))
 
@@ -317,48 +321,108 @@ def test_dpda_adapts_on_easy_data_and_otda_baseline(rng):
 # -- two-party round trip -----------------------------------------------------------------------
 
 
-def _namespace(add, **overrides):
-    parser = argparse.ArgumentParser()
-    add(parser)
-    args = parser.parse_args(
-        ["--epsilon", "8"] if any(a.dest == "epsilon" for a in parser._actions) else []
-    )
-    for k, v in overrides.items():
-        setattr(args, k, v)
-    return args
+def test_two_party_cli_basis_release_adapt(tmp_path, rng, monkeypatch):
+    """The class-statistics protocol through the CLI: basis (not charged), release (charged once), adapt."""
+    from dpadapt.cli.main import main
+    from dpadapt.cli.party_cmd import load_model
+    from dpadapt.privacy.ledger import Ledger
+
+    monkeypatch.setenv("DPADAPT_LEDGER", str(tmp_path / "ledger.db"))
+    Xs, ys, Xt, yt = make_domains(rng, n_s=150, n_t=150, q=3, shift=0.3)
+    src, tgt = save_table(tmp_path / "source.npz", Xs, ys), save_table(tmp_path / "target.npz", Xt, yt)
+    assert main(["basis", "--data", str(tgt), "--k", "5", "--out", str(tmp_path / "basis.release")]) == 0
+    basis = Release.load(tmp_path / "basis.release")
+    assert math.isinf(basis.guarantee.epsilon) and "not protected" in basis.guarantee.reasons[0]
+    assert_no_raw_rows(basis, Xt)
+    args = ["release", "dpot", "--data", str(src), "--basis", str(tmp_path / "basis.release"),
+            "--epsilon", "4", "--delta", "1e-4", "--out", str(tmp_path / "stats.release")]
+    assert main(["budget", "set", "--party", "source", "--data", str(src), "--epsilon", "8", "--delta", "1e-4"]) == 0
+    assert main(args) == 1  # no public label set in sound mode
+    assert main(args + ["--classes", "0,1,2"]) == 0
+    stats = Release.load(tmp_path / "stats.release")
+    assert stats.kind == "class_statistics" and stats.guarantee.valid and stats.params["classes"] == [0, 1, 2]
+    assert_no_raw_rows(stats, Xs)
+    ledger = Ledger(str(tmp_path / "ledger.db"))
+    assert len(ledger.history()) == 1
+    out = tmp_path / "model.joblib"
+    assert main(["adapt", "dpot", "--release", str(tmp_path / "stats.release"), "--release",
+                 str(tmp_path / "basis.release"), "--data", str(tgt), "--out", str(out)]) == 0
+    bundle = load_model(out)
+    assert np.mean(bundle["model"].predict(Xt) == yt) > 0.9
+    assert bundle["guarantees"]["source"].epsilon == pytest.approx(4.0)
 
 
-def test_two_process_round_trip_equals_estimator(tmp_path, rng):
-    from dpadapt.cli.methods import dpot as cli
+# -- issue 11 holes, DPOT ----------------------------------------------------------------------
 
+
+def _replay_old_stream(release, seed, n, q):
+    """The attack of issue 11: guess the integer seed, replay the draws that followed the projection seed."""
+    gen = np.random.default_rng(seed)
+    if int(gen.integers(2**63 - 1)) != release.params["projection_seed"]:
+        return None
+    perm = gen.permutation(n)
+    u, shift = gen.random(n), gen.integers(1, q, size=n)
+    noise = gen.normal(0.0, release.params["sigma"], size=release["Z"].shape)
+    keep = math.exp(release.params["label_epsilon"]) / (math.exp(release.params["label_epsilon"]) + q - 1)
+    labels = np.where(u[perm] >= keep, (release["labels"] - shift[perm]) % q, release["labels"])
+    return perm, release["Z"] - noise, labels
+
+
+def test_hole1_seed_brute_force_replays_no_noise(rng):
+    Xs, ys, _, _ = make_domains(rng, n_s=60, k=20)
+    rel = release_dpot_source(Xs, ys, 4.0, 1e-3, classes=CL, proj_dim=5, random_state=7)
+    hits = [r for s in range(50) if (r := _replay_old_stream(rel, s, len(ys), 3)) is not None]
+    assert len(hits) == 1  # the projection seed is public: it is found, as it may be
+    perm, recon, labels = hits[0]
+    M = draw_projection(Xs.shape[1], rel.params["proj_dim"], rel.params["projection_seed"])
+    P = preprocess_rows(Xs, "normalize", 1.0) @ M
+    # no reconstructed row is any true projected row, and the labels are not recovered
+    gaps = np.sqrt(((recon[:, None, :] - P[None, :, :]) ** 2).sum(-1)).min(axis=1)
+    assert gaps.min() > 1e-3
+    assert np.mean(labels == ys[perm]) < 0.9
+
+
+def test_hole2_label_set_is_public_and_required(rng):
     Xs, ys, Xt, _ = make_domains(rng)
-    src, tgt = (
-        save_table(tmp_path / "source.npz", Xs, ys),
-        save_table(tmp_path / "target.npz", Xt),
-    )
-    seed = 11
-    rel_args = _namespace(cli.add_release_arguments, epsilon=8.0, seed=seed, proj_dim=5)
-    planned = cli.plan_release(rel_args, load_table(src))
-    assert planned.guarantee.valid
-    planned.execute().save(tmp_path / "source.release")
-    script = textwrap.dedent(
-        f"""
-        import argparse, numpy as np
-        from dpadapt.cli.methods import dpot as cli
-        from dpadapt.io import load_table
-        from dpadapt.release import Release
-        p = argparse.ArgumentParser(); cli.add_adapt_arguments(p)
-        args = p.parse_args(["--seed", "{seed}", "--head", "logreg"])
-        table = load_table(r"{tgt}")
-        out = cli.adapt(args, table, [Release.load(r"{tmp_path / "source.release"}", expect_method="dpot")])
-        np.save(r"{tmp_path / "pred.npy"}", out.model.predict(table.X))
-        """
-    )
-    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
-    est = DPOTAdapter(
-        epsilon=8.0, proj_dim=5, head="logreg", random_state=seed
-    ).fit_domains(Xs, ys, Xt)
-    np.testing.assert_array_equal(np.load(tmp_path / "pred.npy"), est.predict(Xt))
+    with pytest.raises(ValueError, match="classes="):
+        release_dpot_source(Xs, ys, 4.0, 1e-3, random_state=0)
+    with pytest.raises(ValueError, match="public label set"):
+        release_dpot_source(Xs, ys, 4.0, 1e-3, classes=(0, 1), random_state=0)
+    rel = release_dpot_source(Xs, ys, 4.0, 1e-3, classes=(0, 1, 2, 3), random_state=0)
+    assert rel.params["n_classes"] == 4 and rel.params["classes"] == [0, 1, 2, 3]
+    from dpadapt.api import ConfigError
+
+    with pytest.raises(ConfigError, match="classes="):
+        DPOTAdapter(epsilon=4.0).fit_domains(Xs, ys, Xt)
+    with pytest.raises(ValueError, match="classes="):
+        DPOTAdapter(epsilon=4.0, design="rows").fit_domains(Xs, ys, Xt)
+    est = DPOTAdapter(epsilon=4.0, classes=(0, 1, 2, 3), k=5).fit_domains(Xs, ys, Xt)
+    assert est.release_["sums"].shape == (4, 5) and list(est.classes_) == [0, 1, 2, 3]
+
+
+def test_hole6_delta_refused_and_public_labels_in_unit(rng):
+    Xs, ys, Xt, _ = make_domains(rng, n_s=60)
+    with pytest.raises(ValueError, match="1/n"):
+        release_dpot_source(Xs, ys, 4.0, 1.0 / 60, classes=CL)
+    from dpadapt.api import ConfigError
+
+    with pytest.raises(ConfigError, match="1/n"):
+        DPOTAdapter(epsilon=4.0, delta=0.02, classes=CL).fit_domains(Xs, ys, Xt)
+    est = DPOTAdapter(epsilon=4.0, classes=CL, k=5).fit_domains(Xs, ys, Xt)
+    assert est.guarantee_.delta <= 1.0 / (10 * len(ys))
+    rel = release_dpot_source(Xs, ys, 4.0, 1e-3, classes=CL, labels="public")
+    assert rel.guarantee.unit == "record_features" and "label" in rel.guarantee.report()
+
+
+def test_sound_dpot_default_is_class_statistics_and_adapts(rng):
+    Xs, ys, Xt, yt = make_domains(rng, n_s=150, n_t=150, shift=0.3)
+    est = DPOTAdapter(epsilon=4.0, classes=CL, k=5, random_state=0).fit_domains(Xs, ys, Xt)
+    assert est.release_.kind == "class_statistics" and est.basis_release_.kind == "target_basis"
+    assert est.guarantee_.valid and est.guarantee_.unit == "record" and est.guarantee_.epsilon == pytest.approx(4.0)
+    assert est.score(Xt, yt) > 0.9
+    assert_no_raw_rows(est.release_, Xs)
+    with pytest.raises(Exception, match="paper mode"):
+        DPOTAdapter(epsilon=4.0, classes=CL, design="classstats", privacy_mode="paper").fit_domains(Xs, ys, Xt)
 
 
 # -- bad input ---------------------------------------------------------------------------------
@@ -366,7 +430,7 @@ def test_two_process_round_trip_equals_estimator(tmp_path, rng):
 
 def test_bad_inputs_give_clear_errors(rng):
     Xs, ys, Xt, _ = make_domains(rng)
-    rel = release_dpot_source(Xs, ys, 8.0, 1e-3, random_state=0)
+    rel = release_dpot_source(Xs, ys, 8.0, 1e-3, classes=CL, random_state=0)
     with pytest.raises(ValueError, match="share a feature space"):
         adapt_dpot(rel, Xt[:, :-1], head="logreg")
     with pytest.raises(ValueError, match="empty"):
@@ -374,13 +438,13 @@ def test_bad_inputs_give_clear_errors(rng):
     bad = Xs.copy()
     bad[0, 0] = np.nan
     with pytest.raises(ValueError, match="NaN"):
-        release_dpot_source(bad, ys, 8.0, 1e-3)
+        release_dpot_source(bad, ys, 8.0, 1e-3, classes=CL)
     for eps in (0.0, -1.0):
         with pytest.raises(ValueError, match="epsilon"):
-            release_dpot_source(Xs, ys, eps, 1e-3)
+            release_dpot_source(Xs, ys, eps, 1e-3, classes=CL)
     with pytest.raises(ValueError, match="label_epsilon"):
-        release_dpot_source(Xs, ys, 2.0, 1e-3, label_epsilon=2.0)
+        release_dpot_source(Xs, ys, 2.0, 1e-3, classes=CL, label_epsilon=2.0)
     with pytest.raises(ValueError, match="row_norm"):
-        release_dpot_source(Xs, ys, 2.0, 1e-3, row_norm="none")
+        release_dpot_source(Xs, ys, 2.0, 1e-3, classes=CL, row_norm="none")
     with pytest.raises(ValueError, match="features"):
-        DPOTAdapter(epsilon=8.0).fit_domains(Xs, ys, Xt[:, :5])
+        DPOTAdapter(epsilon=8.0, classes=CL).fit_domains(Xs, ys, Xt[:, :5])

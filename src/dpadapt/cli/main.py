@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "account_cmd",
     "bench_cmd",
     "party_cmd",
+    "basis_cmd",
     "report_cmd",
     "budget_cmd",
 )

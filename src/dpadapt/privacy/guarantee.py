@@ -15,11 +15,11 @@ from dpadapt.jsonutil import to_jsonable
 from dpadapt.privacy import accounting
 
 Party = Literal["source", "target"]
-Unit = Literal["record", "label", "attribute"]
+Unit = Literal["record", "label", "attribute", "record_features"]
 Mode = Literal["sound", "paper"]
 
 PARTIES = ("source", "target")
-UNITS = ("record", "label", "attribute")
+UNITS = ("record", "label", "attribute", "record_features")
 
 PAPER_REASON = "published procedure reproduced for comparison (paper mode)"
 
@@ -43,6 +43,7 @@ _UNIT_WORDS = {
     "record": "one whole record (all features and the label) of",
     "label": "the label of one record of",
     "attribute": "one attribute (one feature value, changed by at most 1) of one record of",
+    "record_features": "the features of one record (its label declared public and released in the clear) of",
 }
 _RELATION_WORDS = {
     "replace_one": "replacing one record by another (dataset size public)",

@@ -1,6 +1,8 @@
 """Optimal-transport methods.
 
-* DPOT / DPDA (LeTien et al. 2019) and the non-private OTDA baseline (:mod:`.dpot`, :mod:`.da`).
+* DPOT (family ``dpot``): sound mode is the class-statistics protocol (:mod:`dpadapt.classstats`);
+  the per-row DPOT/DPDA release (LeTien et al. 2019) and the non-private OTDA baseline
+  (:mod:`.dpot`, :mod:`.da`).
 * Sliced Wasserstein and DP-SWD (Rakotomamonjy & Ralaivola 2021) in :mod:`dpadapt.transport.swd`.
 """
 
@@ -10,7 +12,7 @@ from dpadapt.transport.coupling import (
     normalised_cost,
     solve_ot,
 )
-from dpadapt.transport.da import OTDA, DPOTAdaptation, DPOTAdapter, adapt_dpot
+from dpadapt.transport.da import OTDA, Config, DPOTAdaptation, DPOTAdapter, adapt, adapt_dpot, plan, release
 from dpadapt.transport.dpot import (
     DPOTSourcePlan,
     draw_projection,
@@ -23,6 +25,10 @@ from dpadapt.transport.swd import dp_swd
 
 __all__ = [
     "OTDA",
+    "Config",
+    "adapt",
+    "plan",
+    "release",
     "DPOTAdaptation",
     "DPOTAdapter",
     "DPOTSourcePlan",
@@ -38,3 +44,10 @@ __all__ = [
     "release_dpot_source",
     "solve_ot",
 ]
+
+from dpadapt.api import Family, register  # noqa: E402
+
+register(Family(
+    name="dpot", config=Config, protected=("source",), plan=plan, release=release, adapt=adapt,
+    estimator=DPOTAdapter, summary="DPOT: target basis → source DP class statistics → target refinement (sound); per-row release (weak / paper)",
+))

@@ -20,6 +20,8 @@ import numpy as np
 from sklearn.pipeline import Pipeline
 from sklearn.utils.validation import check_is_fitted
 
+from dpadapt import classstats
+from dpadapt.api import ConfigError, ConfigEstimator, param
 from dpadapt.base import DAEstimator
 from dpadapt.models import make_classifier
 from dpadapt.privacy.guarantee import Guarantee
@@ -211,6 +213,8 @@ def adapt_dpot(
         lab = paper_block_labels(release["counts"], p["n_samples"])[
             release["positions"]
         ]
+    if "classes" in p:  # released labels are indices into the public label set
+        lab = np.asarray(p["classes"])[lab]
     blocks = [
         (Z[i * block : (i + 1) * block], lab[i * block : (i + 1) * block])
         for i in range(n_blocks)
@@ -235,104 +239,99 @@ def adapt_dpot(
     )
 
 
-class DPOTAdapter(DAEstimator):
-    """DPDA (LeTien et al. 2019) with both party steps in one process; skada-compatible.
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Config(classstats.Config):
+    """DPOT's hyper-parameters: the class-statistics design (sound default) and the per-row design.
 
-    ``fit`` runs :func:`~dpadapt.transport.dpot.release_dpot_source` (source) and
-    :func:`adapt_dpot` (target) with ``random_state`` seeding both, so the two-party CLI with the
-    same seed gives the same model. ``guarantee_`` is the source's guarantee (the target releases
-    nothing). Sound mode (default) is record-level (ε, δ)-DP for the source under replace-one;
-    paper mode reproduces the published calibration and is marked invalid.
-
-    Parameters
-    ----------
-    epsilon : float
-        Total source budget (sound: features + labels).
-    delta : float, optional
-        Default 1/(1.2 n_s) (the paper's choice).
-    privacy_mode : {"sound", "paper"}
-    batch_size : int, optional
-        ``None`` = one whole-batch release; otherwise minibatch mode with B rows per step.
-    noise_multiplier, steps, label_epsilon, labels, proj_dim, row_norm, clip_norm, projection :
-        See :func:`dpadapt.transport.dpot.plan_dpot_source`.
-    ot_method, reg_e, reg_g, head, target_batch_size :
-        See :func:`adapt_dpot`.
-    random_state : int, optional
+    ``design="auto"`` is the class-statistics protocol in sound mode (target basis → ONE Gaussian
+    release of the source's class statistics → target refinement) and the published per-row
+    procedure in paper mode. ``design="rows"`` in sound mode keeps the per-row release (noisy
+    projected rows + randomized-response labels): sound but weak — each row carries noise far
+    larger than itself (11.6 % on DeCAF6 D→W at ε = 20, issue 12).
     """
 
-    def __init__(
-        self,
-        epsilon: float = 8.0,
-        delta: float | None = None,
-        privacy_mode: str = "sound",
-        batch_size: int | None = None,
-        noise_multiplier: float = 1.1,
-        steps: int | None = None,
-        label_epsilon: float | None = None,
-        labels: str = "rr",
-        proj_dim: int | None = None,
-        row_norm: str | None = None,
-        clip_norm: float = 1.0,
-        ot_method: str = "sinkhorn_gl",
-        reg_e: float = 0.01,
-        reg_g: float = 0.1,
-        head: str = "mlp",
-        target_batch_size: int | None = None,
-        projection: str = "jl",
-        random_state: int | None = None,
-    ):
-        self.epsilon = epsilon
-        self.delta = delta
-        self.privacy_mode = privacy_mode
-        self.batch_size = batch_size
-        self.noise_multiplier = noise_multiplier
-        self.steps = steps
-        self.label_epsilon = label_epsilon
-        self.labels = labels
-        self.proj_dim = proj_dim
-        self.row_norm = row_norm
-        self.clip_norm = clip_norm
-        self.ot_method = ot_method
-        self.reg_e = reg_e
-        self.reg_g = reg_g
-        self.head = head
-        self.target_batch_size = target_batch_size
-        self.projection = projection
-        self.random_state = random_state
+    family = "dpot"
+
+    design: str = param("auto", choices=("auto", "classstats", "rows"), help="'auto': class statistics in sound mode, the published per-row release in paper mode; 'rows': per-row release (weak)")
+    batch_size: int | None = param(None, optional=True, low=1, help="rows design: minibatch size B (None = one whole-batch release)")
+    noise_multiplier: float = param(1.1, low=0.0, low_open=True, help="rows design, minibatches: z = σ/Δ (paper: σ/w)")
+    steps: int | None = param(None, optional=True, low=1, help="rows design, minibatches: fix T and calibrate z")
+    label_epsilon: float | None = param(None, optional=True, low=0.0, low_open=True, help="rows design: ε′ of the labels (sound default 0.25 ε)")
+    labels: str = param("rr", choices=("rr", "public"), help="rows design: randomized response, or labels declared public")
+    proj_dim: int | None = param(None, optional=True, low=1, help="rows design: projection dimension ℓ (default ⌈d/10⌉)")
+    row_norm: str | None = param(None, optional=True, choices=("normalize", "clip", "none"), help="rows design: per-row preprocessing")
+    clip_norm: float = param(1.0, low=0.0, low_open=True, help="rows design: public row norm C")
+    projection: str = param("jl", choices=("jl", "identity"), help="rows design: JL matrix or none")
+    ot_method: str = param("sinkhorn_gl", choices=("exact", "sinkhorn", "sinkhorn_gl"), help="rows design: OT solver")
+    reg_e: float = param(0.01, low=0.0, help="rows design: entropic weight λ_e")
+    reg_g: float = param(0.1, low=0.0, help="rows design: group-lasso weight λ_g")
+    head: str = param("mlp", choices=("mlp", "logreg"), help="rows design: classifier head")
+    target_batch_size: int | None = param(None, optional=True, low=1, help="rows design: target rows per minibatch")
+
+    def resolved_design(self) -> str:
+        if self.design == "auto":
+            return "classstats" if self.privacy_mode == "sound" else "rows"
+        if self.design == "classstats" and self.privacy_mode == "paper":
+            raise ConfigError("paper mode is the published per-row procedure: use design='rows' or 'auto'")
+        return self.design
+
+
+def plan(config: Config, facts: dict):
+    """The plan of the source's release (class-statistics design; see :func:`dpadapt.classstats.plan`)."""
+    return dataclasses.replace(classstats.plan(config, facts), family="dpot")
+
+
+def release(plan_, Xs, ys, noise, *, basis_release=None) -> Release:
+    """The source's class-statistics release in the target's basis (:func:`dpadapt.classstats.release`)."""
+    return classstats.release(plan_, Xs, ys, noise, basis_release=basis_release)
+
+
+def adapt(release_: Release, Xt, config: Config, *, basis_release=None):
+    """The target's step on a class-statistics release (:func:`dpadapt.classstats.adapt`)."""
+    return classstats.adapt(release_, Xt, config, basis_release=basis_release, family="dpot")
+
+
+class DPOTAdapter(ConfigEstimator):
+    """DPOT with both party steps in one process; skada-compatible.
+
+    Sound mode (default): the class-statistics protocol — the unprotected target discloses its
+    mean and top-k PCA basis, the source releases per-class sums and counts of its rows in that
+    basis as ONE Gaussian (record-level (ε, δ)-DP, labels included, Δ = 2 replace-one), the target
+    refines the DP prototypes on its own rows. ``design="rows"``: the per-row release (weak).
+    Paper mode: the published procedure (LeTien et al. 2019), its guarantee marked invalid.
+    ``classes`` (the public label set) is required in sound mode; δ defaults to 1/(10 n_s) and
+    δ ≥ 1/n_s is refused in sound mode.
+    """
+
+    config_class = Config
 
     def fit_domains(self, Xs, ys, Xt, yt=None):
+        self.config_ = c = self.make_config()
+        design = c.resolved_design()
+        if design == "classstats":
+            Xs, ys, Xt, _ = self._check_domains(Xs, ys, Xt, None, allow_sparse=True)
+            start = time.perf_counter()
+            self.basis_release_, self.release_, self.model_ = classstats.run_parties(c, Xs, ys, Xt, family="dpot")
+            self.seconds_ = {"total": time.perf_counter() - start}
+            self.classes_ = self.model_.classes_
+            self._set_guarantees(*([self.release_.guarantee] if c.private else []))
+            return self
+        if not c.private:
+            raise ConfigError("the per-row design needs epsilon; its non-private counterpart is OTDA")
         Xs, ys, Xt, yt = self._check_domains(Xs, ys, Xt, yt)
-        seed = _seed_of(self.random_state)
-        delta = 1.0 / (1.2 * Xs.shape[0]) if self.delta is None else self.delta
         start = time.perf_counter()
         self.release_ = release_dpot_source(
-            Xs,
-            ys,
-            self.epsilon,
-            delta,
-            proj_dim=self.proj_dim,
-            batch_size=self.batch_size,
-            noise_multiplier=self.noise_multiplier,
-            steps=self.steps,
-            label_epsilon=self.label_epsilon,
-            labels=self.labels,
-            row_norm=self.row_norm,
-            clip_norm=self.clip_norm,
-            privacy_mode=self.privacy_mode,
-            projection=self.projection,
-            random_state=seed,
+            Xs, ys, c.epsilon,
+            c.resolved_delta(Xs.shape[0]) if c.privacy_mode == "sound" or c.delta is not None else 1.0 / (1.2 * Xs.shape[0]),
+            classes=c.classes, proj_dim=c.proj_dim, batch_size=c.batch_size, noise_multiplier=c.noise_multiplier,
+            steps=c.steps, label_epsilon=c.label_epsilon, labels=c.labels, row_norm=c.row_norm,
+            clip_norm=c.clip_norm, privacy_mode=c.privacy_mode, projection=c.projection,
+            random_state=c.random_state, reproducible_noise=c.reproducible_noise,
         )
         released = time.perf_counter()
         self.adaptation_ = adapt_dpot(
-            self.release_,
-            Xt,
-            yt,
-            ot_method=self.ot_method,
-            reg_e=self.reg_e,
-            reg_g=self.reg_g,
-            head=self.head,
-            target_batch_size=self.target_batch_size,
-            random_state=seed,
+            self.release_, Xt, yt, ot_method=c.ot_method, reg_e=c.reg_e, reg_g=c.reg_g, head=c.head,
+            target_batch_size=c.target_batch_size, random_state=c.random_state,
         )
         self.model_ = self.adaptation_.model
         self.classes_ = self.model_.classes_
@@ -343,11 +342,11 @@ class DPOTAdapter(DAEstimator):
 
     def predict(self, X):
         check_is_fitted(self, "model_")
-        return self.model_.predict(check_features(X))
+        return self.model_.predict(check_features(X, allow_sparse=True) if hasattr(self.model_, "transform") else check_features(X))
 
     def predict_proba(self, X):
         check_is_fitted(self, "model_")
-        return self.model_.predict_proba(check_features(X))
+        return self.model_.predict_proba(check_features(X, allow_sparse=True) if hasattr(self.model_, "transform") else check_features(X))
 
 
 class OTDA(DAEstimator):

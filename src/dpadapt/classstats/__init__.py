@@ -1,0 +1,211 @@
+"""Class statistics released once: the sound design for a labelled protected source (issue 12).
+
+Three party steps:
+
+(a) :func:`basis` — the *unprotected* receiver (DPOT's target) sends the mean and top-k principal
+    directions of its own mapped rows. It is a disclosure, not a DP release: its Guarantee has ε = ∞
+    and says why that costs the target nothing in this setting (the target is not protected there).
+    Without a basis (``k=0``) the source releases in the mapped feature space itself.
+(b) :func:`release` — the protected source maps its rows with the public per-row map (optional
+    ``log1p``, ℓ2 normalisation), projects them onto the public basis (re-normalised, a per-row map
+    fixed before the source's data is read) and releases per-class sums and counts as ONE Gaussian
+    (:func:`dpadapt.privacy.mechanisms.class_statistics`): (ε, δ)-DP per record under replace-one
+    (Δ = 2) or add/remove (Δ = √2), labels included; σ from the analytic Gaussian (Balle & Wang 2018).
+(c) :func:`adapt` — the receiver turns the noisy statistics into class prototypes and refines them on
+    its own rows (:mod:`dpadapt.classstats.adapt`); post-processing, no further privacy cost.
+
+:class:`ClassStatsDA` runs exactly these steps in one process.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+
+import numpy as np
+
+from dpadapt import api
+from dpadapt.api import ConfigEstimator, Family, Plan, param, register
+from dpadapt.classstats.adapt import REFINEMENTS, ClassStatsModel, fit_basis, project, prototypes_from_release, refine, row_map
+from dpadapt.privacy.families.classstats import basis_disclosure, class_statistics_plan
+from dpadapt.privacy.guarantee import Guarantee
+from dpadapt.privacy.mechanisms import class_statistics, random_streams
+from dpadapt.release import Release, ReleaseError
+from dpadapt.validation import check_features, check_labels
+
+BASIS_KIND = "target_basis"
+STATS_KIND = "class_statistics"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Config(api.Config):
+    """Hyper-parameters of the class-statistics design (defaults fixed on pairs other than DeCAF6 D↔W)."""
+
+    family = "classstats"
+
+    k: int = param(20, low=0, help="dimension of the receiver's basis (top-k PCA); 0 = no basis, release in the mapped feature space")
+    feature_type: str = param("dense", choices=("dense", "counts"), help="public feature type: 'counts' (bag of words) turns on log1p under log1p='auto'")
+    log1p: str = param("auto", choices=("auto", "true", "false"), help="log1p of counts before normalising; 'auto' decides from the public feature_type, never from the data")
+    relation: str = param("replace_one", choices=("replace_one", "add_remove"), help="neighbouring relation of the guarantee")
+    refinement: str = param("ot", choices=REFINEMENTS, help="receiver-side refinement from the DP prototypes")
+
+    def use_log1p(self) -> bool:
+        return self.log1p == "true" or (self.log1p == "auto" and self.feature_type == "counts")
+
+
+def _digest(*arrays: np.ndarray) -> str:
+    h = hashlib.sha256()
+    for a in arrays:
+        h.update(np.ascontiguousarray(a, dtype=np.float64).tobytes())
+    return h.hexdigest()
+
+
+def plan(config: Config, facts: dict) -> Plan:
+    """σ and the Guarantee of the source's release from public facts (``n_source``, ``n_features``, ``k``)."""
+    n = int(facts["n_source"])
+    if not config.private:
+        return Plan(config.family, STATS_KIND, config, dict(facts), None, {"sigma": 0.0})
+    classes = config.required_classes()
+    delta = config.resolved_delta(n)
+    sigma, guarantee = class_statistics_plan(
+        config.epsilon, delta, classes=classes, relation=config.relation,
+        extra_theorem=f"per-row map: {'log1p, ' if config.use_log1p() else ''}ℓ2-normalise"
+        + (f", project on the receiver's public {facts.get('k', config.k)}-d basis, re-normalise" if config.k else ""),
+    )
+    return Plan(config.family, STATS_KIND, config, dict(facts), guarantee, {"sigma": sigma, "delta": delta})
+
+
+def basis(Xt, config: Config, *, family: str | None = None) -> Release:
+    """The unprotected receiver's basis: mean and top-k principal directions of its mapped rows."""
+    if config.k < 1:
+        raise ValueError("k=0 means no basis; nothing to send")
+    M = row_map(check_features(Xt, "Xt (target)", allow_sparse=True), config.use_log1p())
+    mean, components = fit_basis(M, config.k)
+    return Release(
+        method=family or config.family, kind=BASIS_KIND, owner="target",
+        arrays={"mean": mean, "components": components}, guarantee=basis_disclosure("target"),
+        params={"k": int(components.shape[1]), "log1p": config.use_log1p(), "n_features": int(M.shape[1]),
+                "sha256": _digest(mean, components), "disclosure": basis_disclosure("target").reasons[0]},
+    )
+
+
+def _check_basis(rel: Release | None, family: str) -> tuple[np.ndarray | None, np.ndarray | None, str | None]:
+    if rel is None:
+        return None, None, None
+    if rel.method != family or rel.kind != BASIS_KIND:
+        raise ReleaseError(f"expected a {family}/{BASIS_KIND} release, got {rel.method}/{rel.kind}")
+    mean, comp = rel["mean"], rel["components"]
+    if _digest(mean, comp) != rel.params["sha256"]:
+        raise ReleaseError("the basis arrays do not match their digest")
+    return mean, comp, rel.params["sha256"]
+
+
+def label_indices(ys, classes: tuple) -> np.ndarray:
+    """Positions of the labels in the public label set; a label outside it is an error."""
+    ys = np.asarray(ys)
+    cls = np.asarray(classes)
+    order = np.argsort(cls, kind="stable")
+    pos = np.searchsorted(cls[order], ys)
+    pos = np.clip(pos, 0, len(cls) - 1)
+    idx = order[pos]
+    bad = cls[idx] != ys
+    if np.any(bad):
+        raise ValueError(f"label(s) {sorted(set(ys[bad].tolist()))[:5]} are not in the public label set classes={list(classes)}")
+    return idx.astype(np.int64)
+
+
+def release(plan_: Plan, Xs, ys, noise, *, basis_release: Release | None = None) -> Release:
+    """The source's step: class statistics of its mapped rows (in the basis) as ONE Gaussian."""
+    config: Config = plan_.config
+    Xs = check_features(Xs, "Xs (source)", allow_sparse=True)
+    ys = check_labels(ys, Xs.shape[0], "ys (source labels)")
+    if Xs.shape[0] != int(plan_.facts["n_source"]):
+        raise ValueError(f"the plan is for {plan_.facts['n_source']} source rows, got {Xs.shape[0]}")
+    classes = config.required_classes() if config.private else (config.classes or tuple(np.unique(ys).tolist()))
+    mean, comp, digest = _check_basis(basis_release, plan_.family)
+    if config.k and comp is None:
+        raise ReleaseError(f"k={config.k} needs the receiver's basis release (or set k=0)")
+    Z = project(row_map(Xs, config.use_log1p()), mean, comp)
+    idx = label_indices(ys, classes)
+    if config.private:
+        st = class_statistics(Z, idx, len(classes), sigma=plan_.calibration["sigma"], relation=config.relation, noise=noise)
+        sums, counts, guarantee = st.sums, st.counts, plan_.guarantee
+    else:
+        sums = np.zeros((len(classes), Z.shape[1]))
+        np.add.at(sums, idx, Z)
+        counts = np.bincount(idx, minlength=len(classes)).astype(float)
+        guarantee = Guarantee.non_private("source", "epsilon=None: the non-private counterpart")
+    return Release(
+        method=plan_.family, kind=STATS_KIND, owner="source", arrays={"sums": sums, "counts": counts},
+        guarantee=guarantee,
+        params={"classes": list(classes), "log1p": config.use_log1p(), "basis_sha256": digest,
+                "n_features": int(Xs.shape[1]), "sigma": float(plan_.calibration.get("sigma", 0.0)),
+                "relation": config.relation},
+    )
+
+
+def adapt(release_: Release, Xt, config: Config, *, basis_release: Release | None = None, family: str | None = None) -> ClassStatsModel:
+    """The receiver's step: prototypes from the noisy statistics, refined on its own rows."""
+    family = family or config.family
+    if release_.method != family or release_.kind != STATS_KIND:
+        raise ReleaseError(f"expected a {family}/{STATS_KIND} release, got {release_.method}/{release_.kind}")
+    p = release_.params
+    mean, comp, digest = _check_basis(basis_release, family)
+    if p.get("basis_sha256") != digest:
+        raise ReleaseError("the statistics were released in another basis than the one given")
+    Xt = check_features(Xt, "Xt (target)", allow_sparse=True)
+    if Xt.shape[1] != p["n_features"]:
+        raise ValueError(f"target has {Xt.shape[1]} features; the release was made for {p['n_features']}")
+    Z = project(row_map(Xt, bool(p["log1p"])), mean, comp)
+    centers, proportions = prototypes_from_release(release_["sums"], release_["counts"])
+    centers, head = refine(Z, centers, proportions, config.refinement, random_state=config.random_state)
+    return ClassStatsModel(np.asarray(p["classes"]), bool(p["log1p"]), mean, comp, centers, head)
+
+
+def run_parties(config: Config, Xs, ys, Xt, *, family: str | None = None) -> tuple[Release | None, Release, ClassStatsModel]:
+    """All three steps in one process (basis → release → adapt), noise from a fresh NoiseSource."""
+    family = family or config.family
+    _, noise = random_streams(config.random_state, reproducible_noise=config.reproducible_noise)
+    basis_rel = basis(Xt, config, family=family) if config.k else None
+    k = basis_rel.params["k"] if basis_rel is not None else 0
+    the_plan = plan(config, {"n_source": Xs.shape[0], "n_features": Xs.shape[1], "k": k})
+    the_plan = Plan(family, the_plan.kind, the_plan.config, the_plan.facts, the_plan.guarantee, the_plan.calibration)
+    rel = release(the_plan, Xs, ys, noise, basis_release=basis_rel)
+    model = adapt(rel, Xt, config, basis_release=basis_rel, family=family)
+    return basis_rel, rel, model
+
+
+class ClassStatsDA(ConfigEstimator):
+    """Class-statistics domain adaptation: target basis → source DP class statistics → target refinement.
+
+    Record-level (ε, δ)-DP for the labelled source (one analytic-Gaussian release, labels
+    included); the target is not protected (its basis is disclosed). ``epsilon=None`` runs the
+    same pipeline without noise.
+    """
+
+    config_class = Config
+
+    def fit_domains(self, Xs, ys, Xt, yt=None):
+        Xs, ys, Xt, _ = self._check_domains(Xs, ys, Xt, None, allow_sparse=True)
+        self.config_ = self.make_config()
+        self.basis_release_, self.release_, self.model_ = run_parties(self.config_, Xs, ys, Xt)
+        self.classes_ = self.model_.classes_
+        self._set_guarantees(*([] if not self.config_.private else [self.release_.guarantee]))
+        return self
+
+    def predict(self, X):
+        return self.model_.predict(X)
+
+    def predict_proba(self, X):
+        return self.model_.predict_proba(X)
+
+
+from dpadapt.classstats.baselines import DPLogisticRegression, DPNearestClassMean  # noqa: E402
+
+register(Family(
+    name="classstats", config=Config, protected=("source",), plan=plan, release=release, adapt=adapt,
+    estimator=ClassStatsDA, summary="source DP class statistics (one Gaussian) in the target's public basis; target refinement",
+))
+
+__all__ = ["BASIS_KIND", "STATS_KIND", "ClassStatsDA", "Config", "DPLogisticRegression", "DPNearestClassMean",
+           "adapt", "basis", "label_indices", "plan", "release", "run_parties"]

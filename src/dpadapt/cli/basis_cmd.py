@@ -1,0 +1,44 @@
+"""``dpadapt basis``: the unprotected receiver's basis (mean + top-k PCA of its own rows).
+
+In DPOT's setting the target is not protected: it sends the mean and top-k principal directions
+of its own (mapped) rows in the clear so that the source can release its class statistics in that
+k-dimensional space (`dpadapt release dpot --basis FILE`). The Release records this disclosure
+(ε = ∞, not a DP guarantee, with the reason); nothing is charged to a privacy budget. Do not use it
+when your own data must be protected.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from dpadapt import classstats
+from dpadapt.cli.party_cmd import N_FEATURES_PARAM, _check_out
+from dpadapt.io import load_table
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "basis",
+        help="unprotected receiver: send the mean and top-k PCA basis of your rows (a disclosure, not DP)",
+        description=__doc__.split("\n\n")[1],
+    )
+    p.add_argument("--data", required=True, help="your (target) data file; labels, if any, are not used")
+    p.add_argument("--label-column", default="y", help="label column of a .csv/.parquet file (default y)")
+    p.add_argument("--k", type=int, default=classstats.Config.__dataclass_fields__["k"].default, help="basis dimension (default 20)")
+    p.add_argument("--feature-type", choices=("dense", "counts"), default="dense", help="public feature type ('counts': log1p before normalising)")
+    p.add_argument("--method", default="dpot", choices=("dpot", "classstats"), help="the method the basis is for (default dpot)")
+    p.add_argument("--out", required=True, help="basis Release file to give the other party")
+    p.add_argument("--force", action="store_true", help="overwrite an existing output file")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    table = load_table(args.data, args.label_column)
+    out = _check_out(args.out, args.force)
+    config = classstats.Config(k=args.k, feature_type=args.feature_type)
+    release = classstats.basis(table.X, config, family=args.method)
+    release.params[N_FEATURES_PARAM] = int(table.X.shape[1])
+    release.save(out)
+    print(f"wrote {out}: {release.method}/{release.kind} ({release.params['k']} directions of {table.X.shape[1]} features)")
+    print(f"  disclosure, not a DP release: {release.params['disclosure']}")
+    return 0

@@ -1,0 +1,114 @@
+"""Calibration and Guarantees of the class-statistics family (and of the target's basis disclosure).
+
+* :func:`class_statistics_plan` — σ of the ONE Gaussian release of per-class sums and counts of
+  unit-ball rows (:func:`dpadapt.privacy.mechanisms.class_statistics`), from dp-accounting's
+  analytic Gaussian (Balle & Wang, ICML 2018, Thm. 8) at the plan's (ε, δ); Δ = 2 replace-one,
+  √2 add/remove (``CLASS_STATISTICS_SENSITIVITY``). The label set is public and part of the unit.
+* :func:`basis_disclosure` — the honest record of a release from a party that is *not protected*
+  in the setting (DPOT's target): ε = ∞, ``valid=False``, the reason stated. It is not a DP claim.
+"""
+
+from __future__ import annotations
+
+import math
+
+from dpadapt.privacy import accounting
+from dpadapt.privacy.guarantee import Guarantee
+from dpadapt.privacy.mechanisms import CLASS_STATISTICS_SENSITIVITY
+
+THEOREM = (
+    "Analytic Gaussian mechanism (Balle & Wang, ICML 2018, Thm. 8) on the joint vector of per-class "
+    "sums and counts of rows mapped by a public per-row map and clipped to the unit ball; "
+    "ℓ2 sensitivity 2 (replace-one) / √2 (add/remove) whatever n; labels covered by the same release"
+)
+
+#: Why the target's basis costs the target nothing *in DPOT's setting*.
+BASIS_REASON = (
+    "disclosed by the target, which is not protected in DPOT's setting (only the labelled source is): "
+    "the mean and top-k principal directions of the target's own rows are sent in the clear; they do "
+    "not depend on source data, so for the source they are a fixed public per-row map"
+)
+
+
+def class_statistics_plan(
+    epsilon: float,
+    delta: float,
+    *,
+    classes: tuple,
+    party: str = "source",
+    relation: accounting.Relation = "replace_one",
+    extra_theorem: str = "",
+) -> tuple[float, Guarantee]:
+    """σ and the Guarantee of one class-statistics release at (ε, δ) under ``relation``."""
+    if relation not in CLASS_STATISTICS_SENSITIVITY:
+        raise ValueError(f"relation must be one of {tuple(CLASS_STATISTICS_SENSITIVITY)}")
+    sensitivity = CLASS_STATISTICS_SENSITIVITY[relation]
+    sigma = accounting.analytic_gaussian_sigma(epsilon, delta, sensitivity)
+    guarantee = Guarantee(
+        party=party,
+        unit="record",
+        relation=relation,
+        epsilon=float(epsilon),
+        delta=float(delta),
+        events=(accounting.gaussian_event(sigma / sensitivity),),
+        accounting="analytic_gaussian",
+        theorem=THEOREM + (f"; {extra_theorem}" if extra_theorem else ""),
+        sensitivity=sensitivity,
+        details={
+            "sigma": sigma,
+            "noise_multiplier": sigma / sensitivity,
+            "labels": f"protected (record = row and label); public label set of {len(classes)} classes",
+            "classes": list(classes),
+        },
+    )
+    return sigma, guarantee
+
+
+def basis_disclosure(party: str = "target") -> Guarantee:
+    """The record of the unprotected target's basis: ε = ∞, not a DP claim, and why that is acceptable."""
+    return Guarantee.non_private(party, BASIS_REASON)
+
+
+def is_disclosure(guarantee: Guarantee) -> bool:
+    """Whether a guarantee is a non-private disclosure (ε = ∞)."""
+    return math.isinf(guarantee.epsilon)
+
+
+GD_THEOREM = (
+    "full-batch noisy gradient descent: T Gaussian releases of the sum of per-example gradients, each "
+    "clipped to ℓ2 norm C (Δ = 2C replace-one, C add/remove); T Gaussians of noise multiplier z compose "
+    "exactly into one Gaussian of multiplier z/√T (Dong, Roth & Su 2022, Cor. 3.3), calibrated with the "
+    "analytic Gaussian (Balle & Wang 2018, Thm. 8)"
+)
+
+
+def noisy_gd_plan(
+    epsilon: float,
+    delta: float,
+    *,
+    steps: int,
+    clip: float,
+    classes: tuple,
+    relation: accounting.Relation = "replace_one",
+    party: str = "source",
+) -> tuple[float, Guarantee]:
+    """σ per step and the Guarantee of ``steps`` full-batch noisy gradient sums at (ε, δ) in total."""
+    if steps < 1:
+        raise ValueError("steps must be ≥ 1")
+    sensitivity = (2.0 if relation == "replace_one" else 1.0) * clip
+    z_single = accounting.analytic_gaussian_sigma(epsilon, delta, 1.0)
+    z = z_single * math.sqrt(steps)
+    guarantee = Guarantee(
+        party=party,
+        unit="record",
+        relation=relation,
+        epsilon=float(epsilon),
+        delta=float(delta),
+        events=(accounting.gaussian_event(z, steps=steps),),
+        accounting="analytic_gaussian",
+        theorem=GD_THEOREM,
+        sensitivity=sensitivity,
+        details={"sigma": z * sensitivity, "noise_multiplier": z, "steps": steps, "clip": clip,
+                 "labels": f"protected; public label set of {len(classes)} classes", "classes": list(classes)},
+    )
+    return z * sensitivity, guarantee
