@@ -33,9 +33,12 @@ def _load(args):
     from dpadapt.cli.party_cmd import load_model
 
     model = load_model(args.model, trusted_keys(args))["loaded"]
+    return model, load_table(args.data, args.label_column)
+
+
+def _note(args, model) -> None:
     if not model.trusted:
         print(f"note: {args.model}: {model.authenticity()}", file=sys.stderr)
-    return model, load_table(args.data, args.label_column)
 
 
 def run_predict(args) -> int:
@@ -50,6 +53,7 @@ def run_predict(args) -> int:
 
         write_atomic(out, (text + "\n").encode())
         print(f"wrote {len(labels)} predictions to {out}")
+    _note(args, model)
     return 0
 
 
@@ -60,4 +64,5 @@ def run_score(args) -> int:
     known = np.asarray(table.y) != -1
     value = model.score(table.X[known], table.y[known])
     print(f"score {value:.4f} on {int(known.sum())} labelled rows of {table.path}")
+    _note(args, model)
     return 0

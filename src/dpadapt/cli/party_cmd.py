@@ -170,7 +170,7 @@ def run_release(args: argparse.Namespace) -> int:
     check_epsilon(args.epsilon)
     key = sign_key(args)
     table = load_table(args.data, args.label_column)
-    check_delta(args.delta, n=table.X.shape[0])
+    check_release_delta(args, table)
     out = _check_out(args.out, args.force)
     args.sign_key = key
     plan = commands.plan_release(args, table)
@@ -178,6 +178,14 @@ def run_release(args: argparse.Namespace) -> int:
     print(f"wrote {out}: {release.method}/{release.kind}, release id {release.release_id}")
     print(f"  {release.guarantee.summary()}")
     return 0
+
+
+def check_release_delta(args: argparse.Namespace, table: Table) -> None:
+    """δ ∈ (0, 1), and δ < 1/n in sound mode (a larger δ allows publishing a whole record)."""
+    n = int(table.X.shape[0])
+    check_delta(args.delta)
+    if args.delta >= 1.0 / n and getattr(args, "privacy_mode", "sound") != "paper":
+        raise ValueError(f"--delta {args.delta:g} is ≥ 1/n = {1.0 / n:.3g} for the {n} rows of {table.path}: refused (use δ ≪ 1/n)")
 
 
 def _check_out(path: str, force: bool) -> Path:
@@ -260,7 +268,7 @@ def run_serve(args: argparse.Namespace) -> int:
     commands = methods()[args.method_name]
     check_epsilon(args.epsilon)
     table = load_table(args.data, args.label_column)
-    check_delta(args.delta, n=table.X.shape[0])
+    check_release_delta(args, table)
     plan_answer = commands.plan_answers(args, table)
     dataset_id = args.dataset_id or fingerprint(table.path)
     ledger = Ledger(args.ledger)
@@ -300,9 +308,6 @@ def run_adapt(args: argparse.Namespace) -> int:
     trusted = trusted_keys(args)
     args.sign_key = sign_key(args)
     releases = [Release.load(p, expect_method=commands.name, trusted=trusted) for p in args.release]
-    for path, r in zip(args.release, releases):
-        if not r.trusted:
-            print(f"note: {path}: {r.authenticity()}", file=sys.stderr)
     table = load_table(args.data, args.label_column)
     check_release_dimensions(releases, table)
     out = _check_out(args.out, args.force)
@@ -321,6 +326,8 @@ def run_adapt(args: argparse.Namespace) -> int:
     save_model(out, outcome.model, commands.name, guarantees, outcome.metrics, releases, sign_key=args.sign_key)
     sources = [r.release_id[:12] for r in releases] + ([f"{len(received)} answered round(s)"] if received else [])
     print(f"wrote {out}: {commands.name} model trained from {', '.join(sources)}")
+    for path, r in zip(args.release, releases):
+        print(f"  {path}: {r.authenticity()}")
     for g in guarantees.values():
         print(f"  {g.summary()}")
     for key, value in outcome.metrics.items():
