@@ -213,3 +213,20 @@ def test_sklearn_heads_round_trip_without_pickle(tmp_path):
     with pytest.raises(TypeError, match="register a kind"):
         modelio.save_model(tmp_path / "x.model", object(), g)
     assert not (tmp_path / "x.model").exists()
+
+
+def test_a_dann_network_round_trips_as_arrays_and_an_architecture_name(tmp_path):
+    from dpadapt.deep import DANN
+
+    rng = np.random.default_rng(1)
+    Xs, Xt = rng.normal(size=(60, 5)), rng.normal(size=(40, 5)) + 0.5
+    ys = (Xs[:, 0] > 0).astype(int)
+    model = DANN(hidden=(8,), epochs=2, batch_size=16, random_state=0).fit_domains(Xs, ys, Xt)
+    path = modelio.save_model(tmp_path / "dann.model", model, {})
+    loaded = modelio.load_model(path)
+    np.testing.assert_array_equal(loaded.predict(Xt), model.predict(Xt))
+    np.testing.assert_allclose(loaded.predict_proba(Xt), model.predict_proba(Xt), atol=1e-6)
+    with np.load(path, allow_pickle=False) as npz:
+        header = json.loads(npz["__dpadapt_meta__"].tobytes())
+    assert header["model"]["architecture"] == "dann-mlp"
+    assert not any("domain_head" in k for k in header["model"]["state"])  # only what predicts

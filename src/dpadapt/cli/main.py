@@ -66,6 +66,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 def _one_line(exc: BaseException) -> str:
     message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
     text = " ".join(str(message).split()) or type(exc).__name__
+    if isinstance(exc, OverflowError):
+        return f"a value is out of the computable range ({text}); check --epsilon / --delta (a huge ε protects nothing)"
     if not isinstance(exc, (ValueError, OSError, KeyError, ArithmeticError, TypeError)):
         text = f"{type(exc).__name__}: {text}"
     return text
