@@ -189,6 +189,9 @@ def test_predict_and_score_read_a_small_model_that_holds_only_what_predicts(worl
     assert (world / "p.csv").read_text().split() == labels
     assert main(["score", "--model", str(model), "--data", str(world / "target.npz")]) == 0
     assert float(capsys.readouterr().out.split()[1]) > 0.8
+    save_table(world / "narrow.npz", np.zeros((4, 2)))
+    assert main(["predict", "--model", str(model), "--data", str(world / "narrow.npz")]) == 1
+    assert "the data have 2 features, the model was trained on" in _one_line_error(capsys)
 
 
 def test_sklearn_heads_round_trip_without_pickle(tmp_path):

@@ -126,13 +126,22 @@ class LoadedModel:
             raise ValueError(f"this {self.meta.get('method', '')} model file holds no predictor (it cannot {name})")
         return fn
 
+    def _check_width(self, X) -> None:
+        expected = self.meta.get("n_features")
+        width = X.shape[1] if getattr(X, "ndim", 0) == 2 else None
+        if expected is not None and width is not None and width != int(expected):
+            raise ValueError(f"the data have {width} features, the model was trained on {expected}")
+
     def predict(self, X) -> np.ndarray:
+        self._check_width(X)
         return np.asarray(self._need("predict")(X))
 
     def predict_proba(self, X) -> np.ndarray:
+        self._check_width(X)
         return np.asarray(self._need("predict_proba")(X))
 
     def score(self, X, y) -> float:
+        self._check_width(X)
         return float(self._need("score")(X, y))
 
     def authenticity(self) -> str:

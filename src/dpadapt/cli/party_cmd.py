@@ -323,7 +323,8 @@ def run_adapt(args: argparse.Namespace) -> int:
         raise ValueError(f"method {commands.name!r} sends a release back: give --return-release FILE (nothing was written)")
     received = list(args.channel.guarantees) if args.channel is not None else []
     guarantees = model_guarantees(outcome.guarantees, releases, received)
-    save_model(out, outcome.model, commands.name, guarantees, outcome.metrics, releases, sign_key=args.sign_key)
+    save_model(out, outcome.model, commands.name, guarantees, outcome.metrics, releases, sign_key=args.sign_key,
+               n_features=int(table.X.shape[1]))
     sources = [r.release_id[:12] for r in releases] + ([f"{len(received)} answered round(s)"] if received else [])
     print(f"wrote {out}: {commands.name} model trained from {', '.join(sources)}")
     for path, r in zip(args.release, releases):
@@ -393,10 +394,12 @@ def save_model(
     metrics: dict[str, Any],
     releases: list[Release],
     sign_key: Any = None,
+    n_features: int | None = None,
 ) -> None:
     """Write the model (only what predicts) and its guarantees (:func:`dpadapt.modelio.save_model`)."""
     meta = {
         "method": method,
+        "n_features": n_features,
         "metrics": {k: (float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v) for k, v in metrics.items()},
         "releases": [r.release_id for r in releases],
     }
