@@ -32,7 +32,8 @@ def load_table(path: str | os.PathLike, label_column: str = "y") -> Table:
       column is optional (unlabelled target data). Labels of ``-1`` mean "unlabelled".
 
     Features must be finite numbers in a 2-D table with at least one row and column; labels must
-    be integers (map string labels to the public label set ``0..K-1`` first). Files are never
+    be finite numbers — whole numbers are class labels (map string labels to the public label set
+    ``0..K-1`` first), other values regression targets. Files are never
     unpickled. Every problem is a one-line ``ValueError`` (``FileNotFoundError`` when missing).
     """
     path = Path(path)
@@ -107,9 +108,10 @@ def _check_labels(path: Path, y, label_column: str) -> np.ndarray:
     if y.dtype.kind in "iub":
         return y.astype(np.int64)
     if y.dtype.kind == "f":
-        if np.all(np.isfinite(y)) and np.all(y == np.round(y)):
-            return y.astype(np.int64)
-        raise ValueError(f"{path}: labels in {label_column!r} must be integers (the public label set 0..K-1)")
+        if not np.all(np.isfinite(y)):
+            raise ValueError(f"{path}: labels in {label_column!r} contain NaN or infinite values")
+        # whole numbers are class labels; other values are regression targets, kept as they are
+        return y.astype(np.int64) if np.all(y == np.round(y)) else y.astype(np.float64)
     example = next(iter(y.tolist()), "")
     raise ValueError(
         f"{path}: labels in {label_column!r} are not integers (e.g. {example!r}); "
