@@ -233,3 +233,26 @@ def test_a_dann_network_round_trips_as_arrays_and_an_architecture_name(tmp_path)
         header = json.loads(npz["__dpadapt_meta__"].tobytes())
     assert header["model"]["architecture"] == "dann-mlp"
     assert not any("domain_head" in k for k in header["model"]["state"])  # only what predicts
+
+
+def test_the_library_drops_dp_accounting_log_noise_but_not_other_absl_logs(caplog):
+    import absl.logging
+    from dp_accounting.rdp import rdp_privacy_accountant as rdp
+
+    from dpadapt import privacy
+
+    logger = absl.logging.get_absl_logger()
+    with caplog.at_level("WARNING"):
+        rdp._compute_log_a_frac(0.9, 1.0, 5000.5)  # (q, σ, α): does not converge, dp-accounting warns
+        absl.logging.warning("a user's own absl warning")
+    messages = [r.getMessage() for r in caplog.records]
+    assert not any("_compute_log_a_frac" in m for m in messages)
+    assert "a user's own absl warning" in messages
+    logger.removeFilter(privacy._drop_dp_accounting_records)  # control: without the filter it shows
+    try:
+        caplog.clear()
+        with caplog.at_level("WARNING"):
+            rdp._compute_log_a_frac(0.9, 1.0, 6000.5)  # other arguments (results may be cached)
+        assert any("_compute_log_a_frac" in r.getMessage() for r in caplog.records)
+    finally:
+        logger.addFilter(privacy._drop_dp_accounting_records)
