@@ -4,4 +4,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 . .venv/bin/activate
-python -m pytest -n 2 -q "$@"
+python -m pytest -n 2 -q -rfE "$@"   # -q ends with the summary line; the exit status is pytest's

@@ -21,6 +21,7 @@ import os
 
 import numpy as np
 
+from dpadapt import modelio
 from dpadapt.cli.methods import AdaptOutcome, MethodCommands, PlannedRelease, register
 from dpadapt.io import Table
 from dpadapt.privacy import accounting
@@ -98,6 +99,18 @@ class ShiftedCentroids:
         X = _dense(X)
         d = ((X[:, None, :] - self.centroids[None, :, :]) ** 2).sum(axis=2)
         return d.argmin(axis=1)
+
+    def score(self, X, y) -> float:
+        return float(np.mean(self.predict(X) == np.asarray(y)))
+
+
+# How the model is saved without pickle (only its centroids) and rebuilt (see dpadapt.modelio).
+modelio.register_kind(modelio.Kind(
+    "noisy-mean-centroids",
+    matches=lambda m: isinstance(m, ShiftedCentroids),
+    save=lambda m, put: {"centroids": put(m.centroids)},
+    load=lambda spec, get: ShiftedCentroids(get(spec["centroids"])),
+))
 
 
 def add_adapt_arguments(p: argparse.ArgumentParser) -> None:

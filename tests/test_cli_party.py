@@ -27,6 +27,7 @@ from dpadapt.release import Release, assert_no_raw_rows
 TESTS = Path(__file__).parent
 SRC = TESTS.parent / "src"
 PLUGIN = "_twoparty_plugin"
+HOOKS = "_twoparty_plugin,_hooks_plugin"  # plus the ledger's crash/hold test hooks
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -188,7 +189,7 @@ def test_two_processes_racing_on_one_budget_only_one_passes(parties):
         subprocess.Popen(
             [sys.executable, "-m", "dpadapt.cli.main", "release", "noisy-mean", "--data", "source.npz", "--epsilon", "4",
              "--delta", "1e-5", "--out", f"race-{i}.release"],
-            cwd=src, env=_env(DPADAPT_LEDGER=str(src / "ledger.sqlite"), DPADAPT_TEST_HOLD_RESERVE_S="1"),
+            cwd=src, env=_env(DPADAPT_LEDGER=str(src / "ledger.sqlite"), DPADAPT_TEST_HOLD_RESERVE_S="1", DPADAPT_PLUGINS=HOOKS),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
         for i in range(2)
@@ -200,22 +201,40 @@ def test_two_processes_racing_on_one_budget_only_one_passes(parties):
     assert [e.state for e in Ledger(src / "ledger.sqlite").history()] == ["committed"]
 
 
-@pytest.mark.parametrize("phase, written, state", [("after_reserve", False, "aborted"), ("after_write", True, "committed")])
-def test_a_crash_mid_release_leaves_the_ledger_consistent(parties, phase, written, state):
+@pytest.mark.parametrize("then", ["kept", "moved", "deleted"])
+@pytest.mark.parametrize("phase, written, state", [
+    ("after_reserve", False, "aborted"),    # no noise drawn yet: provably nothing released, refunded
+    ("after_publish", False, "committed"),  # the rename may have happened: charged
+    ("after_write", True, "committed"),     # written, not yet committed: charged
+])
+def test_a_crash_mid_release_never_refunds_what_may_have_left(parties, phase, written, state, then, tmp_path):
+    """Crash at every step × the file kept, moved or deleted: the spend is never below what may have been released."""
     src, _, _ = parties
     ledger_path = src / "ledger.sqlite"
     _set_budget(ledger_path, src / "source.npz", 10.0)
-    done = _dpadapt(["release", "noisy-mean", "--data", "source.npz", "--epsilon", "4", "--delta", "1e-5", "--out", "c.release"],
-                    src, DPADAPT_LEDGER=str(ledger_path), DPADAPT_TEST_CRASH_AT=phase)
+    done = _dpadapt(["release", "noisy-mean", "--data", "source.npz", "--epsilon", "8", "--delta", "1e-5", "--out", "c.release"],
+                    src, DPADAPT_LEDGER=str(ledger_path), DPADAPT_TEST_CRASH_AT=phase, DPADAPT_PLUGINS=HOOKS)
     assert done.returncode == 70, done.stderr
     assert (src / "c.release").exists() == written
-    assert not list(src.glob("*.tmp-*"))
+    assert not list(src.glob("*.tmp-*")) or phase == "after_publish"
+    if written and then == "moved":
+        (src / "c.release").rename(tmp_path / "elsewhere.release")
+    elif written and then == "deleted":
+        (src / "c.release").unlink()
     ledger = Ledger(ledger_path)
     (entry,) = ledger.history()  # reading the ledger settles the dead process's reservation
     assert entry.state == state
+    assert not list(src.glob("*.tmp-*"))  # an unfinished temporary file is removed
     spent = ledger.spent("source", fingerprint(src / "source.npz"))
-    assert spent.n_releases == (1 if written else 0) and spent.n_pending == 0
-    if written:
+    charged = state == "committed"
+    assert spent.n_releases == int(charged) and spent.n_pending == 0
+    if charged:
+        assert spent.epsilon >= entry.guarantee.epsilon * (1 - 1e-9) > 7.9
+    # a second ε = 8 release fits only if the first was provably never released
+    again = _dpadapt(["release", "noisy-mean", "--data", "source.npz", "--epsilon", "8", "--delta", "1e-5", "--out", "d.release"],
+                     src, DPADAPT_LEDGER=str(ledger_path))
+    assert (again.returncode == 0) == (not charged), again.stderr
+    if written and then == "kept":
         assert Release.load(src / "c.release").release_id == entry.release_id
 
 

@@ -208,3 +208,18 @@ def test_fetch_cli_checksum_mismatch(offline_decaf, monkeypatch, capsys):
     assert rc == 1
     assert "checksum mismatch" in capsys.readouterr().err
     assert not (offline_decaf / "d" / "office_caltech10" / "decaf6" / "dslr.npz").exists()
+
+
+def test_a_failed_fetch_leaves_no_empty_folders(tmp_path, monkeypatch):
+    from dpadapt.datasets import fetch as fetch_module
+    from dpadapt.datasets.catalog import dataset_info
+
+    info = dataset_info("mnist_usps")
+
+    def broken(domain, cache):
+        raise fetch_module.FetchError("could not download https://example.invalid/x: no network")
+
+    monkeypatch.setitem(fetch_module.RECIPES, info.name, broken)
+    with pytest.raises(fetch_module.FetchError):
+        fetch_module.fetch("mnist_usps", tmp_path / "data" / "root", cache=tmp_path / "cache" / "dl")
+    assert list(tmp_path.iterdir()) == []

@@ -78,3 +78,25 @@ def test_unsupported_extension_and_missing(tmp_path):
         load_table(path)
     with pytest.raises(FileNotFoundError, match="no such data file"):
         load_table(tmp_path / "missing.csv")
+
+
+def test_bad_files_get_one_clear_error(tmp_path):
+    np.savez(tmp_path / "empty.npz")
+    with pytest.raises(ValueError, match="empty"):
+        load_table(tmp_path / "empty.npz")
+    (tmp_path / "labels.csv").write_text("a,b,y\n1,2,cat\n3,4,dog\n")
+    with pytest.raises(ValueError, match="not integers.*'cat'.*public label set"):
+        load_table(tmp_path / "labels.csv")
+    np.savez(tmp_path / "nan.npz", X=np.array([[1.0, np.nan]]))
+    with pytest.raises(ValueError, match="NaN"):
+        load_table(tmp_path / "nan.npz")
+    (tmp_path / "pickle.npz").write_bytes(b"\x80\x04K\x01.")
+    with pytest.raises(ValueError, match="not an .npz archive"):
+        load_table(tmp_path / "pickle.npz")
+
+
+def test_real_valued_labels_are_kept_for_regression(tmp_path):
+    (tmp_path / "r.csv").write_text("a,y\n1,0.5\n2,1.25\n")
+    np.testing.assert_array_equal(load_table(tmp_path / "r.csv").y, [0.5, 1.25])
+    (tmp_path / "c.csv").write_text("a,y\n1,0\n2,1\n")
+    assert load_table(tmp_path / "c.csv").y.dtype == np.int64

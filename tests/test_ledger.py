@@ -140,8 +140,10 @@ def test_invalid_guarantees_are_flagged_in_the_spend(ledger):
     assert any("paper mode" in r for r in ledger.spent("source", "ds").invalid)
 
 
-def _reserve_as_dead(ledger: Ledger, rid: str, path) -> None:
+def _reserve_as_dead(ledger: Ledger, rid: str, path, published: bool = False) -> None:
     ledger.reserve("source", "ds", gaussian_guarantee(3.0), release_id=rid, method="m", kind="k", path=path)
+    if published:
+        ledger.mark_published(rid)
     with sqlite3.connect(ledger.path) as con:
         con.execute("UPDATE spends SET pid = ? WHERE release_id = ?", (dead_pid(), rid))
 
@@ -152,7 +154,7 @@ def _release_file(path, rid: str) -> None:
     r.save(path)
 
 
-def test_stale_reservations_are_settled_from_the_file_system(ledger, tmp_path):
+def test_stale_reservations_are_refunded_only_when_never_published(ledger, tmp_path):
     never = tmp_path / "never.release"
     leftover = tmp_path / "never.release.tmp-1"
     _reserve_as_dead(ledger, "never", never)
@@ -161,18 +163,22 @@ def test_stale_reservations_are_settled_from_the_file_system(ledger, tmp_path):
     leftover = tmp_path / f"never.release.tmp-{pid}"
     leftover.write_bytes(b"half a release")
     written = tmp_path / "written.release"
-    _reserve_as_dead(ledger, "written", written)
+    _reserve_as_dead(ledger, "written", written, published=True)
     _release_file(written, "written")
-    other = tmp_path / "other.release"
+    moved = tmp_path / "moved.release"  # published, then the file was moved away: still charged
+    _reserve_as_dead(ledger, "moved", moved, published=True)
+    other = tmp_path / "other.release"  # never published; the path holds someone else's file
     _reserve_as_dead(ledger, "other", other)
     _release_file(other, "someone-else")
-    _reserve_as_dead(ledger, "socket", None)
+    _reserve_as_dead(ledger, "socket", None, published=True)
+    _reserve_as_dead(ledger, "unsent", None)
     live = tmp_path / "live.release"
     ledger.reserve("source", "ds", gaussian_guarantee(3.0), release_id="live", method="m", kind="k", path=live)
 
     spent = ledger.spent("source", "ds")  # runs the recovery
     states = {e.release_id: e.state for e in ledger.history()}
-    assert states == {"never": "aborted", "written": "committed", "other": "committed", "socket": "committed", "live": "reserved"}
+    assert states == {"never": "aborted", "written": "committed", "moved": "committed", "other": "aborted",
+                      "socket": "committed", "unsent": "aborted", "live": "reserved"}
     assert not leftover.exists()
     assert spent.n_releases == 4 and spent.n_pending == 1  # a live reservation counts as spent
     expected = accounting.epsilon(accounting.gaussian_event(3.0, 4), DELTA, "add_remove")
@@ -184,11 +190,13 @@ def test_reservation_context_aborts_before_write_and_commits_after(ledger, tmp_p
     with pytest.raises(RuntimeError), ledger.reservation("source", "ds", g, release_id="a", method="m", kind="k", path=tmp_path / "a.release"):
         raise RuntimeError("crashed while drawing noise")
     out = tmp_path / "b.release"
-    with pytest.raises(RuntimeError), ledger.reservation("source", "ds", g, release_id="b", method="m", kind="k", path=out):
+    with pytest.raises(RuntimeError), ledger.reservation("source", "ds", g, release_id="b", method="m", kind="k", path=out) as r:
+        r.publish()
         _release_file(out, "b")
         raise RuntimeError("crashed after writing")
     with ledger.reservation("source", "ds", g, release_id="c", method="m", kind="k", path=tmp_path / "c.release") as r:
         r.kind = "final-kind"
+        r.publish()
         _release_file(tmp_path / "c.release", "c")
     entries = {e.release_id: e for e in ledger.history()}
     assert entries["a"].state == "aborted"

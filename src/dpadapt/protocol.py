@@ -7,15 +7,16 @@ loop; the mechanisms belong to the methods.
 
 Message format (version 1)
 --------------------------
-One message is one ``.npz`` archive (no pickles) holding the named numeric arrays and a JSON
-header stored as the ``uint8`` array ``__dpadapt_meta__``::
+One message is one :mod:`dpadapt.container` (an ``.npz`` archive, never a pickle) holding the
+named numeric arrays and a JSON header stored as the ``uint8`` array ``__dpadapt_meta__``::
 
     {"format": "dpadapt-message", "format_version": 1,
      "session": "<id shared by both ends>", "round": <n ≥ 1, per sender>, "sender": "<name>",
      "kind": "<query | answer | stop | refused | ...>", "release_id": "<uuid hex>",
      "guarantee": <Guarantee.to_dict() of the sender's data, or null>,
      "params": {...JSON...}, "arrays": {"name": {"dtype": ..., "shape": [...]}},
-     "sha256": "<digest of the header without this key and of every array>"}
+     "sha256": "<digest of the header without this key and of every array>",
+     "signature": <optional Ed25519 signature record, see dpadapt.container>}
 
 A message with a ``guarantee`` is a release of the sender's private data; its ``release_id`` is
 the ledger entry that charged it. Transports:
@@ -37,28 +38,24 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-import io
-import json
 import os
 import socket
 import struct
 import time
 import uuid
-import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Self
 
 import numpy as np
 
+from dpadapt import container
 from dpadapt.jsonutil import to_jsonable
 from dpadapt.privacy.guarantee import Guarantee
 from dpadapt.privacy.ledger import BudgetExceeded, Ledger
-from dpadapt.release import _digest
 
 FORMAT = "dpadapt-message"
 FORMAT_VERSION = 1
-_META_KEY = "__dpadapt_meta__"
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
 
 
@@ -108,44 +105,33 @@ class Message:
             "arrays": {k: {"dtype": str(v.dtype), "shape": list(v.shape)} for k, v in self.arrays.items()},
         }
 
-    def to_bytes(self) -> bytes:
-        meta = self._meta()
-        meta["sha256"] = _digest(meta, self.arrays)
-        buf = io.BytesIO()
-        payload = dict(self.arrays)
-        payload[_META_KEY] = np.frombuffer(json.dumps(meta, sort_keys=True).encode(), dtype=np.uint8)
-        np.savez(buf, **payload)
-        return buf.getvalue()
+    def to_bytes(self, sign_key: Any = None) -> bytes:
+        return container.encode(self._meta(), self.arrays, sign_key=sign_key, compress=False)
 
     @classmethod
     def from_bytes(cls, data: bytes, where: str = "message") -> Message:
-        """Parse and verify (format, version, digest) a message."""
+        """Parse and verify (format, version, digest, signature if any) a message."""
         try:
-            with np.load(io.BytesIO(data), allow_pickle=False) as npz:
-                if _META_KEY not in npz.files:
-                    raise ChannelError(f"{where}: not a dpadapt message (no header)")
-                meta = json.loads(npz[_META_KEY].tobytes().decode())
-                arrays = {k: npz[k] for k in npz.files if k != _META_KEY}
-        except ChannelError:
-            raise
-        except (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError) as exc:
-            raise ChannelError(f"{where}: unreadable or truncated message ({exc})") from exc
-        if meta.get("format") != FORMAT or meta.get("format_version") != FORMAT_VERSION:
+            c = container.decode(data, where, FORMAT)
+        except container.ContainerError as exc:
+            raise ChannelError(str(exc)) from None
+        meta = c.meta
+        if meta.get("format_version") != FORMAT_VERSION:
             raise ChannelError(f"{where}: not a dpadapt message of format version {FORMAT_VERSION}")
-        stored = meta.pop("sha256", None)
-        if stored is None or stored != _digest(meta, arrays) or set(arrays) != set(meta["arrays"]):
-            raise ChannelError(f"{where}: checksum mismatch — the message was modified or corrupted")
-        g = meta["guarantee"]
-        return cls(
-            kind=meta["kind"],
-            arrays=arrays,
-            params=meta["params"],
-            guarantee=None if g is None else Guarantee.from_dict(g),
-            round=meta["round"],
-            sender=meta["sender"],
-            session=meta["session"],
-            release_id=meta["release_id"],
-        )
+        try:
+            g = meta["guarantee"]
+            return cls(
+                kind=meta["kind"],
+                arrays=c.arrays,
+                params=meta["params"],
+                guarantee=None if g is None else Guarantee.from_dict(g),
+                round=meta["round"],
+                sender=meta["sender"],
+                session=meta["session"],
+                release_id=meta["release_id"],
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ChannelError(f"{where}: malformed message header ({exc})") from None
 
 
 class Channel(abc.ABC):
@@ -340,11 +326,12 @@ def serve(
             with ledger.reservation(
                 party or plan.guarantee.party, dataset_id, plan.guarantee, release_id=release_id, method=method,
                 kind=f"round {channel.sent + 1}", path=channel.next_path(),
-            ):
+            ) as reservation:
                 answer = plan.execute()
                 if answer.guarantee is None or answer.guarantee.to_dict() != plan.guarantee.to_dict():
                     raise ValueError("the answer's guarantee differs from the planned one; refused")
                 answer.release_id = release_id
+                reservation.publish()  # from here on the answer may leave the process: never refunded
                 channel.send(answer)
         except BudgetExceeded as exc:
             channel.send(Message("refused", params={"reason": str(exc)}))

@@ -1,37 +1,34 @@
 """Release objects: what one party hands the other.
 
 A :class:`Release` bundles named arrays with the :class:`~dpadapt.privacy.Guarantee` of the data
-owner, the public parameters needed to use them, and the library version. It is saved to one
-``.npz`` file whose metadata carry a SHA-256 digest of every array and of the metadata
-themselves, so a truncated, tampered or foreign file is rejected on load with a clear error.
+owner, the public parameters needed to use them, and the library version. It is saved as one
+:mod:`dpadapt.container` file (arrays + JSON header, never a pickle) whose header carries a
+SHA-256 digest (integrity: a truncated, corrupted or foreign file is rejected with a clear error)
+and, when the owner signs it (``save(sign_key=...)``, ``dpadapt release --sign KEY``), an
+Ed25519 signature (authenticity: with ``trusted`` keys, a forged or re-signed release is refused).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
-import hashlib
-import io
-import json
 import os
 import uuid
-import zipfile
-import zlib
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from dpadapt import __version__
+from dpadapt import __version__, container
 from dpadapt.jsonutil import to_jsonable
 from dpadapt.privacy.guarantee import Guarantee
 
 FORMAT = "dpadapt-release"
 FORMAT_VERSION = 1
-_META_KEY = "__dpadapt_meta__"
 
 
-class ReleaseError(ValueError):
+class ReleaseError(container.ContainerError):
     """A release file is unreadable, truncated, tampered with, or of an unsupported version."""
 
 
@@ -72,6 +69,9 @@ class Release:
     created: str = dataclasses.field(
         default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     )
+    #: Set by :meth:`load`: key id of the verified signer (``None``: unsigned) and whether it is trusted.
+    signer: str | None = dataclasses.field(default=None, compare=False, repr=False)
+    trusted: bool = dataclasses.field(default=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.owner not in ("source", "target"):
@@ -107,90 +107,92 @@ class Release:
 
     def digest(self) -> str:
         """SHA-256 over the metadata and every array's bytes."""
-        return _digest(self._meta(), self.arrays)
+        return container.digest(self._meta(), self.arrays)
 
-    def save(self, path: str | os.PathLike) -> Path:
-        """Write the release atomically to ``path`` (a ``.npz`` file)."""
-        path = Path(path)
-        meta = self._meta()
-        meta["sha256"] = _digest(meta, self.arrays)
-        buf = io.BytesIO()
-        payload = {k: v for k, v in self.arrays.items()}
-        payload[_META_KEY] = np.frombuffer(json.dumps(meta, sort_keys=True).encode(), dtype=np.uint8)
-        np.savez_compressed(buf, **payload)
-        tmp = path.with_name(path.name + f".tmp-{os.getpid()}")
-        with open(tmp, "wb") as fh:
-            fh.write(buf.getvalue())
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-        return path
+    def to_bytes(self, sign_key: Any = None) -> bytes:
+        """The release as container bytes (signed with ``sign_key`` when given)."""
+        return container.encode(self._meta(), self.arrays, sign_key=sign_key)
+
+    def save(
+        self, path: str | os.PathLike, sign_key: Any = None, before_publish: Callable[[], None] | None = None
+    ) -> Path:
+        """Write the release atomically to ``path``; ``before_publish`` runs just before the rename."""
+        return container.write_atomic(path, self.to_bytes(sign_key), before_publish)
 
     @classmethod
-    def load(cls, path: str | os.PathLike, expect_method: str | None = None, expect_kind: str | None = None) -> Release:
-        """Read and verify a release file (digest, format version, expected method/kind)."""
-        path = Path(path)
-        if not path.exists():
-            raise ReleaseError(f"{path}: no such release file")
+    def load(
+        cls,
+        path: str | os.PathLike,
+        expect_method: str | None = None,
+        expect_kind: str | None = None,
+        trusted: Sequence[Any] = (),
+    ) -> Release:
+        """Read and verify a release file (digest, signature, trusted signer, version, method/kind).
+
+        Never unpickles. With ``trusted`` public keys, only a release signed by one of them is accepted.
+        """
         try:
-            with np.load(path, allow_pickle=False) as npz:
-                if _META_KEY not in npz.files:
-                    raise ReleaseError(f"{path}: not a dpadapt release (no metadata)")
-                meta = json.loads(npz[_META_KEY].tobytes().decode())
-                arrays = {k: npz[k] for k in npz.files if k != _META_KEY}
+            c = container.read(path, FORMAT, trusted)
         except ReleaseError:
             raise
-        except (zipfile.BadZipFile, zlib.error, NotImplementedError, EOFError, OSError, ValueError, KeyError) as exc:
-            raise ReleaseError(f"{path}: unreadable or truncated release file ({exc})") from exc
-        if meta.get("format") != FORMAT:
-            raise ReleaseError(f"{path}: not a dpadapt release (format {meta.get('format')!r})")
+        except container.ContainerError as exc:
+            raise ReleaseError(str(exc)) from None
+        return cls._from_container(c, str(path), expect_method, expect_kind)
+
+    @classmethod
+    def from_bytes(cls, data: bytes, where: str = "release", trusted: Sequence[Any] = ()) -> Release:
+        """Parse and verify release bytes (see :meth:`load`)."""
+        try:
+            c = container.decode(data, where, FORMAT, trusted)
+        except container.ContainerError as exc:
+            raise ReleaseError(str(exc)) from None
+        return cls._from_container(c, where)
+
+    @classmethod
+    def _from_container(
+        cls, c: container.Container, where: str, expect_method: str | None = None, expect_kind: str | None = None
+    ) -> Release:
+        meta = c.meta
         if meta.get("format_version") != FORMAT_VERSION:
             raise ReleaseError(
-                f"{path}: release format version {meta.get('format_version')!r} is not supported "
+                f"{where}: release format version {meta.get('format_version')!r} is not supported "
                 f"(this dpadapt {__version__} reads version {FORMAT_VERSION})"
             )
-        stored = meta.pop("sha256", None)
-        if stored is None or stored != _digest(meta, arrays):
-            raise ReleaseError(f"{path}: checksum mismatch — the file was modified or corrupted after it was written")
-        if set(arrays) != set(meta["arrays"]):
-            raise ReleaseError(f"{path}: array list does not match the metadata")
-        release = cls(
-            method=meta["method"],
-            kind=meta["kind"],
-            owner=meta["owner"],
-            arrays=arrays,
-            guarantee=Guarantee.from_dict(meta["guarantee"]),
-            params=meta["params"],
-            version=meta["version"],
-            release_id=meta["release_id"],
-            created=meta["created"],
-        )
+        try:
+            release = cls(
+                method=meta["method"],
+                kind=meta["kind"],
+                owner=meta["owner"],
+                arrays=c.arrays,
+                guarantee=Guarantee.from_dict(meta["guarantee"]),
+                params=meta["params"],
+                version=meta["version"],
+                release_id=meta["release_id"],
+                created=meta["created"],
+                signer=c.signer,
+                trusted=c.trusted,
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ReleaseError(f"{where}: malformed release header ({exc})") from None
         if expect_method is not None and release.method != expect_method:
-            raise ReleaseError(f"{path}: a {release.method!r} release, expected {expect_method!r}")
+            raise ReleaseError(f"{where}: a {release.method!r} release, expected {expect_method!r}")
         if expect_kind is not None and release.kind != expect_kind:
-            raise ReleaseError(f"{path}: a {release.kind!r} release, expected {expect_kind!r}")
+            raise ReleaseError(f"{where}: a {release.kind!r} release, expected {expect_kind!r}")
         return release
+
+    def authenticity(self) -> str:
+        """Who vouches for this release (see :class:`dpadapt.container.Container`)."""
+        return container.Container({}, {}, self.signer, self.trusted).authenticity()
 
     def report(self) -> str:
         """The owner's guarantee in words, with what the release contains."""
         lines = [
             f"Release {self.release_id} — {self.method}/{self.kind}, written by dpadapt {self.version} at {self.created}",
+            "Authenticity: " + self.authenticity(),
             "Arrays: " + ", ".join(f"{k} {tuple(v.shape)}" for k, v in self.arrays.items()),
             self.guarantee.report(),
         ]
         return "\n".join(lines)
-
-
-def _digest(meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> str:
-    h = hashlib.sha256()
-    h.update(json.dumps({k: v for k, v in meta.items() if k != "sha256"}, sort_keys=True).encode())
-    for name in sorted(arrays):
-        arr = np.ascontiguousarray(arrays[name])
-        h.update(name.encode())
-        h.update(str(arr.dtype).encode())
-        h.update(repr(arr.shape).encode())
-        h.update(arr.tobytes())
-    return h.hexdigest()
 
 
 def raw_rows_in_release(release: Release, X, atol: float = 1e-8, rtol: float = 1e-6) -> list[tuple[str, int]]:

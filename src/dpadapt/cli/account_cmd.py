@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 
 from dpadapt.privacy import accounting
 
@@ -39,22 +40,40 @@ def _maker(args):
     return "add_remove", lambda z: accounting.poisson_gaussian_event(z, args.sample_rate, args.steps)
 
 
+#: Below this noise multiplier PLD accounting is skipped: its discretisation grows without bound
+#: (minutes and gigabytes) while RDP stays cheap; the RDP value is printed alone.
+PLD_MIN_SIGMA = 0.5
+
+
 def run(args) -> int:
+    import numpy as np
+
+    with np.errstate(divide="ignore", over="ignore"):  # a tiny σ gives ε = ∞ without a warning
+        return _run(args)
+
+
+def _run(args) -> int:
     relation, make = _maker(args)
     if args.steps < 1:
         raise ValueError("--steps must be ≥ 1")
     if args.epsilon is not None:
         out = {"epsilon": args.epsilon, "delta": args.delta, "relation": relation}
         out["sigma_rdp"] = accounting.calibrate_noise_multiplier(make, args.epsilon, args.delta, relation, "rdp")
-        if accounting.resolve_method(make(1.0), relation, "auto") == "pld":
+        if out["sigma_rdp"] < PLD_MIN_SIGMA:
+            out["note"] = f"PLD skipped: σ < {PLD_MIN_SIGMA} (the RDP σ above is valid)"
+        elif accounting.resolve_method(make(1.0), relation, "auto") == "pld":
             out["sigma_pld"] = accounting.calibrate_noise_multiplier(make, args.epsilon, args.delta, relation, "pld")
     else:
         if args.sigma is None:
             raise ValueError("give --sigma (to compute ε) or --epsilon (to calibrate σ)")
+        if not (args.sigma > 0 and math.isfinite(args.sigma)):
+            raise ValueError(f"--sigma must be a finite number > 0, got {args.sigma}")
         event = make(args.sigma)
         out = {"sigma": args.sigma, "delta": args.delta, "relation": relation, "steps": args.steps}
         out["epsilon_rdp"] = accounting.epsilon(event, args.delta, relation, "rdp")
-        if accounting.resolve_method(event, relation, "auto") == "pld":
+        if args.sigma < PLD_MIN_SIGMA:
+            out["note"] = f"PLD skipped: σ < {PLD_MIN_SIGMA} (the RDP ε above is valid)"
+        elif accounting.resolve_method(event, relation, "auto") == "pld":
             out["epsilon_pld"] = accounting.epsilon(event, args.delta, relation, "pld")
     if args.json:
         print(json.dumps(out, indent=2))

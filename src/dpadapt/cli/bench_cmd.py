@@ -38,7 +38,11 @@ def run(args) -> int:
     print(format_table(rows))
     if args.out:
         print(f"\n{len(rows)} rows written to {args.out}")
-    failed = sum(r.get("error") is not None for r in rows)
-    if failed:
-        print(f"{failed} run(s) failed; see the 'error' field of the rows")
-    return 1 if failed == len(rows) else 0
+    errors = [str(r["error"]) for r in rows if r.get("error") is not None]
+    if errors:
+        print(f"\n{len(errors)} run(s) failed:")
+        for reason in dict.fromkeys(" ".join(e.split())[:300] for e in errors):
+            print(f"  {reason}")
+    if not rows:
+        raise ValueError(f"suite {args.suite!r} produced no runs (check --tasks and the data folder: dpadapt datasets)")
+    return 1 if len(errors) == len(rows) else 0

@@ -54,6 +54,14 @@ def run_set(args) -> int:
     dataset_id = _dataset_id(args)
     if dataset_id is None:
         raise ValueError("give --data FILE or --dataset-id ID")
+    if not (math.isfinite(args.epsilon) and args.epsilon > 0):
+        raise ValueError(f"--epsilon must be a finite number > 0, got {args.epsilon}")
+    if args.data:
+        from dpadapt.io import load_table
+
+        n = load_table(args.data).X.shape[0]  # a budget for a file no release can be computed from is a mistake
+        if args.delta >= 1.0 / n:
+            raise ValueError(f"--delta {args.delta:g} is ≥ 1/n = {1.0 / n:.3g} for the {n} rows of {args.data}: refused (use δ ≪ 1/n)")
     ledger = Ledger(args.ledger)
     b = ledger.set_budget(args.party, dataset_id, args.epsilon, args.delta, args.label or args.data)
     print(f"ledger {ledger.path}: budget of {b.party} / dataset {short_id(b.dataset_id)} set to (ε = {b.epsilon:g}, δ = {b.delta:g})")

@@ -1,67 +1,95 @@
 """Entry point of the ``dpadapt`` command.
 
-Each sub-command lives in its own module exposing ``add_parser(subparsers)``; the parser's
-``func`` default runs it and returns the exit status.
+Each sub-command lives in a module of :mod:`dpadapt.cli` exposing ``add_parser(subparsers)``; the
+parser's ``func`` default runs it and returns the exit status. Only the module of the command
+being run is imported (the others appear in ``--help`` from :data:`COMMANDS`), so ``dpadapt
+--help`` does not import torch or dp-accounting.
+
+Errors on bad input end in one line on stderr and exit status 1 (2 for usage errors); set
+``DPADAPT_DEBUG=1`` to see the traceback of an unexpected error.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from dpadapt import __version__
 
-#: Modules of :mod:`dpadapt.cli` that define sub-commands, in help order.
-COMMAND_MODULES = (
-    "demo_cmd",
-    "datasets_cmd",
-    "account_cmd",
-    "bench_cmd",
-    "party_cmd",
-    "basis_cmd",
-    "report_cmd",
-    "budget_cmd",
-)
+#: Sub-command → (module of :mod:`dpadapt.cli` that defines it, one-line help), in help order.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("demo_cmd", "run the two-party demo on generated data"),
+    "datasets": ("datasets_cmd", "list, check or fetch the benchmark datasets"),
+    "account": ("account_cmd", "ε for (σ, sampling, steps, δ), or the σ needed for a target ε"),
+    "bench": ("bench_cmd", "run a benchmark suite and print measured vs paper numbers"),
+    "basis": ("basis_cmd", "unprotected target: disclose its mean and PCA basis for the source's class statistics"),
+    "keys": ("keys_cmd", "create a signing key pair (give the public key to the other party)"),
+    "release": ("party_cmd", "data owner: compute a private release of your data for the other party (budgeted)"),
+    "adapt": ("party_cmd", "receiver: adapt a model to your data using the other party's release(s)"),
+    "serve": ("party_cmd", "data owner: answer an iterative method's queries round by round (each round budgeted)"),
+    "predict": ("model_cmd", "predict labels of a data file with a model file"),
+    "score": ("model_cmd", "accuracy (R² for a regressor) of a model file on labelled data"),
+    "report": ("report_cmd", "print the privacy guarantee of a Release file or a model file"),
+    "budget": ("budget_cmd", "show / set your privacy budgets and list your releases"),
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _command_of(argv: list[str]) -> str | None:
+    """The sub-command named in ``argv`` (the first argument that is not an option)."""
+    for arg in argv:
+        if not arg.startswith("-"):
+            return arg if arg in COMMANDS else None
+    return None
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; only the module of the command named in ``argv`` is imported (all of them if ``argv`` is None)."""
     parser = argparse.ArgumentParser(
         prog="dpadapt",
         description="Differentially private domain adaptation: two-party releases, adaptation, accounting and benchmarks.",
     )
     parser.add_argument("--version", action="version", version=f"dpadapt {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(f"dpadapt.cli.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"dpadapt.cli.{name}":
-                continue  # command not built yet
-            raise
-        module.add_parser(sub)
+    wanted = set(m for m, _ in COMMANDS.values()) if argv is None else {COMMANDS[c][0] for c in [_command_of(argv)] if c}
+    loaded: set[str] = set()
+    for name, (module, help_) in COMMANDS.items():
+        if module in wanted:
+            if module not in loaded:
+                importlib.import_module(f"dpadapt.cli.{module}").add_parser(sub)
+                loaded.add(module)
+        else:
+            sub.add_parser(name, help=help_, add_help=False)
     return parser
 
 
-def _quiet_accountant_logs() -> None:
-    """dp-accounting logs one absl warning per RDP order it drops; on a terminal that is noise."""
-    import absl.logging
-
-    absl.logging.set_verbosity(absl.logging.ERROR)
+def _one_line(exc: BaseException) -> str:
+    message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+    text = " ".join(str(message).split()) or type(exc).__name__
+    if isinstance(exc, OverflowError):
+        return f"a value is out of the computable range ({text}); check --epsilon / --delta (a huge ε protects nothing)"
+    if not isinstance(exc, (ValueError, OSError, KeyError, ArithmeticError, TypeError)):
+        text = f"{type(exc).__name__}: {text}"
+    return text
 
 
 def main(argv: list[str] | None = None) -> int:
-    _quiet_accountant_logs()
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
     try:
         return int(args.func(args) or 0)
-    except (ValueError, FileNotFoundError, KeyError, PermissionError) as exc:
-        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        print(f"dpadapt {args.command}: error: {message}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print(f"dpadapt {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - the CLI reports every failure in one line
+        if os.environ.get("DPADAPT_DEBUG"):
+            raise
+        print(f"dpadapt {args.command}: error: {_one_line(exc)}", file=sys.stderr)
         return 1
 
 

@@ -6,14 +6,16 @@ Guarantee is known before any noise is drawn), reserve the spend in the owner's 
 
 ``adapt`` (the receiver): load and verify the other party's Release file(s), check the feature
 dimension, run the method's adaptation on the receiver's own data, save the model with its
-guarantees (joblib), and — for methods with a return leg — release back to the other party
-through the same budgeted path.
+guarantees (:mod:`dpadapt.modelio`: arrays + JSON, never a pickle), and — for methods with a
+return leg — release back to the other party through the same budgeted path.
+
+``--sign KEY`` signs what a party writes (releases, models) with its Ed25519 private key;
+``--trust PUBKEY`` (repeatable) makes ``adapt`` accept only releases signed by one of those keys.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import math
 import os
 import sys
@@ -21,8 +23,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from dpadapt import __version__
-from dpadapt.cli.methods import MethodCommands, PlannedRelease, methods
+from dpadapt import keys, modelio
+from dpadapt.cli.methods import MethodCommands, PlannedRelease, load_plugins, methods
 from dpadapt.io import Table, load_table
 from dpadapt.privacy.guarantee import Guarantee, compose_guarantees
 from dpadapt.privacy.ledger import Ledger, fingerprint, short_id
@@ -30,7 +32,6 @@ from dpadapt.protocol import Channel, FileChannel, Message, SocketChannel, serve
 from dpadapt.release import Release
 from dpadapt.validation import check_delta, check_epsilon
 
-MODEL_FORMAT = "dpadapt-model"
 #: Parameter the driver adds to every Release: the owner's feature dimension.
 N_FEATURES_PARAM = "owner_n_features"
 
@@ -49,7 +50,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     ap = sub.add_parser(
         "adapt",
         help="receiver: adapt a model to your data using the other party's release(s)",
-        description="Verify the release file(s), adapt on your own data, save the model (joblib) with its privacy guarantees.",
+        description="Verify the release file(s), adapt on your own data, save the model (arrays + JSON, no pickle) with its privacy guarantees.",
     )
     asub = ap.add_subparsers(dest="method", metavar="METHOD")
     sp = sub.add_parser(
@@ -100,6 +101,23 @@ def _add_ledger_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="these data are public: a release without privacy guarantee (ε = ∞) is allowed and not charged to a budget",
     )
+    p.add_argument("--sign", metavar="KEY", help="sign what you write with this Ed25519 private key (dpadapt keys new)")
+
+
+def add_trust_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--trust", action="append", default=[], metavar="PUBKEY",
+        help="accept only files signed by this public key (repeatable); without it, signatures are reported but not required",
+    )
+
+
+def trusted_keys(args: argparse.Namespace) -> list[Any]:
+    return [keys.load_public_key(p) for p in getattr(args, "trust", None) or []]
+
+
+def sign_key(args: argparse.Namespace) -> Any:
+    path = getattr(args, "sign", None)
+    return keys.load_private_key(path) if path else None
 
 
 def _add_release_common(p: argparse.ArgumentParser) -> None:
@@ -135,12 +153,13 @@ def _add_adapt_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for each answer (default 600)")
     p.add_argument("--data", required=True, help="your data file (.npz dense/CSR, .csv, .parquet)")
     p.add_argument("--label-column", default="y", help="label column of a .csv/.parquet file (default y)")
-    p.add_argument("--out", required=True, help="model file to write (joblib)")
+    p.add_argument("--out", required=True, help="model file to write (arrays + JSON; read it with dpadapt predict/score/report)")
     p.add_argument("--return-release", default=None, help="Release file for the return leg (methods that send one back)")
     p.add_argument("--epsilon", type=float, default=None, help="ε of the return release (methods with a return leg)")
     p.add_argument("--delta", type=float, default=None, help="δ of the return release")
     p.add_argument("--seed", type=int, default=None, help="random seed (default: fresh entropy)")
     _add_ledger_arguments(p)
+    add_trust_argument(p)
 
 
 # -- release ----------------------------------------------------------------------------------
@@ -149,9 +168,11 @@ def _add_adapt_common(p: argparse.ArgumentParser) -> None:
 def run_release(args: argparse.Namespace) -> int:
     commands = methods()[args.method_name]
     check_epsilon(args.epsilon)
+    key = sign_key(args)
     table = load_table(args.data, args.label_column)
-    check_delta(args.delta, n=table.X.shape[0])
+    check_release_delta(args, table)
     out = _check_out(args.out, args.force)
+    args.sign_key = key
     plan = commands.plan_release(args, table)
     release = budgeted_release(plan, table, args, out, commands.name, requested=(args.epsilon, args.delta))
     print(f"wrote {out}: {release.method}/{release.kind}, release id {release.release_id}")
@@ -159,12 +180,24 @@ def run_release(args: argparse.Namespace) -> int:
     return 0
 
 
+def check_release_delta(args: argparse.Namespace, table: Table) -> None:
+    """δ ∈ (0, 1), and δ < 1/n in sound mode (a larger δ allows publishing a whole record)."""
+    n = int(table.X.shape[0])
+    check_delta(args.delta)
+    if args.delta >= 1.0 / n and getattr(args, "privacy_mode", "sound") != "paper":
+        raise ValueError(f"--delta {args.delta:g} is ≥ 1/n = {1.0 / n:.3g} for the {n} rows of {table.path}: refused (use δ ≪ 1/n)")
+
+
 def _check_out(path: str, force: bool) -> Path:
     out = Path(path)
     if out.exists() and not force:
         raise ValueError(f"{out} exists; choose another output file or pass --force")
+    if out.exists() and not out.is_file():
+        raise ValueError(f"{out} is not a file")
     if not out.parent.is_dir():
         raise FileNotFoundError(f"{out.parent}: no such directory for the output file")
+    if not os.access(out.parent, os.W_OK | os.X_OK):
+        raise PermissionError(f"{out.parent}: folder is not writable")
     return out
 
 
@@ -202,7 +235,8 @@ def budgeted_release(
         release.release_id = release_id
         release.params[N_FEATURES_PARAM] = int(table.X.shape[1])
         reservation.kind = release.kind
-        release.save(out)
+        # the ledger marks the spend final just before the file gets its name: never refunded after
+        release.save(out, sign_key=getattr(args, "sign_key", None), before_publish=reservation.publish)
     budget = ledger.budget(party, dataset_id)
     print(
         f"ledger {ledger.path}: {party} / dataset {short_id(dataset_id)} has now spent {ledger.spent(party, dataset_id).words()}"
@@ -222,7 +256,7 @@ def _public_release(plan: PlannedRelease, table: Table, args: argparse.Namespace
     if not isinstance(release, Release) or release.guarantee.to_dict() != plan.guarantee.to_dict():
         raise ValueError(f"method {method!r} released something other than it planned; refused")
     release.params[N_FEATURES_PARAM] = int(table.X.shape[1])
-    release.save(out)
+    release.save(out, sign_key=getattr(args, "sign_key", None))
     print(f"warning: {out} carries no privacy guarantee (data declared public); nothing was charged to a budget", file=sys.stderr)
     return release
 
@@ -234,7 +268,7 @@ def run_serve(args: argparse.Namespace) -> int:
     commands = methods()[args.method_name]
     check_epsilon(args.epsilon)
     table = load_table(args.data, args.label_column)
-    check_delta(args.delta, n=table.X.shape[0])
+    check_release_delta(args, table)
     plan_answer = commands.plan_answers(args, table)
     dataset_id = args.dataset_id or fingerprint(table.path)
     ledger = Ledger(args.ledger)
@@ -271,7 +305,9 @@ def run_adapt(args: argparse.Namespace) -> int:
     iterative = bool(args.exchange) or args.connect is not None
     if not args.release and not iterative:
         raise ValueError("give the other party's --release FILE (or --exchange/--connect for an iterative method)")
-    releases = [Release.load(p, expect_method=commands.name) for p in args.release]
+    trusted = trusted_keys(args)
+    args.sign_key = sign_key(args)
+    releases = [Release.load(p, expect_method=commands.name, trusted=trusted) for p in args.release]
     table = load_table(args.data, args.label_column)
     check_release_dimensions(releases, table)
     out = _check_out(args.out, args.force)
@@ -283,18 +319,21 @@ def run_adapt(args: argparse.Namespace) -> int:
     finally:
         if args.channel is not None:
             _stop(args.channel)
+    if outcome.return_release is not None and not args.return_release:
+        raise ValueError(f"method {commands.name!r} sends a release back: give --return-release FILE (nothing was written)")
     received = list(args.channel.guarantees) if args.channel is not None else []
     guarantees = model_guarantees(outcome.guarantees, releases, received)
-    save_model(out, outcome.model, commands.name, guarantees, outcome.metrics, releases)
+    save_model(out, outcome.model, commands.name, guarantees, outcome.metrics, releases, sign_key=args.sign_key,
+               n_features=int(table.X.shape[1]))
     sources = [r.release_id[:12] for r in releases] + ([f"{len(received)} answered round(s)"] if received else [])
     print(f"wrote {out}: {commands.name} model trained from {', '.join(sources)}")
+    for path, r in zip(args.release, releases):
+        print(f"  {path}: {r.authenticity()}")
     for g in guarantees.values():
         print(f"  {g.summary()}")
     for key, value in outcome.metrics.items():
         print(f"  {key} = {value:.4f}" if isinstance(value, float) else f"  {key} = {value}")
     if outcome.return_release is not None:
-        if not args.return_release:
-            raise ValueError(f"method {commands.name!r} sends a release back: give --return-release FILE (nothing was released)")
         back = budgeted_release(outcome.return_release, table, args, Path(args.return_release), commands.name, (args.epsilon, args.delta))
         print(f"wrote {args.return_release}: return release {back.release_id}")
         print(f"  {back.guarantee.summary()}")
@@ -348,36 +387,36 @@ def model_guarantees(
 
 
 def save_model(
-    path: Path, model: Any, method: str, guarantees: dict[str, Guarantee], metrics: dict[str, Any], releases: list[Release]
+    path: Path,
+    model: Any,
+    method: str,
+    guarantees: dict[str, Guarantee],
+    metrics: dict[str, Any],
+    releases: list[Release],
+    sign_key: Any = None,
+    n_features: int | None = None,
 ) -> None:
-    """Write the model and its guarantees with joblib (atomically: temporary file + rename)."""
-    import joblib
-
-    bundle = {
-        "format": MODEL_FORMAT,
-        "version": __version__,
+    """Write the model (only what predicts) and its guarantees (:func:`dpadapt.modelio.save_model`)."""
+    meta = {
         "method": method,
-        "model": model,
-        "guarantees": {k: g.to_dict() for k, g in guarantees.items()},
+        "n_features": n_features,
         "metrics": {k: (float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v) for k, v in metrics.items()},
         "releases": [r.release_id for r in releases],
-        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
     }
-    tmp = path.with_name(path.name + f".tmp-{os.getpid()}")
-    joblib.dump(bundle, tmp)
-    os.replace(tmp, path)
+    modelio.save_model(path, model, guarantees, meta, sign_key=sign_key)
 
 
-def load_model(path: str | os.PathLike) -> dict[str, Any]:
-    """Read a model file written by ``dpadapt adapt`` (joblib: open only files you trust)."""
-    import joblib
-
-    try:
-        bundle = joblib.load(path)
-    except Exception as exc:
-        raise ValueError(f"{path}: not a readable dpadapt model file ({exc})") from exc
-    if not isinstance(bundle, dict) or bundle.get("format") != MODEL_FORMAT:
-        raise ValueError(f"{path}: not a dpadapt model file")
-    bundle["guarantees"] = {k: Guarantee.from_dict(v) for k, v in bundle["guarantees"].items()}
-    return bundle
-
+def load_model(path: str | os.PathLike, trusted: list[Any] | tuple = ()) -> dict[str, Any]:
+    """Read a model file written by ``dpadapt adapt`` (never unpickles): model, guarantees, metadata."""
+    load_plugins()  # plugins may register model kinds
+    loaded = modelio.load_model(path, trusted)
+    return {
+        "loaded": loaded,
+        "model": loaded.model,
+        "method": loaded.meta.get("method", "?"),
+        "version": loaded.meta.get("version"),
+        "created": loaded.meta.get("created"),
+        "metrics": loaded.meta.get("metrics", {}),
+        "releases": loaded.meta.get("releases", []),
+        "guarantees": loaded.guarantees,
+    }

@@ -1,14 +1,19 @@
-"""``dpadapt report FILE``: the privacy guarantee of a Release file or a trained model, in words or JSON."""
+"""``dpadapt report FILE``: the privacy guarantee of a Release file or a model file, in words or JSON.
+
+Both are :mod:`dpadapt.container` files (arrays + JSON; never unpickled). The digest is always
+checked; a signature is checked when present, and required with ``--trust PUBKEY``.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
-import zipfile
 from pathlib import Path
 from typing import Any
 
-from dpadapt.cli.party_cmd import load_model
+from dpadapt import container
+from dpadapt.cli.party_cmd import add_trust_argument, load_model, trusted_keys
+from dpadapt.release import FORMAT as RELEASE_FORMAT
 from dpadapt.release import Release
 
 
@@ -18,27 +23,25 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="print the privacy guarantee of a Release file or a model file",
         description=(
             "Who is protected, the privacy unit and neighbouring relation, (ε, δ), the accounting and theorem, "
-            "and whether the guarantee is valid (and why not). Release files are verified (checksum) first. "
-            "Model files are joblib pickles: open only model files you trust."
+            "and whether the guarantee is valid (and why not). Files are verified first (checksum; signature when "
+            "present; a trusted signer with --trust). Nothing in a file is ever run (no pickle)."
         ),
     )
     p.add_argument("file", help="a .release file (dpadapt release) or a model file (dpadapt adapt)")
     p.add_argument("--json", action="store_true", help="print JSON instead of words")
+    add_trust_argument(p)
     p.set_defaults(func=run)
 
 
-def _existing(path: str | Path) -> Path:
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such file")
-    return path
+def _is_release(path: Path) -> bool:
+    return container.read(path).meta.get("format") == RELEASE_FORMAT
 
 
-def describe(path: str | Path) -> dict[str, Any]:
+def describe(path: str | Path, trusted: list[Any] | tuple = ()) -> dict[str, Any]:
     """JSON-able description of a Release or model file."""
-    path = _existing(path)
-    if zipfile.is_zipfile(path):
-        r = Release.load(path)
+    path = Path(path)
+    if _is_release(path):
+        r = Release.load(path, trusted=trusted)
         return {
             "type": "release",
             "file": str(path),
@@ -48,31 +51,36 @@ def describe(path: str | Path) -> dict[str, Any]:
             "owner": r.owner,
             "version": r.version,
             "created": r.created,
+            "authenticity": r.authenticity(),
+            "signer": r.signer,
             "arrays": {k: list(v.shape) for k, v in r.arrays.items()},
             "params": r.params,
             "guarantee": r.guarantee.to_dict(),
         }
-    bundle = load_model(path)
+    bundle = load_model(path, trusted)
     return {
         "type": "model",
         "file": str(path),
         "method": bundle["method"],
         "version": bundle["version"],
         "created": bundle["created"],
+        "authenticity": bundle["loaded"].authenticity(),
+        "signer": bundle["loaded"].signer,
         "releases": bundle["releases"],
         "metrics": bundle["metrics"],
         "guarantees": {k: g.to_dict() for k, g in bundle["guarantees"].items()},
     }
 
 
-def words(path: str | Path) -> str:
+def words(path: str | Path, trusted: list[Any] | tuple = ()) -> str:
     """The guarantee(s) of a Release or model file, in words."""
-    path = _existing(path)
-    if zipfile.is_zipfile(path):
-        return Release.load(path).report()
-    bundle = load_model(path)
+    path = Path(path)
+    if _is_release(path):
+        return Release.load(path, trusted=trusted).report()
+    bundle = load_model(path, trusted)
     lines = [
         f"Model {path.name} — {bundle['method']}, written by dpadapt {bundle['version']} at {bundle['created']}",
+        "Authenticity: " + bundle["loaded"].authenticity(),
         "Trained from release(s): " + (", ".join(bundle["releases"]) or "none"),
     ]
     for key, value in bundle["metrics"].items():
@@ -83,8 +91,9 @@ def words(path: str | Path) -> str:
 
 
 def run(args) -> int:
+    trusted = trusted_keys(args)
     if args.json:
-        print(json.dumps(describe(args.file), indent=2, sort_keys=True))
+        print(json.dumps(describe(args.file, trusted), indent=2, sort_keys=True))
     else:
-        print(words(args.file))
+        print(words(args.file, trusted))
     return 0

@@ -404,14 +404,31 @@ def fetch(
         raise KeyError(f"dataset {info.name} has no domain(s) {unknown}; domains: {', '.join(info.domains)}")
     cache_path = cache_dir(cache)
     out_dir = Path(root).expanduser() / info.folder
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    for domain in wanted:
-        target = out_dir / info.file(domain)
-        if overwrite or not target.is_file():
-            arrays = recipe(domain, cache_path)
-            tmp = target.with_name(target.name + ".part.npz")
-            np.savez_compressed(tmp, **arrays)
-            os.replace(tmp, target)
-        written.append(target)
+    created = [d for d in (cache_path, *cache_path.parents, out_dir, *out_dir.parents) if not d.exists()]
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        written = []
+        for domain in wanted:
+            target = out_dir / info.file(domain)
+            if overwrite or not target.is_file():
+                arrays = recipe(domain, cache_path)
+                tmp = target.with_name(target.name + ".part.npz")
+                try:
+                    np.savez_compressed(tmp, **arrays)
+                    os.replace(tmp, target)
+                finally:
+                    tmp.unlink(missing_ok=True)
+            written.append(target)
+    except BaseException:
+        _remove_empty(created)
+        raise
     return written
+
+
+def _remove_empty(folders: Sequence[Path]) -> None:
+    """Remove the folders this call created that are still empty (deepest first): a failed fetch leaves none."""
+    for d in sorted(folders, key=lambda p: len(p.parts), reverse=True):
+        try:
+            d.rmdir()
+        except OSError:
+            pass  # not empty (another domain was fetched) or already gone

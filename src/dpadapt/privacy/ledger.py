@@ -16,16 +16,21 @@ Two-phase protocol (nothing released without a record, no record of a spend that
    otherwise insert a ``reserved`` row (release id, output path, pid). Two processes racing on a
    budget that affords one release are serialised by SQLite's write lock: only one passes.
    No noise has been drawn yet.
-2. **write** — the caller draws the noise and writes its output file atomically (temporary
-   file + ``os.replace``), carrying the reserved release id. The rename is the commit point.
-3. **commit** — the row becomes ``committed``.
+2. **publish** — the caller draws the noise and prepares its output (e.g. a complete temporary
+   file). *Before* anything can leave the process — before the rename that gives the file its
+   final name, before a message is sent — it calls :meth:`Reservation.publish`, which marks the
+   row ``published`` (durably). From then on the spend is final whatever happens to the file.
+3. **commit** — after the output is written the row becomes ``committed``.
 
-A reservation whose process has died is resolved from the file system: if the output file
-carries the reserved release id the release happened (``committed``); if there is no file it
-never left the process (``aborted``, and a leftover temporary file is deleted). When the
-outcome cannot be checked (no output file, e.g. a socket message, or the path now holds a
-different release) the spend is kept — the conservative choice. A reservation of a live process
-always counts as spent.
+A reservation that ends without commit (an exception, or a process that died) is settled
+conservatively: a ``published`` reservation is always ``committed`` — the file may have been
+written and then moved, deleted or copied, so a refund could let released information go
+unaccounted. Only an unpublished reservation, whose output provably never got its final name or
+left the process, is ``aborted`` (and a leftover temporary file is deleted). A reservation of a
+live process always counts as spent.
+
+A ledger file (or its folder) that cannot be written is opened read-only: budgets and spends can
+be shown, and any operation that would record a spend fails with a one-line error.
 """
 
 from __future__ import annotations
@@ -39,24 +44,17 @@ import math
 import os
 import socket
 import sqlite3
-import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import dp_accounting
-import numpy as np
 
 from dpadapt.privacy import accounting, composition
 from dpadapt.privacy.guarantee import Guarantee
 
 LEDGER_ENV = "DPADAPT_LEDGER"
-#: Test hook: ``after_reserve`` or ``after_write`` makes the process exit abruptly at that point.
-CRASH_ENV = "DPADAPT_TEST_CRASH_AT"
-#: Test hook: seconds to hold the write lock inside ``reserve`` (widens race windows in tests).
-HOLD_ENV = "DPADAPT_TEST_HOLD_RESERVE_S"
 SCHEMA_VERSION = 1
-_META_KEY = "__dpadapt_meta__"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -83,7 +81,8 @@ CREATE TABLE IF NOT EXISTS spends (
     host TEXT NOT NULL,
     created TEXT NOT NULL,
     resolved TEXT,
-    note TEXT
+    note TEXT,
+    published INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS spends_by_dataset ON spends (party, dataset_id, state);
 """
@@ -91,6 +90,10 @@ CREATE INDEX IF NOT EXISTS spends_by_dataset ON spends (party, dataset_id, state
 
 class NoBudget(ValueError):
     """No budget has been set for this party and dataset."""
+
+
+class LedgerError(ValueError):
+    """The ledger cannot be opened or written (read-only, locked, not a ledger)."""
 
 
 class BudgetExceeded(ValueError):
@@ -126,11 +129,23 @@ class Spend:
 
 @dataclasses.dataclass
 class Reservation:
-    """A pending spend (phase 1 done). ``kind`` may be refined before the commit."""
+    """A pending spend (phase 1 done). ``kind`` may be refined before the commit.
+
+    Call :meth:`publish` before any output can leave the process (see the module docstring).
+    """
 
     release_id: str
     spend: Spend
     kind: str
+    ledger: Ledger | None = dataclasses.field(default=None, repr=False)
+    published: bool = False
+
+    def publish(self) -> None:
+        """Mark the spend final: from now on the output may exist, so it is never refunded."""
+        if self.ledger is not None and not self.published:
+            self.ledger.mark_published(self.release_id)
+        self.published = True
+        checkpoint("after_publish")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -178,20 +193,17 @@ def short_id(dataset_id: str) -> str:
     return dataset_id[:19] + "…" if dataset_id.startswith("sha256:") and len(dataset_id) > 20 else dataset_id
 
 
-def crash_point(name: str) -> None:
-    """Test hook: exit abruptly (no cleanup) when ``$DPADAPT_TEST_CRASH_AT`` equals ``name``."""
-    if os.environ.get(CRASH_ENV) == name:
-        os._exit(70)
+def checkpoint(name: str) -> None:
+    """A named step of the two-phase protocol (``reserve_locked``, ``after_reserve``,
+    ``after_publish``, ``after_write``). Does nothing; tests replace it to crash or pause there."""
 
 
 def file_release_id(path: str | os.PathLike) -> str | None:
-    """The ``release_id`` stored in a release or message file's metadata (``None`` if unreadable)."""
-    try:
-        with np.load(path, allow_pickle=False) as npz:
-            meta = json.loads(npz[_META_KEY].tobytes().decode())
-        return str(meta["release_id"])
-    except Exception:  # noqa: BLE001 - any unreadable file means "no verifiable release here"
-        return None
+    """The ``release_id`` stored in a release or message file's header (``None`` if unreadable)."""
+    from dpadapt.container import file_meta_field
+
+    value = file_meta_field(path, "release_id")
+    return None if value is None else str(value)
 
 
 def total_spend(guarantees: Sequence[Guarantee], delta: float | None = None, n_pending: int = 0) -> Spend:
@@ -269,25 +281,65 @@ class Ledger:
 
     def __init__(self, path: str | os.PathLike | None = None, timeout: float = 60.0) -> None:
         self.path = Path(path) if path is not None else default_path()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self.timeout = timeout
         self._con: sqlite3.Connection | None = None
-        with self._transaction() as con:
-            for statement in filter(str.strip, _SCHEMA.split(";")):
-                con.execute(statement)
-            con.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-            version = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
-        if int(version) != SCHEMA_VERSION:
-            raise ValueError(f"{self.path}: ledger schema version {version} is not supported (expected {SCHEMA_VERSION})")
+        #: Why the ledger is read-only (``None``: writable).
+        self.read_only: str | None = self._read_only_reason()
+        if self.read_only is not None:
+            version = self._read(lambda con: con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone())
+            version = version[0] if version else None
+        else:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise LedgerError(f"{self.path}: cannot create the ledger's folder ({exc.strerror or exc})") from None
+            with self._transaction() as con:
+                for statement in filter(str.strip, _SCHEMA.split(";")):
+                    con.execute(statement)
+                columns = {r[1] for r in con.execute("PRAGMA table_info(spends)")}
+                if "published" not in columns:  # ledgers written before the publish step
+                    con.execute("ALTER TABLE spends ADD COLUMN published INTEGER NOT NULL DEFAULT 0")
+                con.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+                version = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
+        if version is None or int(version) != SCHEMA_VERSION:
+            raise LedgerError(f"{self.path}: ledger schema version {version} is not supported (expected {SCHEMA_VERSION})")
+
+    def _read_only_reason(self) -> str | None:
+        """Why this process cannot write the ledger (``None`` if it can)."""
+        if self.path.exists():
+            if not self.path.is_file():
+                raise LedgerError(f"{self.path}: not a ledger file")
+            if not os.access(self.path, os.W_OK):
+                return "the ledger file is read-only"
+            if not os.access(self.path.parent, os.W_OK | os.X_OK):
+                return "the ledger's folder is read-only"
+        return None
+
+    def _require_writable(self) -> None:
+        if self.read_only is not None:
+            raise LedgerError(f"{self.path}: {self.read_only}; nothing can be charged or changed (nothing was released)")
 
     def _connect(self) -> sqlite3.Connection:
-        """This object's connection (opened once; autocommit mode, WAL journal, full fsync)."""
+        """This object's connection (opened once; autocommit mode, WAL journal, full fsync; read-only if need be)."""
         if self._con is None:
-            con = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
-            con.execute("PRAGMA journal_mode=WAL")
-            con.execute("PRAGMA synchronous=FULL")
+            try:
+                if self.read_only is not None:
+                    con = sqlite3.connect(f"{self.path.resolve().as_uri()}?immutable=1", uri=True, isolation_level=None)
+                else:
+                    con = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+                    con.execute("PRAGMA journal_mode=WAL")
+                    con.execute("PRAGMA synchronous=FULL")
+            except sqlite3.DatabaseError as exc:
+                raise LedgerError(f"{self.path}: cannot open the ledger ({exc})") from None
             self._con = con
         return self._con
+
+    def _read(self, query: Any) -> Any:
+        """Run ``query(connection)``, turning SQLite errors into one-line :class:`LedgerError`."""
+        try:
+            return query(self._connect())
+        except sqlite3.DatabaseError as exc:
+            raise LedgerError(f"{self.path}: cannot read the ledger ({exc})") from None
 
     def close(self) -> None:
         if self._con is not None:
@@ -297,14 +349,24 @@ class Ledger:
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
         """An immediate (write-locked) transaction: concurrent writers are serialised."""
+        self._require_writable()
         con = self._connect()
-        con.execute("BEGIN IMMEDIATE")
+        try:
+            con.execute("BEGIN IMMEDIATE")
+        except sqlite3.DatabaseError as exc:
+            raise LedgerError(f"{self.path}: cannot write the ledger ({exc})") from None
         try:
             yield con
+        except sqlite3.DatabaseError as exc:
+            con.execute("ROLLBACK")
+            raise LedgerError(f"{self.path}: cannot write the ledger ({exc})") from None
         except BaseException:
             con.execute("ROLLBACK")
             raise
-        con.execute("COMMIT")
+        try:
+            con.execute("COMMIT")
+        except sqlite3.DatabaseError as exc:
+            raise LedgerError(f"{self.path}: cannot write the ledger ({exc})") from None
 
     # -- budgets ----------------------------------------------------------------------------
 
@@ -324,17 +386,17 @@ class Ledger:
         return self.budget(party, dataset_id)  # type: ignore[return-value]
 
     def budget(self, party: str, dataset_id: str) -> Budget | None:
-        with contextlib.nullcontext(self._connect()) as con:
-            row = con.execute(
-                "SELECT party, dataset_id, epsilon, delta, label FROM budgets WHERE party = ? AND dataset_id = ?",
-                (party, dataset_id),
-            ).fetchone()
+        row = self._read(lambda con: con.execute(
+            "SELECT party, dataset_id, epsilon, delta, label FROM budgets WHERE party = ? AND dataset_id = ?",
+            (party, dataset_id),
+        ).fetchone())
         return Budget(*row) if row else None
 
     def budgets(self) -> list[Budget]:
-        with contextlib.nullcontext(self._connect()) as con:
-            rows = con.execute("SELECT party, dataset_id, epsilon, delta, label FROM budgets ORDER BY party, dataset_id")
-            return [Budget(*r) for r in rows.fetchall()]
+        rows = self._read(lambda con: con.execute(
+            "SELECT party, dataset_id, epsilon, delta, label FROM budgets ORDER BY party, dataset_id"
+        ).fetchall())
+        return [Budget(*r) for r in rows]
 
     # -- spends -----------------------------------------------------------------------------
 
@@ -351,8 +413,7 @@ class Ledger:
         """Composed spend of every committed or in-progress release (at the budget's δ if set)."""
         self.recover()
         budget = self.budget(party, dataset_id)
-        with contextlib.nullcontext(self._connect()) as con:
-            weighted, pending = self._guarantees(con, party, dataset_id)
+        weighted, pending = self._read(lambda con: self._guarantees(con, party, dataset_id))
         return _weighted_spend(weighted, budget.delta if budget else None, pending)
 
     def reserve(
@@ -392,9 +453,7 @@ class Ledger:
             previous, pending = self._guarantees(con, party, dataset_id)
             before = _weighted_spend(previous, budget_delta, pending)
             after = _weighted_spend([*previous, (guarantee, 1)], budget_delta, pending + 1)
-            hold = float(os.environ.get(HOLD_ENV, "0") or 0)
-            if hold > 0:
-                time.sleep(hold)
+            checkpoint("reserve_locked")
             if after.epsilon > budget_eps * (1 + 1e-9):
                 left = max(budget_eps - before.epsilon, 0.0)
                 raise BudgetExceeded(
@@ -435,11 +494,21 @@ class Ledger:
             if cur.rowcount != 1:
                 raise RuntimeError(f"release {release_id} is not reserved in {self.path}")
 
+    def mark_published(self, release_id: str) -> None:
+        """Phase 2: the output may leave the process from now on; the spend can no longer be refunded."""
+        with self._transaction() as con:
+            cur = con.execute(
+                "UPDATE spends SET published = 1 WHERE release_id = ? AND state = 'reserved'", (release_id,)
+            )
+            if cur.rowcount != 1:
+                raise LedgerError(f"release {release_id} is not reserved in {self.path}")
+
     def resolve(self, release_id: str) -> str:
-        """Settle a reservation from the file system (after a failure); returns the new state."""
+        """Settle a reservation that ended without commit (after a failure); returns the new state."""
         with self._transaction() as con:
             row = con.execute(
-                "SELECT release_id, path, pid FROM spends WHERE release_id = ? AND state = 'reserved'", (release_id,)
+                "SELECT release_id, path, pid, published FROM spends WHERE release_id = ? AND state = 'reserved'",
+                (release_id,),
             ).fetchone()
             if row is None:
                 return "missing"
@@ -457,48 +526,57 @@ class Ledger:
         kind: str,
         path: str | os.PathLike | None,
     ) -> Iterator[Reservation]:
-        """Reserve, run the body (draw noise, write the file atomically), then commit.
+        """Reserve, run the body (draw noise, call ``handle.publish()``, write the output), then commit.
 
-        On an exception in the body the reservation is settled from the file system: committed
-        if the file carrying ``release_id`` was written (or cannot be checked), aborted otherwise.
+        The body must call ``handle.publish()`` before any output can leave the process. On an
+        exception in the body the reservation is settled: committed once published, aborted
+        (refunded) only if it never was.
         """
         spend = self.reserve(party, dataset_id, guarantee, release_id=release_id, method=method, kind=kind, path=path)
-        handle = Reservation(release_id, spend, kind)
+        handle = Reservation(release_id, spend, kind, ledger=self)
         try:
-            crash_point("after_reserve")
+            checkpoint("after_reserve")
             yield handle
         except BaseException:
             self.resolve(release_id)
             raise
-        crash_point("after_write")
+        checkpoint("after_write")
         self.commit(release_id, handle.kind)
 
     def recover(self) -> list[tuple[str, str]]:
-        """Settle the reservations of dead processes; returns ``(release_id, new state)`` pairs."""
+        """Settle the reservations of dead processes; returns ``(release_id, new state)`` pairs.
+
+        A read-only ledger settles nothing (its pending reservations keep counting as spent).
+        """
+        if self.read_only is not None:
+            return []
         with self._transaction() as con:
             return self._recover(con)
 
     def _recover(self, con: sqlite3.Connection) -> list[tuple[str, str]]:
-        rows = con.execute("SELECT release_id, path, pid, host, proc_start FROM spends WHERE state = 'reserved'").fetchall()
+        rows = con.execute(
+            "SELECT release_id, path, pid, published, host, proc_start FROM spends WHERE state = 'reserved'"
+        ).fetchall()
         out = []
-        for release_id, path, pid, host, proc_start in rows:
+        for release_id, path, pid, published, host, proc_start in rows:
             if not _alive(pid, host, proc_start):
-                out.append((release_id, self._settle(con, release_id, path, pid)))
+                out.append((release_id, self._settle(con, release_id, path, pid, published)))
         return out
 
-    def _settle(self, con: sqlite3.Connection, release_id: str, path: str | None, pid: int) -> str:
-        if path is None:
-            state, note = "committed", "outcome could not be checked (no output file); counted as spent"
-        elif not os.path.exists(path):
-            state, note = "aborted", "process ended before its output was written; nothing was released"
-            leftover = f"{path}.tmp-{pid}"
-            if os.path.exists(leftover):
-                os.unlink(leftover)
-                note += " (removed its unfinished temporary file)"
-        elif file_release_id(path) == release_id:
-            state, note = "committed", "output found after the process ended; spend recorded"
+    def _settle(self, con: sqlite3.Connection, release_id: str, path: str | None, pid: int, published: int) -> str:
+        """Committed once published (the output may exist anywhere now); aborted only if provably never published."""
+        if published:
+            state = "committed"
+            if path is not None and file_release_id(path) == release_id:
+                note = "output found after the process ended; spend recorded"
+            else:
+                note = "the output may have been written (then moved, deleted or sent); counted as spent"
         else:
-            state, note = "committed", "the output path holds another release; counted as spent (conservative)"
+            state, note = "aborted", "process ended before its output could leave it; nothing was released"
+        leftover = f"{path}.tmp-{pid}" if path is not None else None
+        if leftover is not None and os.path.exists(leftover):
+            os.unlink(leftover)
+            note += " (removed its unfinished temporary file)"
         con.execute(
             "UPDATE spends SET state = ?, resolved = ?, note = ? WHERE release_id = ?", (state, _now(), note, release_id)
         )
@@ -511,8 +589,7 @@ class Ledger:
             "SELECT release_id, party, dataset_id, method, kind, state, guarantee, path, created, resolved, note "
             "FROM spends WHERE (? IS NULL OR party = ?) AND (? IS NULL OR dataset_id = ?) ORDER BY created, rowid"
         )
-        with contextlib.nullcontext(self._connect()) as con:
-            rows = con.execute(query, (party, party, dataset_id, dataset_id)).fetchall()
+        rows = self._read(lambda con: con.execute(query, (party, party, dataset_id, dataset_id)).fetchall())
         return [
             Entry(r[0], r[1], r[2], r[3], r[4], r[5], Guarantee.from_dict(json.loads(r[6])), r[7], r[8], r[9], r[10])
             for r in rows

@@ -96,10 +96,15 @@ def register(commands: MethodCommands) -> MethodCommands:
     return commands
 
 
-def methods() -> dict[str, MethodCommands]:
-    """Every registered method (imports all modules of this package)."""
-    for mod in pkgutil.iter_modules(__path__):
-        importlib.import_module(f"{__name__}.{mod.name}")
+def load_plugins() -> None:
+    """Import the modules named in ``$DPADAPT_PLUGINS`` (they may register methods and model kinds)."""
     for name in filter(None, (n.strip() for n in os.environ.get(PLUGINS_ENV, "").split(","))):
         importlib.import_module(name)
+
+
+def methods() -> dict[str, MethodCommands]:
+    """Every registered method (imports all modules of this package and the plugins)."""
+    for mod in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{mod.name}")
+    load_plugins()
     return dict(sorted(_METHODS.items()))

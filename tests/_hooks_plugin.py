@@ -1,0 +1,27 @@
+"""Test-only hooks for the ledger's two-phase protocol (loaded through ``$DPADAPT_PLUGINS``).
+
+Replaces :func:`dpadapt.privacy.ledger.checkpoint` so that a subprocess can be made to
+
+* exit abruptly (``os._exit(70)``, no cleanup) at the step named by ``$DPADAPT_TEST_CRASH_AT``
+  (``after_reserve``, ``after_publish``, ``after_write``), or
+* hold the ledger's write lock for ``$DPADAPT_TEST_HOLD_RESERVE_S`` seconds inside ``reserve``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from dpadapt.privacy import ledger
+
+
+def _checkpoint(name: str) -> None:
+    if name == "reserve_locked":
+        hold = float(os.environ.get("DPADAPT_TEST_HOLD_RESERVE_S", "0") or 0)
+        if hold > 0:
+            time.sleep(hold)
+    if os.environ.get("DPADAPT_TEST_CRASH_AT") == name:
+        os._exit(70)
+
+
+ledger.checkpoint = _checkpoint
