@@ -353,3 +353,33 @@ def private_block_gradients(
     gen = torch_noise(noise)
     out = {b: {p: torch_gaussian_noise(g, std, gen) / expected_batch for p, g in gs.items()} for b, gs in sums.items()}
     return (out, before, after) if return_norms else out
+
+
+# --- generic DP-SGD on any per-example module (used by PRIMA's subspace heads) ---------------------
+
+
+def per_example_clipped_sum(
+    module: nn.Module, loss_fn, x: torch.Tensor, y: torch.Tensor, clip: float
+) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    """``Σ_i min(1, C/‖g_i‖) g_i`` over the examples of a batch, per named trainable parameter.
+
+    ``g_i`` is the gradient of ``loss_fn(module(x_i[None]), y_i[None])`` with respect to every
+    trainable parameter of ``module`` (one concatenated vector per example, clipped jointly to
+    ``clip``), computed with ``torch.func.vmap``. Returns the sums and the per-example norms
+    before clipping. The sum has ℓ2 sensitivity C under add/remove-one (Abadi et al. 2016).
+    """
+    check_per_example_modules(module, "the DP-SGD module")
+    params = {n: p.detach() for n, p in module.named_parameters() if p.requires_grad}
+    frozen = {n: p.detach() for n, p in module.named_parameters() if not p.requires_grad}
+    buffers = dict(module.named_buffers())
+    if x.shape[0] == 0:
+        return {n: torch.zeros_like(p) for n, p in params.items()}, torch.zeros(0)
+
+    def one(p, xi, yi):
+        out = functional_call(module, ({**p, **frozen}, buffers), (xi[None],))
+        return loss_fn(out, yi[None])
+
+    grads = vmap(grad(one), in_dims=(None, 0, 0))(params, x, y)
+    sq = sum(g.flatten(1).pow(2).sum(1) for g in grads.values())
+    w = clip_weights(sq, clip)
+    return {n: torch.einsum("i,i...->...", w, g) for n, g in grads.items()}, torch.sqrt(sq)

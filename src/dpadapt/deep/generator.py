@@ -32,6 +32,7 @@ from dpadapt.deep.swd_da import (
     target_projections,
 )
 from dpadapt.privacy.guarantee import Guarantee
+from dpadapt.privacy.mechanisms import NoiseSource, torch_gaussian_noise
 from dpadapt.transport import swd
 
 
@@ -78,6 +79,7 @@ class GeneratorConfig:
     clip_norm: float = 12.0
     label_scale: float = 5.0
     sensitivity: str = "spectral"
+    classes: tuple | None = None  # the public label set (required; never inferred from private labels)
 
 
 @dataclasses.dataclass
@@ -88,11 +90,31 @@ class GeneratorResult:
     steps: int
 
 
-def train_generator(X: np.ndarray, y: np.ndarray, cfg: GeneratorConfig, rng: np.random.Generator) -> GeneratorResult:
-    """Train the conditional generator against private labelled images X (n × 784, in [0, 1])."""
+def label_indices(y: np.ndarray, classes) -> np.ndarray:
+    """Positions of the private labels in the public label set; a label outside it is an error."""
+    if classes is None:
+        raise ValueError("classes= must be given: the label set is public (inferring it from private labels leaks them)")
+    classes = np.asarray(classes)
+    y = np.asarray(y)
+    if not np.isin(y, classes).all():
+        raise ValueError("a private label lies outside the public label set classes=")
+    order = np.argsort(classes)
+    return order[np.searchsorted(classes[order], y)]
+
+
+def train_generator(
+    X: np.ndarray, y: np.ndarray, cfg: GeneratorConfig, rng: np.random.Generator, noise: NoiseSource | None = None
+) -> GeneratorResult:
+    """Train the conditional generator against private labelled images X (n × 784, in [0, 1]).
+
+    ``rng`` is the public stream (directions, latent codes, generated labels); ``noise`` the secret
+    one (private samples and the projection noise; fresh entropy when not given).
+    """
     if cfg.mode not in ("sound", "non-private"):
         raise ValueError(f"mode must be 'sound' or 'non-private', got {cfg.mode!r}")
-    n_classes = int(y.max()) + 1
+    noise = NoiseSource() if noise is None else noise
+    y = label_indices(y, cfg.classes)
+    n_classes = len(cfg.classes)
     R = joint_rows(X, y, n_classes, cfg.label_scale)
     n, d = R.shape
     plan = None
@@ -102,7 +124,8 @@ def train_generator(X: np.ndarray, y: np.ndarray, cfg: GeneratorConfig, rng: np.
     torch.manual_seed(int(rng.integers(2**31)))
     G = ConditionalGenerator(n_classes=n_classes)
     opt = torch.optim.Adam(G.parameters(), lr=cfg.lr, betas=(0.5, 0.999))
-    gen = torch.Generator().manual_seed(int(rng.integers(2**62)))
+    gen = torch.Generator().manual_seed(int(rng.integers(2**62)))  # public: latent codes and generated labels
+    smooth = noise.torch_generator()
     identity = nn.Identity()
     eye = torch.eye(n_classes) * cfg.label_scale
     t0 = time.perf_counter()
@@ -114,8 +137,8 @@ def train_generator(X: np.ndarray, y: np.ndarray, cfg: GeneratorConfig, rng: np.
         if plan is not None:
             sigma = plan.sigma(U)
             P = torch.as_tensor(target_projections(identity, R, U, batch_size=cfg.batch_size, sigma=sigma,
-                                                   clip_norm=cfg.clip_norm, rng=rng), dtype=torch.float32)
-            Pf = clip_rows_torch(fake, cfg.clip_norm) @ Ut + sigma * torch.randn(P.shape, generator=gen)
+                                                   clip_norm=cfg.clip_norm, noise=noise), dtype=torch.float32)
+            Pf = torch_gaussian_noise(clip_rows_torch(fake, cfg.clip_norm) @ Ut, sigma, smooth)
         else:
             rows = rng.choice(n, size=cfg.batch_size, replace=False)
             P = torch.as_tensor(R[rows]) @ Ut
