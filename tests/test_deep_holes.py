@@ -167,3 +167,32 @@ def test_prima_dpsgd_matches_opacus_per_sample_clipped_sums(rng):
     for name, g in per.items():
         torch.testing.assert_close(ours[name.removeprefix("_module.")], torch.einsum("i,i...->...", w, g), rtol=1e-4, atol=1e-5)
     assert float(norms.max()) > C  # clipping was active
+
+
+def test_families_plan_release_adapt(rng):
+    """The dpswd and dpda families run plan → release → adapt; no raw row released; shared U, fresh noise."""
+    from dpadapt.deep import families as fam
+    from dpadapt.deep.configs import DPDAConfig, DPSWDConfig
+    from dpadapt.release import assert_no_raw_rows
+
+    X = rng.standard_normal((60, 4))
+    cfg = DPSWDConfig(epsilon=2.0, k=10, clip_norm=3.0, random_state=5)
+    plan = fam.plan_dpswd(cfg, {"n": 60, "d": 4})
+    assert plan.guarantee.valid and plan.guarantee.epsilon == pytest.approx(2.0)
+    r1, r2 = fam.release_dpswd(plan, X), fam.release_dpswd(plan, X)
+    assert_no_raw_rows(r1, X)
+    assert np.array_equal(r1["directions"], r2["directions"]) and not np.allclose(r1["projections"], r2["projections"])
+    weak = DPSWDConfig(epsilon=50.0, k=10, clip_norm=3.0, random_state=5)  # small σ: the distance sees a shift
+    r3 = fam.release_dpswd(fam.plan_dpswd(weak, {"n": 60, "d": 4}), X)
+    assert fam.adapt_dpswd(r3, X + 3.0, weak) > fam.adapt_dpswd(r3, X, weak)
+    Xs, ys, Xt = _toy(rng, n=60)
+    dcfg = DPDAConfig(epsilon=3.0, epochs=2, batch_size=10, hidden=(4,), random_state=0)
+    dplan = fam.plan_dpda(dcfg, {"n_source": 60, "n_target": 60})
+    assert dplan.guarantee.epsilon == pytest.approx(3.0, abs=0.05)
+    rel = fam.release_dpda(dplan, (Xs, ys, Xt))
+    assert_no_raw_rows(rel, Xt)
+    model = fam.adapt_dpda(rel)
+    assert model.predict(Xt).shape == (60,) and model.guarantee.to_dict() == dplan.guarantee.to_dict()
+    from dpadapt.api import families
+
+    assert {"dpswd", "dpda"} <= set(families())

@@ -249,7 +249,7 @@ def families() -> dict[str, Family]:
     if not _FAMILIES:
         import importlib
 
-        for module in ("dpadapt.classstats",):
+        for module in ("dpadapt.classstats", "dpadapt.deep.families"):
             importlib.import_module(module)
     return dict(_FAMILIES)
 

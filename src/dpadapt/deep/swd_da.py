@@ -377,7 +377,7 @@ class DPSWDAdapter(ConfigEstimator):
                 shape = f"{side}×{side} images" if side * side == Xs.shape[1] else f"{Xs.shape[1]} features"
                 raise ValueError(
                     f"network='digits' is the paper's CNN for 28×28 images (784 pixels per row); got {shape}. "
-                    "Upsample the images to 28×28 (dpadapt.datasets.loaders.upsample_digits) or use network='mlp'."
+                    "Resize the images to 28×28 (dpadapt.datasets.loaders.resize_images) or use network='mlp'."
                 )
             g, h = DigitsFeatureExtractor(28), digits_classifier(len(self.classes_), 320)
         else:
