@@ -333,3 +333,22 @@ def test_generator_sound_smoke(tmp_path, rng):
         gen.train_generator(X, y, gen.GeneratorConfig(steps=1, batch_size=60, k=20), rng)
     with pytest.raises(ValueError, match="outside"):
         gen.train_generator(X, y, gen.GeneratorConfig(steps=1, batch_size=60, k=20, classes=tuple(range(9))), rng)
+
+
+def test_generator_from_one_release_of_sliced_marginals(tmp_path, rng):
+    from dpadapt.deep import generator as gen
+
+    X = rng.uniform(0, 1, size=(200, 784)).astype(np.float32)
+    y = np.arange(200) % 10
+    cfg = gen.MarginalsConfig(epsilon=2.0, delta=1e-4, k=30, bins=20, steps=3, batch_size=50, classes=tuple(range(10)))
+    res = gen.train_generator_from_marginals(X, y, cfg, np.random.default_rng(0))
+    g = res.guarantee
+    assert g.valid and g.epsilon == 2.0 and g.details["releases"] == 1
+    assert g.sensitivity == pytest.approx(math.sqrt(60))  # sqrt(2k): does not grow with n
+    Xg, yg = gen.sample(res.generator, 2, rng)
+    assert Xg.shape == (20, 784)
+    with pytest.raises(ValueError, match="classes"):
+        gen.train_generator_from_marginals(X, y, gen.MarginalsConfig(steps=1, k=5), rng)
+    counts = np.array([[0.0, 10.0, -3.0, 10.0]])
+    q = gen.marginal_quantiles(counts, np.array([0.0, 1, 2, 3, 4]), np.array([0.25, 0.75]))
+    np.testing.assert_allclose(q, [[1.5, 3.5]])  # negative noisy counts are read as 0

@@ -228,3 +228,29 @@ def paper_epsilon(
     return accounting.epsilon(event, delta / 2.0, "replace_one", "rdp")
 
 
+
+
+# --- one release of sliced marginals (the DP generator's data release) ------------------------------
+
+THEOREM_SLICED_MARGINALS = (
+    "Analytic Gaussian mechanism (Balle & Wang, ICML 2018, Thm. 8) on the k×b histogram of the rows' "
+    "projections on k public directions with fixed public bins: a record moves one count per direction, "
+    "so the ℓ2 sensitivity is sqrt(2k) under replace-one, whatever n is; everything trained on it is post-processing"
+)
+
+
+def plan_sliced_marginals(epsilon: float, delta: float, *, n: int, k: int, bins: int, party: str = "target"):
+    """σ and the Guarantee of ONE Gaussian release of k sliced histograms (replace-one, sqrt(2k) sensitivity)."""
+    check_epsilon(epsilon)
+    check_delta(delta)
+    if int(k) < 1 or int(bins) < 2:
+        raise ValueError(f"need k ≥ 1 directions and ≥ 2 bins, got k={k}, bins={bins}")
+    sensitivity = math.sqrt(2.0 * int(k))
+    z = accounting.analytic_gaussian_sigma(epsilon, delta, 1.0)
+    g = Guarantee(
+        party=party, unit="record", relation="replace_one", epsilon=float(epsilon), delta=float(delta),
+        events=(accounting.gaussian_event(z),), accounting="analytic_gaussian", theorem=THEOREM_SLICED_MARGINALS,
+        sensitivity=sensitivity, details={"n": int(n), "k": int(k), "bins": int(bins), "noise_multiplier": z,
+                                          "sigma": z * sensitivity, "releases": 1},
+    )
+    return z * sensitivity, g
