@@ -14,6 +14,7 @@ from dpadapt.datasets.synthetic import gaussian_mean_shift
 from dpadapt.deep import swd_da
 from dpadapt.privacy import accounting
 from dpadapt.privacy.audit import epsilon_lower_bound
+from dpadapt.privacy.mechanisms import NoiseSource
 from dpadapt.release import Release, assert_no_raw_rows
 from dpadapt.transport import swd
 
@@ -197,7 +198,7 @@ def test_stop_gradient_target_inputs_do_not_reach_g(rng):
     xs = torch.as_tensor(rng.standard_normal((32, 6)), dtype=torch.float32)
     Xt = rng.standard_normal((32, 6)).astype(np.float32)
     U = swd.directions(4, 10, rng)
-    P_t = torch.as_tensor(swd_da.target_projections(g, Xt, U, batch_size=32, sigma=0.5, clip_norm=1.0, rng=rng))
+    P_t = torch.as_tensor(swd_da.target_projections(g, Xt, U, batch_size=32, sigma=0.5, clip_norm=1.0, noise=NoiseSource()))
     assert not P_t.requires_grad
 
     def grad_given(P):
@@ -214,10 +215,11 @@ def test_stop_gradient_target_inputs_do_not_reach_g(rng):
     cfg = swd_da.SWDDAConfig(mode="sound", k=10)
     plan = swd.plan_releases(5.0, 1e-5, n=32, batch_size=32, steps=2, k=10, d=4, clip_norm=1.0)
     for X in (Xt, Xt_other):
-        r1 = np.random.default_rng(5)
-        P = torch.as_tensor(swd_da.target_projections(g, X, U, batch_size=32, sigma=plan.sigma(U), clip_norm=1.0, rng=r1))
+        r1 = NoiseSource(5, reproducible=True)
+        P = torch.as_tensor(swd_da.target_projections(g, X, U, batch_size=32, sigma=plan.sigma(U), clip_norm=1.0, noise=r1))
         g.zero_grad()
-        swd_da._alignment(cfg, plan, g, g(xs), X, U, np.random.default_rng(5), torch.Generator().manual_seed(1), []).backward()
+        swd_da._alignment(cfg, plan, g, g(xs), torch.as_tensor(X), U, np.random.default_rng(5),
+                          NoiseSource(5, reproducible=True), torch.Generator().manual_seed(1), []).backward()
         g_trainer = _grads(g)
         g.zero_grad()
         swd_da.source_alignment_loss(g(xs), P, torch.as_tensor(U), sigma=plan.sigma(U), clip_norm=1.0,
@@ -229,7 +231,8 @@ def test_stop_gradient_target_inputs_do_not_reach_g(rng):
     grads = []
     for X in (Xt, Xt_other):
         g.zero_grad()
-        swd_da._alignment(cfg_p, plan_p, g, g(xs).detach(), X, U, np.random.default_rng(5), torch.Generator().manual_seed(1), []).backward()
+        swd_da._alignment(cfg_p, plan_p, g, g(xs).detach(), torch.as_tensor(X), U, np.random.default_rng(5),
+                          NoiseSource(), torch.Generator().manual_seed(1), []).backward()
         grads.append(_grads(g))
     assert grads[0].abs().sum() > 0 and not torch.equal(grads[0], grads[1])
 
@@ -243,7 +246,8 @@ def _blobs(rng, n=240, shift=0.0):
 def test_estimator_modes(rng):
     Xs, ys = _blobs(rng)
     Xt, yt = _blobs(rng, n=40, shift=0.5)  # B = n_t keeps the accounting fast
-    common = {"epochs": 3, "batch_size": 40, "lr": 5e-3, "lam": 0.5, "k": 20, "start_align": 1, "random_state": 0}
+    common = {"epochs": 3, "min_steps": 0, "batch_size": 40, "lr": 5e-3, "lam": 0.5, "k": 20, "start_align": 1,
+              "random_state": 0}
     sound = swd_da.DPSWDAdapter(privacy_mode="sound", epsilon=3.0, delta=1e-4, **common).fit_domains(Xs, ys, Xt)
     g = sound.guarantee_
     assert g.valid and g.epsilon <= 3.0 + 1e-6 and g.details["steps"] == sound.train_result_.releases == 12
@@ -253,7 +257,7 @@ def test_estimator_modes(rng):
     reasons = paper.guarantee_.reasons
     assert not paper.guarantee_.valid and len(reasons) >= 5 and any("CLT" in r for r in reasons)
     assert any("target branch" in r for r in reasons) and any("charges" in r for r in reasons)
-    plain = swd_da.DPSWDAdapter(privacy_mode="non-private", **common).fit_domains(Xs, ys, Xt)
+    plain = swd_da.DPSWDAdapter(epsilon=None, **common).fit_domains(Xs, ys, Xt)
     assert plain.guarantee_ is None and plain.score(Xt, yt) > 0.7
 
 
@@ -283,8 +287,8 @@ def test_bad_inputs(rng):
     Xs, ys = _blobs(rng, 40)
     with pytest.raises(ValueError, match="privacy_mode"):
         swd_da.DPSWDAdapter(privacy_mode="private").fit_domains(Xs, ys, Xs)
-    with pytest.raises(ValueError, match="batch_size"):
-        swd_da.DPSWDAdapter(batch_size=500).fit_domains(Xs, ys, Xs)
+    with pytest.raises(ValueError, match="28×28"):  # the digits CNN refuses 16×16 rows instead of silently shrinking
+        swd_da.DPSWDAdapter(network="digits").fit_domains(rng.uniform(size=(40, 256)), ys, rng.uniform(size=(40, 256)))
     with pytest.raises(ValueError):
         gaussian_mean_shift(0, 1.0)
 
@@ -317,11 +321,34 @@ def test_generator_sound_smoke(tmp_path, rng):
 
     X = rng.uniform(0, 1, size=(60, 784)).astype(np.float32)
     y = np.arange(60) % 10
-    cfg = gen.GeneratorConfig(steps=3, batch_size=60, k=20, epsilon=2.0, delta=1e-4)
+    cfg = gen.GeneratorConfig(steps=3, batch_size=60, k=20, epsilon=2.0, delta=1e-4, classes=tuple(range(10)))
     res = gen.train_generator(X, y, cfg, rng)
     assert res.guarantee.valid and res.guarantee.epsilon <= 2.0 + 1e-6 and res.guarantee.details["d"] == 794
     Xg, yg = gen.sample(res.generator, 3, rng)
     assert Xg.shape == (30, 784) and np.all((Xg >= 0) & (Xg <= 1)) and np.array_equal(np.bincount(yg), [3] * 10)
     assert gen.save_grid(res.generator, tmp_path / "g.png", rng).stat().st_size > 0
     with pytest.raises(ValueError, match="mode"):
-        gen.train_generator(X, y, gen.GeneratorConfig(mode="paper"), rng)
+        gen.train_generator(X, y, gen.GeneratorConfig(mode="paper", classes=tuple(range(10))), rng)
+    with pytest.raises(ValueError, match="classes"):  # the label set is public: never inferred from private labels
+        gen.train_generator(X, y, gen.GeneratorConfig(steps=1, batch_size=60, k=20), rng)
+    with pytest.raises(ValueError, match="outside"):
+        gen.train_generator(X, y, gen.GeneratorConfig(steps=1, batch_size=60, k=20, classes=tuple(range(9))), rng)
+
+
+def test_generator_from_one_release_of_sliced_marginals(tmp_path, rng):
+    from dpadapt.deep import generator as gen
+
+    X = rng.uniform(0, 1, size=(200, 784)).astype(np.float32)
+    y = np.arange(200) % 10
+    cfg = gen.MarginalsConfig(epsilon=2.0, delta=1e-4, k=30, bins=20, steps=3, batch_size=50, classes=tuple(range(10)))
+    res = gen.train_generator_from_marginals(X, y, cfg, np.random.default_rng(0))
+    g = res.guarantee
+    assert g.valid and g.epsilon == 2.0 and g.details["releases"] == 1
+    assert g.sensitivity == pytest.approx(math.sqrt(60))  # sqrt(2k): does not grow with n
+    Xg, yg = gen.sample(res.generator, 2, rng)
+    assert Xg.shape == (20, 784)
+    with pytest.raises(ValueError, match="classes"):
+        gen.train_generator_from_marginals(X, y, gen.MarginalsConfig(steps=1, k=5), rng)
+    counts = np.array([[0.0, 10.0, -3.0, 10.0]])
+    q = gen.marginal_quantiles(counts, np.array([0.0, 1, 2, 3, 4]), np.array([0.25, 0.75]))
+    np.testing.assert_allclose(q, [[1.5, 3.5]])  # negative noisy counts are read as 0

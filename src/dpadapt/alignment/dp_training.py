@@ -1,4 +1,4 @@
-"""DP-SGD training of one classifier per feature subspace (PRIMA phase 3), with Opacus.
+"""DP-SGD training of one classifier per feature subspace (PRIMA phase 3), on dpadapt's DP-SGD engine.
 
 Privacy statement. Every source record is in every subspace, so the m subspace models are *not*
 protected by "parallel composition" (spec 04, soundness note 4). Two sound options:
@@ -6,9 +6,11 @@ protected by "parallel composition" (spec 04, soundness note 4). Two sound optio
 * ``joint=True`` (default): the m heads form one module; per example the gradients of all heads
   are concatenated and clipped *together* to ``max_grad_norm`` (Opacus flat clipping), one
   Gaussian noise vector is added per step. One Poisson-subsampled Gaussian event per step.
+  Per-example clipped sums: :func:`dpadapt.deep.dpsgd.per_example_clipped_sum` (tested against
+  Opacus as an oracle); the Poisson sample and the noise: :mod:`dpadapt.privacy.mechanisms`.
 * ``joint=False``: m separate DP-SGD runs; their m events are composed (RDP sum).
 
-Sampling is Poisson with rate q = 1/⌈n/B⌉ (Opacus ``poisson_sampling=True``), matching
+Sampling is Poisson with rate q = 1/⌈n/B⌉ (as Opacus' Poisson loader), matching
 :func:`dpadapt.privacy.accounting.poisson_gaussian_event` (add/remove relation; Abadi et al.
 2016; Mironov, Talwar, Zhang 2019). The clipping bound is fixed a priori, except in paper mode
 (``clip_rule="median"``: the median per-example gradient norm of the private data — flagged).
@@ -18,19 +20,20 @@ Noise is Abadi's form g̃ = (Σ clipped g + N(0, σ²c²I)) / B.
 from __future__ import annotations
 
 import dataclasses
-import logging
 import math
-import warnings
 from collections.abc import Sequence
 
 import numpy as np
 import torch
 from torch import nn
 
+from dpadapt.deep.dpsgd import per_example_clipped_sum
 from dpadapt.privacy import accounting
+from dpadapt.privacy.mechanisms import NoiseSource, poisson_subsample, torch_gaussian_noise
 
 HEAD_TYPES = ("logreg", "mlp")
-#: δ at which Opacus' own accountant is queried, to cross-check our dp-accounting ε.
+#: δ at which ``TrainedHeads.opacus_epsilons`` reports ε (the name is kept for compatibility; the
+#: value is dp-accounting's RDP ε of the run, which Opacus' accountant reproduces).
 OPACUS_CHECK_DELTA = 1e-5
 
 
@@ -151,13 +154,17 @@ def train_heads(
     noise_multiplier: float | None = 1.0,
     joint: bool = True,
     seed: int = 0,
+    noise: NoiseSource | None = None,
 ) -> TrainedHeads:
     """Train the m subspace heads on rows ``Z`` (blocks concatenated in ``sizes`` order).
 
     ``noise_multiplier=None`` trains without privacy (plain minibatch SGD, no clipping).
     ``joint`` selects one DP-SGD run over all heads (one clip of the concatenated per-example
     gradient) or m separate runs (events composed by the caller through :meth:`TrainedHeads.event`).
+    ``seed`` fixes the public randomness (initialisation, non-private shuffles); the Poisson samples
+    and the noise come from ``noise`` (fresh entropy when not given).
     """
+    noise = NoiseSource() if noise is None else noise
     Z = np.asarray(Z, dtype=np.float32)
     y = np.asarray(y, dtype=np.int64)
     n = Z.shape[0]
@@ -175,7 +182,7 @@ def train_heads(
         cols = np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in members])
         module, ev, eps = _train_one(
             Z[:, cols], y, [sizes[i] for i in members], n_classes, head, hidden, epochs, batch_size, lr,
-            momentum, max_grad_norm, noise_multiplier, seed * 1000 + g,
+            momentum, max_grad_norm, noise_multiplier, seed * 1000 + g, noise,
         )
         for i, p in zip(members, export_params(module)):
             params[i] = p
@@ -185,53 +192,34 @@ def train_heads(
     return TrainedHeads(params, events, noise_multiplier, None if noise_multiplier is None else max_grad_norm, q, steps, opacus_eps)
 
 
-def _train_one(Z, y, sizes, n_classes, head, hidden, epochs, batch_size, lr, momentum, max_grad_norm, noise_multiplier, seed):
+def _train_one(Z, y, sizes, n_classes, head, hidden, epochs, batch_size, lr, momentum, max_grad_norm, noise_multiplier,
+               seed, noise):
     torch.manual_seed(seed)
     model = SubspaceHeads(sizes, n_classes, head, hidden)
-    data = torch.utils.data.TensorDataset(torch.as_tensor(Z), torch.as_tensor(y))
-    gen = torch.Generator().manual_seed(seed)
-    loader = torch.utils.data.DataLoader(data, batch_size=batch_size, shuffle=noise_multiplier is None, generator=gen)
+    Zt, yt = torch.as_tensor(Z), torch.as_tensor(y)
+    n = Zt.shape[0]
     optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
-    engine = None
-    if noise_multiplier is not None:
-        from opacus import PrivacyEngine
-
-        engine = PrivacyEngine(accountant="rdp")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            model, optimizer, loader = engine.make_private(
-                module=model,
-                optimizer=optimizer,
-                data_loader=loader,
-                noise_multiplier=noise_multiplier,
-                max_grad_norm=max_grad_norm,
-                poisson_sampling=True,
-                noise_generator=torch.Generator().manual_seed(seed + 1),
-            )
+    q, steps = dpsgd_schedule(n, batch_size, epochs)
     model.train()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # Opacus' full-backward-hook notice on input layers
+    if noise_multiplier is None:  # plain minibatch SGD (public shuffles)
+        gen = torch.Generator().manual_seed(seed)
         for _ in range(epochs):
-            for xb, yb in loader:
+            order = torch.randperm(n, generator=gen)
+            for start in range(0, n, batch_size):
+                rows = order[start : start + batch_size]
                 optimizer.zero_grad()
-                if xb.shape[0] == 0:
-                    optimizer.step()  # Opacus still adds noise for an empty Poisson batch
-                    continue
-                _loss(model(xb), yb).backward()
+                _loss(model(Zt[rows]), yt[rows]).backward()
                 optimizer.step()
-    if engine is None:
         return model, None, None
-    history = engine.accountant.history
-    z, q, steps = history[0][0], history[0][1], sum(h[2] for h in history)
-    if len({(h[0], h[1]) for h in history}) != 1:
-        raise RuntimeError("unexpected Opacus accountant history (several noise levels)")
-    event = accounting.poisson_gaussian_event(z, q, steps)
-    previous = logging.getLogger().level
-    logging.disable(logging.WARNING)  # Opacus logs non-converging RDP orders at warning level
-    try:
-        opacus_eps = float(engine.accountant.get_epsilon(delta=OPACUS_CHECK_DELTA))
-    finally:
-        logging.disable(logging.NOTSET)
-        logging.getLogger().setLevel(previous)
-    inner = model._module if hasattr(model, "_module") else model
-    return inner, event, opacus_eps
+    noise_gen = noise.torch_generator()
+    expected = q * n  # Abadi's normalisation by the expected batch size
+    std = float(noise_multiplier) * float(max_grad_norm)
+    named = dict(model.named_parameters())
+    for _ in range(steps):
+        rows = torch.as_tensor(poisson_subsample(n, q, noise))
+        sums, _ = per_example_clipped_sum(model, _loss, Zt[rows], yt[rows], float(max_grad_norm))
+        for name, total in sums.items():  # an empty Poisson batch still gets its noise
+            named[name].grad = torch_gaussian_noise(total, std, noise_gen) / expected
+        optimizer.step()
+    event = accounting.poisson_gaussian_event(float(noise_multiplier), q, steps)
+    return model, event, accounting.epsilon(event, OPACUS_CHECK_DELTA)

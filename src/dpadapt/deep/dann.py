@@ -28,9 +28,11 @@ import torch
 from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
-from dpadapt.base import DAEstimator
-from dpadapt.deep.dpsgd import PrivacySpec, add_gaussian_noise, clipped_block_sums, poisson_sample
-from dpadapt.validation import check_features, check_random_state
+from dpadapt.api import ConfigEstimator
+from dpadapt.deep.configs import DANNConfig, training_steps
+from dpadapt.deep.dpsgd import PrivacySpec, clipped_block_sums
+from dpadapt.privacy.mechanisms import NoiseSource, poisson_subsample, random_streams, torch_gaussian_noise
+from dpadapt.validation import check_features
 
 ACTIVATIONS: dict[str, Callable[[], nn.Module]] = {"relu": nn.ReLU, "sigmoid": nn.Sigmoid, "tanh": nn.Tanh}
 
@@ -140,16 +142,22 @@ def public_block_gradients(net: DANNNetwork, x, y, domain: int, blocks: Sequence
 
 @dataclasses.dataclass
 class TrainLog:
-    """What a training run did: steps, timing and the realised batch sizes of each stream."""
+    """What a training run did: steps and timing (never the private streams' realised batch sizes)."""
 
     steps: int
     seconds: float
     steps_per_epoch: int
-    batch_sizes: dict[str, list[int]]
 
     @property
     def seconds_per_epoch(self) -> float:
         return self.seconds * self.steps_per_epoch / max(self.steps, 1)
+
+
+def public_poisson_sample(n: int, rate: float, rng: np.random.Generator) -> np.ndarray:
+    """Poisson sample of a *public* stream's rows from the public generator (no privacy role)."""
+    if not 0 < rate <= 1:
+        raise ValueError(f"sampling rate must be in (0, 1], got {rate}")
+    return np.flatnonzero(rng.random(n) < rate)
 
 
 def train_streams(
@@ -160,11 +168,13 @@ def train_streams(
     lr: float,
     lr_domain: float,
     rng: np.random.Generator,
-    generator: torch.Generator,
+    noise: NoiseSource | torch.Generator,
     per_example: str = "auto",
 ) -> TrainLog:
     """Run ``steps`` SGD iterations; every stream samples, computes its (noisy) gradients, one update.
 
+    Public streams sample from the public ``rng``; private streams sample (Poisson) and draw their
+    noise from the secret ``noise`` through :mod:`dpadapt.privacy.mechanisms`.
     The update θ ← θ − lr·g_label − lr_domain·g_domain of the summed stream gradients is
     post-processing of the released noisy sums. A parameter reached by several private blocks
     (θ_f in G-DPDA: source label, source domain and target domain coordinates) receives
@@ -173,8 +183,10 @@ def train_streams(
     is distributed exactly as under separate draws, at a fraction of the sampling cost.
     """
     lrs = {"label": lr, "domain": lr_domain}
-    sizes: dict[str, list[int]] = {s.name: [] for s in streams}
+    noise_gen = noise.torch_generator() if isinstance(noise, NoiseSource) else noise
+    sampler = noise if isinstance(noise, NoiseSource) else None
     tensors = {s.name: None if s.y is None else torch.from_numpy(np.asarray(s.y, dtype=np.int64)) for s in streams}
+    dense = {s.name: s.X if sp.issparse(s.X) else torch.from_numpy(np.ascontiguousarray(s.X, dtype=np.float32)) for s in streams}
     net.train()
     start = time.perf_counter()
     for t in range(steps):
@@ -182,9 +194,14 @@ def train_streams(
         updates: dict[nn.Parameter, torch.Tensor] = {}
         noise_var: dict[nn.Parameter, float] = {}
         for s in streams:
-            rows = poisson_sample(s.X.shape[0], s.rate, rng)
-            sizes[s.name].append(int(rows.size))
-            x = to_tensor(s.X, rows)
+            if s.privacy is None:
+                rows = public_poisson_sample(s.X.shape[0], s.rate, rng)
+            else:
+                if sampler is None:
+                    raise ValueError("private streams need a NoiseSource (their sample is secret)")
+                rows = poisson_subsample(s.X.shape[0], s.rate, sampler)
+            X = dense[s.name]
+            x = to_tensor(X, rows) if sp.issparse(X) else X[torch.from_numpy(rows)]
             y = None if tensors[s.name] is None else tensors[s.name][rows]
             if s.privacy is None:
                 grads = public_block_gradients(net, x, y, s.domain, s.blocks, nu, s.expected_batch)
@@ -200,32 +217,19 @@ def train_streams(
                     updates[p] = updates.get(p, 0) + lrs[b] * g
         with torch.no_grad():
             for p, u in updates.items():
-                p.sub_(add_gaussian_noise(u, math.sqrt(noise_var.get(p, 0.0)), generator))
-    return TrainLog(steps, time.perf_counter() - start, steps_per_epoch, sizes)
+                p.sub_(torch_gaussian_noise(u, math.sqrt(noise_var.get(p, 0.0)), noise_gen))
+    return TrainLog(steps, time.perf_counter() - start, steps_per_epoch)
 
 
 # --- the estimator --------------------------------------------------------------------------------
 
 
-class DANN(DAEstimator):
+class DANN(ConfigEstimator):
     """Non-private DANN (or, with ``adapt=False``, the source-only network "NN" of the paper).
 
-    Parameters
-    ----------
-    hidden : tuple of int
-        Hidden widths of the MLP feature extractor (paper's Amazon network: ``(50,)``).
-    activation : {"relu", "sigmoid", "tanh"}
-    network : callable, optional
-        ``network(n_features, n_classes) -> DANNNetwork`` replacing the MLP.
-    epochs : int
-        Training length, fixed a priori; one epoch is ⌈max(N_s, N_t)/M⌉ steps.
-    batch_size : int
-        Expected batch size M of every stream (Poisson rate M/N).
-    lr, lr_domain : float
-        SGD step sizes of the label phase and the domain-confusion phase (paper: 0.05 and 1e-3).
-    adapt : bool
-        ``False`` trains only the label block (no domain head, no target data).
-    random_state : int, optional
+    Hyper-parameters: :class:`~dpadapt.deep.configs.DANNConfig` (``hidden``, ``activation``,
+    ``network``, ``epochs``, ``min_steps``, ``batch_size``, ``lr``, ``lr_domain``, ``adapt``,
+    ``random_state``). The label set is the source's (public) labels unless ``classes`` is given.
 
     Attributes
     ----------
@@ -235,79 +239,64 @@ class DANN(DAEstimator):
     guarantees_ : dict (empty: no privacy)
     """
 
-    def __init__(
-        self,
-        hidden: Sequence[int] = (50,),
-        activation: str = "relu",
-        network: Callable[[int, int], DANNNetwork] | None = None,
-        epochs: int = 30,
-        batch_size: int = 32,
-        lr: float = 0.05,
-        lr_domain: float = 1e-3,
-        adapt: bool = True,
-        random_state: int | None = None,
-    ):
-        self.hidden = hidden
-        self.activation = activation
-        self.network = network
-        self.epochs = epochs
-        self.batch_size = batch_size
-        self.lr = lr
-        self.lr_domain = lr_domain
-        self.adapt = adapt
-        self.random_state = random_state
+    config_class = DANNConfig
 
     # -- shared machinery (used by DPDA / G-DPDA) -----------------------------------------------
 
-    def _prepare(self, Xs, ys, Xt, yt=None):
+    def _prepare(self, Xs, ys, Xt, yt=None, *, labels_private: bool = False):
         Xs, ys, Xt, _ = self._check_domains(Xs, ys, Xt, yt, allow_sparse=True)
-        if int(self.epochs) < 1:
-            raise ValueError(f"epochs must be ≥ 1, got {self.epochs}")
-        if int(self.batch_size) < 1:
-            raise ValueError(f"batch_size must be ≥ 1, got {self.batch_size}")
-        for name in ("lr", "lr_domain"):
-            value = float(getattr(self, name))
-            if not (value >= 0 and math.isfinite(value)):
-                raise ValueError(f"{name} must be a finite number ≥ 0, got {value}")
-        self.classes_, ys = np.unique(ys, return_inverse=True)
-        rng = check_random_state(self.random_state)
-        torch_gen = torch.Generator().manual_seed(int(rng.integers(2**62)))
+        cfg = self.make_config()
+        self.config_ = cfg
+        if labels_private or cfg.classes is not None:
+            classes = np.asarray(cfg.required_classes())
+            unknown = ~np.isin(ys, classes)
+            if unknown.any():
+                raise ValueError("a source label lies outside the public label set classes=")
+            self.classes_ = classes
+            order = np.argsort(classes)
+            ys = order[np.searchsorted(classes[order], ys)]
+        else:
+            self.classes_, ys = np.unique(ys, return_inverse=True)  # the source labels are public here
+        rng, noise = random_streams(cfg.random_state, reproducible_noise=cfg.reproducible_noise)
         with torch.random.fork_rng():
             torch.manual_seed(int(rng.integers(2**62)))
-            if self.network is None:
-                net = mlp_network(Xs.shape[1], len(self.classes_), self.hidden, self.activation)
+            if cfg.network is None:
+                net = mlp_network(Xs.shape[1], len(self.classes_), cfg.hidden, cfg.activation)
             else:
-                net = self.network(Xs.shape[1], len(self.classes_))
+                net = cfg.network(Xs.shape[1], len(self.classes_))
                 if not isinstance(net, DANNNetwork):
                     raise TypeError("network(n_features, n_classes) must return a DANNNetwork")
         self.n_features_in_ = Xs.shape[1]
-        return Xs, ys.astype(np.int64), Xt, net, rng, torch_gen
+        return Xs, ys.astype(np.int64), Xt, net, rng, noise
 
     def _rate(self, n: int) -> float:
         if self.batch_size > n:
             raise ValueError(f"batch_size {self.batch_size} exceeds the {n} rows of a domain")
         return self.batch_size / n
 
-    def _steps_per_epoch(self, Xs, Xt) -> int:
-        return math.ceil(max(Xs.shape[0], Xt.shape[0]) / self.batch_size)
+    def _steps_per_epoch(self, n_source: int, n_target: int) -> int:
+        return math.ceil(max(n_source, n_target) / self.batch_size)
 
-    def _train(self, net, streams, steps, steps_per_epoch, rng, torch_gen, per_example="auto"):
+    def _total_steps(self, n_source: int, n_target: int) -> int:
+        return training_steps(self.epochs, self.min_steps, self._steps_per_epoch(n_source, n_target))
+
+    def _train(self, net, streams, steps, steps_per_epoch, rng, noise, per_example="auto"):
         self.network_ = net
         self.n_steps_ = int(steps)
         self.train_log_ = train_streams(
-            net, streams, steps, steps_per_epoch, self.lr, self.lr_domain, rng, torch_gen, per_example
+            net, streams, steps, steps_per_epoch, self.lr, self.lr_domain, rng, noise, per_example
         )
         net.eval()
         return self
 
     def fit_domains(self, Xs, ys, Xt, yt=None):
         """Fit on labelled source ``(Xs, ys)`` and unlabelled target ``Xt`` (``yt`` is ignored)."""
-        Xs, ys, Xt, net, rng, gen = self._prepare(Xs, ys, Xt, yt)
+        Xs, ys, Xt, net, rng, noise = self._prepare(Xs, ys, Xt, yt)
         streams = [Stream("source", "source", Xs, ys, 0, ("label", "domain") if self.adapt else ("label",), self._rate(Xs.shape[0]))]
         if self.adapt:
             streams.append(Stream("target", "target", Xt, None, 1, ("domain",), self._rate(Xt.shape[0])))
-        spe = self._steps_per_epoch(Xs, Xt)
-        self._train(net, streams, int(self.epochs) * spe, spe, rng, gen)
+        spe = self._steps_per_epoch(Xs.shape[0], Xt.shape[0])
+        self._train(net, streams, self._total_steps(Xs.shape[0], Xt.shape[0]), spe, rng, noise)
         self._set_guarantees()
         return self
 

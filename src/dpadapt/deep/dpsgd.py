@@ -41,10 +41,12 @@ import math
 from collections.abc import Sequence
 from typing import Literal
 
-import numpy as np
 import torch
 from torch import nn
 from torch.func import functional_call, grad, vmap
+
+from dpadapt.privacy.mechanisms import torch_noise_generator as torch_noise
+from dpadapt.privacy.mechanisms import torch_gaussian_noise
 
 Grouping = Literal["joint", "per_group"]
 PerExampleMethod = Literal["auto", "ghost", "vmap"]
@@ -270,13 +272,6 @@ def clip_weights(sq_norms: torch.Tensor, clip: float) -> torch.Tensor:
     return torch.clamp(clip / torch.clamp(norms, min=1e-12), max=1.0)
 
 
-def add_gaussian_noise(total: torch.Tensor, std: float, generator: torch.Generator) -> torch.Tensor:
-    """``total + N(0, std²I)`` drawn from ``generator`` (works on a stacked batch of totals too)."""
-    if std == 0:
-        return total
-    return total + std * torch.randn(total.shape, generator=generator, dtype=total.dtype)
-
-
 def clipped_block_sums(
     net: nn.Module,
     x: torch.Tensor,
@@ -339,7 +334,7 @@ def private_block_gradients(
     nu: float,
     spec: PrivacySpec,
     expected_batch: float,
-    generator: torch.Generator,
+    noise,
     per_example: PerExampleMethod = "auto",
     return_norms: bool = False,
 ):
@@ -347,18 +342,44 @@ def private_block_gradients(
 
     One noise draw per coordinate of the clipped sum (per block: θ_f's label and domain
     coordinates are distinct coordinates of the released vector), divided by the *expected*
-    batch size M. With ``return_norms`` the per-example norms before/after clipping are returned too.
+    batch size M. ``noise`` is a :class:`~dpadapt.privacy.mechanisms.NoiseSource` (or a torch
+    generator derived from one); the draw happens in :func:`~dpadapt.privacy.mechanisms.torch_gaussian_noise`.
+    With ``return_norms`` the per-example norms before/after clipping are returned too.
     """
     if expected_batch <= 0:
         raise ValueError("expected_batch must be > 0")
     sums, before, after = clipped_block_sums(net, x, y, domain, blocks, nu, spec, per_example)
     std = spec.noise_multiplier * spec.clip
-    out = {b: {p: add_gaussian_noise(g, std, generator) / expected_batch for p, g in gs.items()} for b, gs in sums.items()}
+    gen = torch_noise(noise)
+    out = {b: {p: torch_gaussian_noise(g, std, gen) / expected_batch for p, g in gs.items()} for b, gs in sums.items()}
     return (out, before, after) if return_norms else out
 
 
-def poisson_sample(n: int, rate: float, rng: np.random.Generator) -> np.ndarray:
-    """Indices of a Poisson sample: each of ``n`` rows independently with probability ``rate``."""
-    if not 0 < rate <= 1:
-        raise ValueError(f"sampling rate must be in (0, 1], got {rate}")
-    return np.flatnonzero(rng.random(n) < rate)
+# --- generic DP-SGD on any per-example module (used by PRIMA's subspace heads) ---------------------
+
+
+def per_example_clipped_sum(
+    module: nn.Module, loss_fn, x: torch.Tensor, y: torch.Tensor, clip: float
+) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    """``Σ_i min(1, C/‖g_i‖) g_i`` over the examples of a batch, per named trainable parameter.
+
+    ``g_i`` is the gradient of ``loss_fn(module(x_i[None]), y_i[None])`` with respect to every
+    trainable parameter of ``module`` (one concatenated vector per example, clipped jointly to
+    ``clip``), computed with ``torch.func.vmap``. Returns the sums and the per-example norms
+    before clipping. The sum has ℓ2 sensitivity C under add/remove-one (Abadi et al. 2016).
+    """
+    check_per_example_modules(module, "the DP-SGD module")
+    params = {n: p.detach() for n, p in module.named_parameters() if p.requires_grad}
+    frozen = {n: p.detach() for n, p in module.named_parameters() if not p.requires_grad}
+    buffers = dict(module.named_buffers())
+    if x.shape[0] == 0:
+        return {n: torch.zeros_like(p) for n, p in params.items()}, torch.zeros(0)
+
+    def one(p, xi, yi):
+        out = functional_call(module, ({**p, **frozen}, buffers), (xi[None],))
+        return loss_fn(out, yi[None])
+
+    grads = vmap(grad(one), in_dims=(None, 0, 0))(params, x, y)
+    sq = sum(g.flatten(1).pow(2).sum(1) for g in grads.values())
+    w = clip_weights(sq, clip)
+    return {n: torch.einsum("i,i...->...", w, g) for n, g in grads.items()}, torch.sqrt(sq)

@@ -32,6 +32,8 @@ from dpadapt.deep.swd_da import (
     target_projections,
 )
 from dpadapt.privacy.guarantee import Guarantee
+from dpadapt.privacy.families.dpswd import plan_sliced_marginals
+from dpadapt.privacy.mechanisms import NoiseSource, sliced_histogram_release, torch_gaussian_noise
 from dpadapt.transport import swd
 
 
@@ -78,6 +80,7 @@ class GeneratorConfig:
     clip_norm: float = 12.0
     label_scale: float = 5.0
     sensitivity: str = "spectral"
+    classes: tuple | None = None  # the public label set (required; never inferred from private labels)
 
 
 @dataclasses.dataclass
@@ -88,11 +91,31 @@ class GeneratorResult:
     steps: int
 
 
-def train_generator(X: np.ndarray, y: np.ndarray, cfg: GeneratorConfig, rng: np.random.Generator) -> GeneratorResult:
-    """Train the conditional generator against private labelled images X (n × 784, in [0, 1])."""
+def label_indices(y: np.ndarray, classes) -> np.ndarray:
+    """Positions of the private labels in the public label set; a label outside it is an error."""
+    if classes is None:
+        raise ValueError("classes= must be given: the label set is public (inferring it from private labels leaks them)")
+    classes = np.asarray(classes)
+    y = np.asarray(y)
+    if not np.isin(y, classes).all():
+        raise ValueError("a private label lies outside the public label set classes=")
+    order = np.argsort(classes)
+    return order[np.searchsorted(classes[order], y)]
+
+
+def train_generator(
+    X: np.ndarray, y: np.ndarray, cfg: GeneratorConfig, rng: np.random.Generator, noise: NoiseSource | None = None
+) -> GeneratorResult:
+    """Train the conditional generator against private labelled images X (n × 784, in [0, 1]).
+
+    ``rng`` is the public stream (directions, latent codes, generated labels); ``noise`` the secret
+    one (private samples and the projection noise; fresh entropy when not given).
+    """
     if cfg.mode not in ("sound", "non-private"):
         raise ValueError(f"mode must be 'sound' or 'non-private', got {cfg.mode!r}")
-    n_classes = int(y.max()) + 1
+    noise = NoiseSource() if noise is None else noise
+    y = label_indices(y, cfg.classes)
+    n_classes = len(cfg.classes)
     R = joint_rows(X, y, n_classes, cfg.label_scale)
     n, d = R.shape
     plan = None
@@ -102,7 +125,8 @@ def train_generator(X: np.ndarray, y: np.ndarray, cfg: GeneratorConfig, rng: np.
     torch.manual_seed(int(rng.integers(2**31)))
     G = ConditionalGenerator(n_classes=n_classes)
     opt = torch.optim.Adam(G.parameters(), lr=cfg.lr, betas=(0.5, 0.999))
-    gen = torch.Generator().manual_seed(int(rng.integers(2**62)))
+    gen = torch.Generator().manual_seed(int(rng.integers(2**62)))  # public: latent codes and generated labels
+    smooth = noise.torch_generator()
     identity = nn.Identity()
     eye = torch.eye(n_classes) * cfg.label_scale
     t0 = time.perf_counter()
@@ -114,8 +138,8 @@ def train_generator(X: np.ndarray, y: np.ndarray, cfg: GeneratorConfig, rng: np.
         if plan is not None:
             sigma = plan.sigma(U)
             P = torch.as_tensor(target_projections(identity, R, U, batch_size=cfg.batch_size, sigma=sigma,
-                                                   clip_norm=cfg.clip_norm, rng=rng), dtype=torch.float32)
-            Pf = clip_rows_torch(fake, cfg.clip_norm) @ Ut + sigma * torch.randn(P.shape, generator=gen)
+                                                   clip_norm=cfg.clip_norm, noise=noise), dtype=torch.float32)
+            Pf = torch_gaussian_noise(clip_rows_torch(fake, cfg.clip_norm) @ Ut, sigma, smooth)
         else:
             rows = rng.choice(n, size=cfg.batch_size, replace=False)
             P = torch.as_tensor(R[rows]) @ Ut
@@ -126,6 +150,80 @@ def train_generator(X: np.ndarray, y: np.ndarray, cfg: GeneratorConfig, rng: np.
         opt.step()
     G.eval()
     return GeneratorResult(G, plan.guarantee if plan else None, time.perf_counter() - t0, cfg.steps)
+
+
+@dataclasses.dataclass
+class MarginalsConfig:
+    """The one-release DP generator: k public directions, fixed public bins, then free training."""
+
+    epsilon: float | None = 10.0  # None: exact (non-private) histograms
+    delta: float = 1e-5
+    k: int = 1000
+    bins: int = 120
+    low: float = -3.0  # public bin range of the projections (values outside go to the end bins)
+    high: float = 3.0
+    steps: int = 3000
+    batch_size: int = 500
+    lr: float = 1e-3
+    label_scale: float = 5.0
+    classes: tuple | None = None
+
+
+def marginal_quantiles(counts: np.ndarray, edges: np.ndarray, levels: np.ndarray) -> np.ndarray:
+    """Quantiles (k × L) of each released histogram (negative noisy counts set to 0; post-processing)."""
+    c = np.maximum(counts, 0.0)
+    cdf = np.cumsum(c, axis=1)
+    cdf = np.hstack([np.zeros((c.shape[0], 1)), cdf / np.maximum(cdf[:, -1:], 1e-12)])
+    return np.stack([np.interp(levels, row, edges) for row in cdf])
+
+
+def train_generator_from_marginals(
+    X: np.ndarray, y: np.ndarray, cfg: MarginalsConfig, rng: np.random.Generator, noise: NoiseSource | None = None
+) -> GeneratorResult:
+    """Release the private images' sliced marginals ONCE, then fit the generator to them (post-processing).
+
+    Data party: joint rows r = [x, a·onehot(y)] (public label set ``cfg.classes``), k directions U
+    from the public stream, the k×b histogram of rU in fixed public bins + N(0, σ²) with
+    σ = z·sqrt(2k) (:func:`~dpadapt.privacy.families.dpswd.plan_sliced_marginals`). Receiver: each
+    step draws a batch from G, sorts its projections on every direction and moves them towards
+    the released marginals' quantiles at the same levels (1-D W2 per direction) — any number of
+    steps, no further privacy cost.
+    """
+    noise = NoiseSource() if noise is None else noise
+    y = label_indices(y, cfg.classes)
+    n_classes = len(cfg.classes)
+    R = joint_rows(X, y, n_classes, cfg.label_scale)
+    n, d = R.shape
+    U = swd.directions(d, cfg.k, rng)
+    edges = np.linspace(cfg.low, cfg.high, cfg.bins + 1)
+    guarantee = None
+    if cfg.epsilon is None:
+        from dpadapt.privacy.mechanisms import sliced_histogram
+
+        counts = sliced_histogram(R, U, edges)
+    else:
+        sigma, guarantee = plan_sliced_marginals(cfg.epsilon, cfg.delta, n=n, k=cfg.k, bins=cfg.bins)
+        counts = sliced_histogram_release(R, U, edges, sigma=sigma, noise=noise).value
+    B = int(cfg.batch_size)
+    levels = (np.arange(B) + 0.5) / B
+    target = torch.as_tensor(marginal_quantiles(counts, edges, levels).T, dtype=torch.float32)  # (B, k)
+    torch.manual_seed(int(rng.integers(2**31)))
+    G = ConditionalGenerator(n_classes=n_classes)
+    opt = torch.optim.Adam(G.parameters(), lr=cfg.lr, betas=(0.5, 0.999))
+    gen = torch.Generator().manual_seed(int(rng.integers(2**62)))  # public: latent codes and generated labels
+    Ut = torch.as_tensor(U, dtype=torch.float32)
+    eye = torch.eye(n_classes) * cfg.label_scale
+    t0 = time.perf_counter()
+    for _ in range(int(cfg.steps)):
+        labels = torch.randint(0, n_classes, (B,), generator=gen)
+        fake = torch.cat([G(torch.randn(B, G.code_dim, generator=gen), labels), eye[labels]], dim=1)
+        P = torch.sort(fake @ Ut, dim=0).values
+        loss = ((P - target) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    G.eval()
+    return GeneratorResult(G, guarantee, time.perf_counter() - t0, int(cfg.steps))
 
 
 def sample(G: ConditionalGenerator, n_per_class: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:

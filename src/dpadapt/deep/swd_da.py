@@ -42,11 +42,13 @@ import torch
 from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
-from dpadapt.base import DAEstimator
+from dpadapt.api import ConfigEstimator
+from dpadapt.deep.configs import DPSWDConfig, training_steps
 from dpadapt.privacy.guarantee import Guarantee
+from dpadapt.privacy.mechanisms import NoiseSource, noisy_projections, random_streams, secret_subsample, torch_gaussian_noise
 from dpadapt.release import Release
 from dpadapt.transport import swd
-from dpadapt.validation import check_features, check_random_state
+from dpadapt.validation import check_features
 
 MODES = ("sound", "paper", "non-private", "source-only")
 
@@ -112,43 +114,48 @@ def sliced_wasserstein_torch(Ps: torch.Tensor, Pt: torch.Tensor, q: int = 2) -> 
     return (diff.abs() ** q).mean().clamp_min(1e-12) ** (1.0 / q)
 
 
-def _features(g: nn.Module, X: np.ndarray, rows: np.ndarray) -> torch.Tensor:
-    return g(torch.as_tensor(np.asarray(X[rows], dtype=np.float32)))
+def _features(g: nn.Module, X, rows) -> torch.Tensor:
+    X = X if isinstance(X, torch.Tensor) else torch.as_tensor(np.asarray(X, dtype=np.float32))
+    return g(X[torch.as_tensor(rows)])
 
 
 # --- target party -----------------------------------------------------------------------------
 
 
 def target_projections(
-    g: nn.Module, Xt: np.ndarray, U: np.ndarray, *, batch_size: int, sigma: float, clip_norm: float,
-    rng: np.random.Generator,
+    g: nn.Module, Xt, U: np.ndarray, *, batch_size: int, sigma: float, clip_norm: float, noise: NoiseSource,
 ) -> np.ndarray:
     """Target party, one round: B rows sampled without replacement, ``clip(g(x)) U + N(0, σ²)``.
 
-    Runs g in eval mode without gradients; returns only the noisy (B × k) projections.
+    The sample and the noise come from the secret ``noise`` stream (the accounting's
+    amplification by subsampling assumes nobody knows the sample); g runs in eval mode without
+    gradients; only the noisy (B × k) projections are returned.
     """
-    rows = rng.choice(Xt.shape[0], size=batch_size, replace=False)
+    rows = secret_subsample(Xt.shape[0], batch_size, noise)
     was_training = g.training
     g.eval()
     with torch.no_grad():
         F = clip_rows_torch(_features(g, Xt, rows), clip_norm).double().numpy()
     g.train(was_training)
-    return F @ U + rng.normal(0.0, sigma, size=(batch_size, U.shape[1]))
+    return noisy_projections(F, U, sigma=sigma, noise=noise)
 
 
 def release_target_rounds(
-    g: nn.Module, Xt: np.ndarray, directions: Sequence[np.ndarray], plan: swd.DPSWDPlan, rng: np.random.Generator
+    g: nn.Module, Xt: np.ndarray, directions: Sequence[np.ndarray], plan: swd.DPSWDPlan, noise: NoiseSource | None = None
 ) -> Release:
     """Target party: answer R rounds (same g) with noisy projections; Guarantee of these R releases.
 
+    The directions come from the other party: they are *foreign*, so for the Beta-based bounds
+    their spectral sensitivity is enforced too (:meth:`~dpadapt.transport.swd.DPSWDPlan.sigma`).
     The Guarantee is that of R subsampled releases with the plan's noise multiplier (compose it
     with the other rounds' guarantees, or read the whole run's ``plan.guarantee``).
     """
     if Xt.shape[0] != plan.n:
         raise ValueError(f"the plan was made for {plan.n} target rows, got {Xt.shape[0]}")
-    sigmas = np.array([plan.sigma(U) for U in directions])
+    noise = NoiseSource() if noise is None else noise
+    sigmas = np.array([plan.sigma(U, foreign=True) for U in directions])
     proj = np.stack([
-        target_projections(g, Xt, U, batch_size=plan.batch_size, sigma=s, clip_norm=plan.clip_norm, rng=rng)
+        target_projections(g, Xt, U, batch_size=plan.batch_size, sigma=s, clip_norm=plan.clip_norm, noise=noise)
         for U, s in zip(directions, sigmas)
     ])
     g_rounds = Guarantee.from_event(
@@ -169,7 +176,7 @@ def release_target_rounds(
 
 def source_alignment_loss(
     Fs: torch.Tensor, P_t: torch.Tensor, U: torch.Tensor, *, sigma: float, clip_norm: float,
-    generator: torch.Generator | None = None, q: int = 2,
+    generator: torch.Generator | NoiseSource, q: int = 2,
 ) -> torch.Tensor:
     """Source side, sound mode: DP-SWD between clip(F_s)U + V_s and the *constant* released P_t.
 
@@ -177,16 +184,17 @@ def source_alignment_loss(
     a function of the source batch, U, the source noise and the released P_t only.
     """
     Fs = clip_rows_torch(Fs, clip_norm).double()
-    Ps = Fs @ U + sigma * torch.randn(Fs.shape[0], U.shape[1], dtype=torch.float64, generator=generator)
+    Ps = torch_gaussian_noise(Fs @ U, sigma, generator)  # smoothing of the source side (not a privacy need)
     return sliced_wasserstein_torch(Ps, P_t.detach(), q)
 
 
 @dataclasses.dataclass
 class SWDDAConfig:
-    """Hyper-parameters of one SWD-DA run (fixed a priori; none is tuned on target labels)."""
+    """Hyper-parameters of one SWD-DA training run (resolved from :class:`DPSWDConfig`)."""
 
     mode: str = "sound"
-    epochs: int = 10
+    steps: int = 500
+    align_from: int = 0
     batch_size: int = 128
     lr: float = 5e-4
     lam: float = 0.05
@@ -196,8 +204,8 @@ class SWDDAConfig:
     clip_norm: float | None = None  # default: sqrt(d_feat)/2 (centre of sigmoid features)
     sensitivity: str = "spectral"
     paper_method: str = "bernstein_code"
-    start_align: int = 1
     q: int = 2
+    steps_per_epoch: int = 1
 
 
 @dataclasses.dataclass
@@ -211,12 +219,13 @@ class TrainResult:
     sigma_mean: float
 
 
-def _plan(cfg: SWDDAConfig, n_t: int, d_feat: int, releases: int, steps_per_epoch: int) -> swd.DPSWDPlan | None:
+def _plan(cfg: SWDDAConfig, n_t: int, d_feat: int, releases: int) -> swd.DPSWDPlan | None:
     if cfg.mode == "sound":
         return swd.plan_releases(cfg.epsilon, cfg.delta, n=n_t, batch_size=cfg.batch_size, steps=releases, k=cfg.k,
                                  d=d_feat, clip_norm=cfg.clip_norm or math.sqrt(d_feat) / 2, method=cfg.sensitivity)
     if cfg.mode == "paper":
-        charged = (n_t // cfg.batch_size + 1) * cfg.epochs
+        epochs = max(1, round(cfg.steps / max(cfg.steps_per_epoch, 1)))
+        charged = (n_t // cfg.batch_size + 1) * epochs
         reasons = (
             ("gradients of DP-SWD flow through the target branch: the published gradient contains Jacobians of g "
             "at private points that are not functions of the noisy projections (spec 02, soundness 1)"),
@@ -233,60 +242,65 @@ def _plan(cfg: SWDDAConfig, n_t: int, d_feat: int, releases: int, steps_per_epoc
 
 def train_swd_da(
     Xs: np.ndarray, ys: np.ndarray, Xt: np.ndarray, g: nn.Module, h: nn.Module, cfg: SWDDAConfig,
-    rng: np.random.Generator,
+    rng: np.random.Generator, noise: NoiseSource | None = None,
 ) -> TrainResult:
-    """Algorithm 2 in the chosen mode (see the module docstring); one Adam step on g and h per round."""
+    """Algorithm 2 in the chosen mode (see the module docstring); one Adam step on g and h per step.
+
+    ``rng`` is the public stream (source batches, directions U); ``noise`` the secret one (target
+    samples and noise). Steps before ``cfg.align_from`` are source-only pre-training (no release).
+    """
     if cfg.mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {cfg.mode!r}")
+    noise = NoiseSource() if noise is None else noise
     n_s, n_t = Xs.shape[0], Xt.shape[0]
     B = int(cfg.batch_size)
     if not 1 <= B <= min(n_s, n_t):
         raise ValueError(f"batch_size must be in [1, min(n_s, n_t) = {min(n_s, n_t)}], got {B}")
-    if cfg.epochs < 1 or not 0 <= cfg.start_align <= cfg.epochs:
-        raise ValueError("need epochs ≥ 1 and 0 ≤ start_align ≤ epochs")
     align = cfg.mode != "source-only" and cfg.lam > 0
-    steps_per_epoch = math.ceil(n_s / B)
-    align_epochs = cfg.epochs - cfg.start_align if align else 0
-    releases = align_epochs * steps_per_epoch
+    align_from = min(int(cfg.align_from), int(cfg.steps))
+    releases = int(cfg.steps) - align_from if align else 0
+    Xs_t = torch.as_tensor(np.asarray(Xs, dtype=np.float32))
+    Xt_t = torch.as_tensor(np.asarray(Xt, dtype=np.float32))
     with torch.no_grad():
-        d_feat = int(g(torch.as_tensor(np.asarray(Xs[:2], dtype=np.float32))).shape[1])
-    plan = _plan(cfg, n_t, d_feat, max(releases, 1), steps_per_epoch) if align else None
-    gen = torch.Generator().manual_seed(int(rng.integers(2**62)))
+        d_feat = int(g(Xs_t[:2]).shape[1])
+    plan = _plan(cfg, n_t, d_feat, max(releases, 1)) if align else None
+    smooth = noise.torch_generator()
     opt = torch.optim.Adam(list(g.parameters()) + list(h.parameters()), lr=cfg.lr, betas=(0.5, 0.999))
     ce = nn.CrossEntropyLoss()
     ys_t = torch.as_tensor(ys, dtype=torch.long)
     sigmas: list[float] = []
     t0 = time.perf_counter()
     made = 0
-    for epoch in range(cfg.epochs):
-        order = rng.permutation(n_s)
-        for b in range(steps_per_epoch):
-            rows = order[b * B : (b + 1) * B]
-            if rows.size < B:  # equal batch sizes for sorted matching: top up from the rest (public data)
-                rows = np.concatenate([rows, rng.choice(np.setdiff1d(order, rows), B - rows.size, replace=False)])
-            g.train(), h.train()
-            Fs = g(torch.as_tensor(np.asarray(Xs[rows], dtype=np.float32)))
-            loss = ce(h(Fs), ys_t[rows])
-            if align and epoch >= cfg.start_align:
-                U = swd.directions(d_feat, cfg.k, rng)
-                loss = loss + cfg.lam * _alignment(cfg, plan, g, Fs, Xt, U, rng, gen, sigmas)
-                made += 1
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+    order = rng.permutation(n_s)
+    pos = 0
+    for step in range(int(cfg.steps)):
+        if pos + B > n_s:  # next pass over the public source (equal batch sizes for sorted matching)
+            order, pos = rng.permutation(n_s), 0
+        rows = torch.as_tensor(order[pos : pos + B])
+        pos += B
+        g.train(), h.train()
+        Fs = g(Xs_t[rows])
+        loss = ce(h(Fs), ys_t[rows])
+        if align and step >= align_from:
+            U = swd.directions(d_feat, cfg.k, rng)
+            loss = loss + cfg.lam * _alignment(cfg, plan, g, Fs, Xt_t, U, rng, noise, smooth, sigmas)
+            made += 1
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
     g.eval(), h.eval()
-    return TrainResult(g, h, plan.guarantee if plan else None, cfg.epochs * steps_per_epoch, made,
+    return TrainResult(g, h, plan.guarantee if plan else None, int(cfg.steps), made,
                        time.perf_counter() - t0, float(np.mean(sigmas)) if sigmas else 0.0)
 
 
-def _alignment(cfg, plan, g, Fs, Xt, U, rng, gen, sigmas) -> torch.Tensor:
+def _alignment(cfg, plan, g, Fs, Xt, U, rng, noise, smooth, sigmas) -> torch.Tensor:
     B = Fs.shape[0]
     Ut = torch.as_tensor(U)
     if cfg.mode == "sound":
-        sigma = plan.sigma(U)
+        sigma = plan.sigma(U)  # the target party draws U itself here (same process)
         sigmas.append(sigma)
-        P_t = torch.as_tensor(target_projections(g, Xt, U, batch_size=B, sigma=sigma, clip_norm=plan.clip_norm, rng=rng))
-        return source_alignment_loss(Fs, P_t, Ut, sigma=sigma, clip_norm=plan.clip_norm, generator=gen, q=cfg.q)
+        P_t = torch.as_tensor(target_projections(g, Xt, U, batch_size=B, sigma=sigma, clip_norm=plan.clip_norm, noise=noise))
+        return source_alignment_loss(Fs, P_t, Ut, sigma=sigma, clip_norm=plan.clip_norm, generator=smooth, q=cfg.q)
     rows_t = rng.choice(Xt.shape[0], size=B, replace=False)
     Ft = _features(g, Xt, rows_t).double()
     if cfg.mode == "non-private":
@@ -295,8 +309,8 @@ def _alignment(cfg, plan, g, Fs, Xt, U, rng, gen, sigmas) -> torch.Tensor:
     sigma = plan.sigma()
     sigmas.append(sigma)
     m = 2.0 * Ft.detach().norm(dim=1).max().clamp_min(1e-12)
-    Ps = (Fs.double() / m) @ Ut + sigma * torch.randn(B, cfg.k, dtype=torch.float64, generator=gen)
-    Pt = (Ft / m) @ Ut + sigma * torch.randn(B, cfg.k, dtype=torch.float64, generator=gen)
+    Ps = torch_gaussian_noise((Fs.double() / m) @ Ut, sigma, smooth)
+    Pt = torch_gaussian_noise((Ft / m) @ Ut, sigma, smooth)
     return m * sliced_wasserstein_torch(Ps, Pt, cfg.q)
 
 
@@ -311,94 +325,75 @@ def predict_logits(g: nn.Module, h: nn.Module, X: np.ndarray, chunk: int = 2048)
 
 # --- estimator --------------------------------------------------------------------------------
 
-class DPSWDAdapter(DAEstimator):
+class DPSWDAdapter(ConfigEstimator):
     """SWD-DA / DP-SWD-DA classifier (scikit-learn API; both parties simulated in one process).
 
-    Parameters
-    ----------
-    network : {"mlp", "digits"}
-        ``"digits"``: the paper's CNN on 28×28 images (rows of 784 pixels); ``"mlp"``: the
-        paper's Office MLP g (n→100→50) and h (50→50→classes) on source-standardised features.
-    privacy_mode : {"sound", "paper", "non-private", "source-only"}
-    epsilon, delta : float
-        Target budget for the whole run (sound/paper modes).
-    sensitivity : {"spectral", "chernoff_beta", "bernstein"}
-        Sound-mode bound on the projection sensitivity.
-    clip_norm : float, optional
-        Public row-norm bound R of the target (and source) features; default sqrt(d_feat)/2.
-    Other parameters: see :class:`SWDDAConfig`.
+    Hyper-parameters: :class:`~dpadapt.deep.configs.DPSWDConfig`. ``epsilon=None`` is the
+    non-private SWD-DA (no clipping, no noise), and with ``lam=0`` the source-only network.
+    ``network="digits"`` is the paper's CNN for 28×28 images (rows of 784 pixels; other sizes are
+    refused); ``"mlp"`` the paper's Office MLP on source-standardised features. The training
+    length is ``epochs`` over the source with at least ``min_steps`` steps, of which the first
+    ``start_align`` epochs are source-only pre-training (nothing released).
 
     Attributes
     ----------
     guarantees_ : dict
         ``{"target": Guarantee}`` (valid in sound mode; invalid with reasons in paper mode;
-        empty for the non-private modes).
+        empty when non-private).
     train_result_ : TrainResult
     """
 
-    def __init__(
-        self,
-        network: str = "mlp",
-        privacy_mode: str = "sound",
-        epsilon: float = 10.0,
-        delta: float = 1e-5,
-        epochs: int = 10,
-        batch_size: int = 128,
-        lr: float = 5e-4,
-        lam: float = 0.05,
-        k: int = 200,
-        clip_norm: float | None = None,
-        sensitivity: str = "spectral",
-        paper_method: str = "bernstein_code",
-        start_align: int = 1,
-        random_state=None,
-    ):
-        self.network = network
-        self.privacy_mode = privacy_mode
-        self.epsilon = epsilon
-        self.delta = delta
-        self.epochs = epochs
-        self.batch_size = batch_size
-        self.lr = lr
-        self.lam = lam
-        self.k = k
-        self.clip_norm = clip_norm
-        self.sensitivity = sensitivity
-        self.paper_method = paper_method
-        self.start_align = start_align
-        self.random_state = random_state
+    config_class = DPSWDConfig
 
     def _transform(self, X) -> np.ndarray:
         X = np.asarray(X, dtype=np.float32)
         return X if self.network == "digits" else (X - self.mean_) / self.scale_
 
+    def _mode(self, cfg: DPSWDConfig) -> str:
+        if cfg.epsilon is None:
+            return "source-only" if cfg.lam == 0 else "non-private"
+        return cfg.privacy_mode
+
     def fit_domains(self, Xs, ys, Xt, yt=None):
-        """Fit on labelled source and unlabelled private target (``yt`` is ignored)."""
+        """Fit on labelled (public) source and unlabelled private target (``yt`` is ignored)."""
         Xs, ys, Xt, _ = self._check_domains(Xs, ys, Xt, yt)
-        if self.privacy_mode not in MODES:
-            raise ValueError(f"privacy_mode must be one of {MODES}, got {self.privacy_mode!r}")
-        if self.network not in ("mlp", "digits"):
-            raise ValueError(f"network must be 'mlp' or 'digits', got {self.network!r}")
-        self.classes_, y_idx = np.unique(ys, return_inverse=True)
-        rng = check_random_state(self.random_state)
+        cfg = self.make_config()
+        self.config_ = cfg
+        if cfg.classes is not None:
+            classes = np.asarray(cfg.classes)
+            if not np.isin(ys, classes).all():
+                raise ValueError("a source label lies outside the public label set classes=")
+            order = np.argsort(classes)
+            self.classes_, y_idx = classes, order[np.searchsorted(classes[order], ys)]
+        else:
+            self.classes_, y_idx = np.unique(ys, return_inverse=True)  # the source labels are public
+        rng, noise = random_streams(cfg.random_state, reproducible_noise=cfg.reproducible_noise)
         self.mean_ = Xs.mean(axis=0).astype(np.float32)  # source (public) statistics only
         self.scale_ = (Xs.std(axis=0) + 1e-6).astype(np.float32)
-        torch.manual_seed(int(rng.integers(2**31)))
-        if self.network == "digits":
-            side = round(math.sqrt(Xs.shape[1]))
-            if side * side != Xs.shape[1]:
-                raise ValueError("network='digits' needs square images as rows")
-            g, h = DigitsFeatureExtractor(side), digits_classifier(len(self.classes_), 20 * ((side - 12) // 4) ** 2)
+        torch.manual_seed(int(rng.integers(2**31)))  # weight init and dropout: public randomness
+        if cfg.network == "digits":
+            if Xs.shape[1] != 784:
+                side = math.isqrt(Xs.shape[1])
+                shape = f"{side}×{side} images" if side * side == Xs.shape[1] else f"{Xs.shape[1]} features"
+                raise ValueError(
+                    f"network='digits' is the paper's CNN for 28×28 images (784 pixels per row); got {shape}. "
+                    "Resize the images to 28×28 (dpadapt.datasets.loaders.resize_images) or use network='mlp'."
+                )
+            g, h = DigitsFeatureExtractor(28), digits_classifier(len(self.classes_), 320)
         else:
             g = mlp_feature_extractor(Xs.shape[1])
             h = mlp_classifier(50, len(self.classes_))
-        cfg = SWDDAConfig(
-            mode=self.privacy_mode, epochs=int(self.epochs), batch_size=int(self.batch_size), lr=float(self.lr),
-            lam=float(self.lam), k=int(self.k), epsilon=float(self.epsilon), delta=float(self.delta),
-            clip_norm=self.clip_norm, sensitivity=self.sensitivity, paper_method=self.paper_method,
-            start_align=int(self.start_align),
+        B = min(int(cfg.batch_size), Xs.shape[0], Xt.shape[0])
+        spe = math.ceil(Xs.shape[0] / B)
+        steps = training_steps(cfg.epochs, cfg.min_steps, spe)
+        run = SWDDAConfig(
+            mode=self._mode(cfg), steps=steps, align_from=min(round(cfg.start_align * spe), steps - 1),
+            batch_size=B, lr=float(cfg.lr), lam=float(cfg.lam), k=int(cfg.k),
+            epsilon=float(cfg.epsilon or 0.0), delta=cfg.resolved_delta(Xt.shape[0]) if cfg.epsilon else 1e-5,
+            clip_norm=cfg.clip_norm, sensitivity=cfg.sensitivity, paper_method=cfg.paper_method, q=int(cfg.q),
+            steps_per_epoch=spe,
         )
-        self.train_result_ = train_swd_da(self._transform(Xs), y_idx, self._transform(Xt), g, h, cfg, rng)
+        self.train_result_ = train_swd_da(self._transform(Xs), y_idx, self._transform(Xt), g, h, run, rng, noise)
         self.n_features_in_ = Xs.shape[1]
         g_target = self.train_result_.guarantee
         self._set_guarantees(*([g_target] if g_target is not None else []))

@@ -428,6 +428,107 @@ def secret_order(n: int, noise: NoiseSource, batch_size: int | None = None, step
     if batch_size is None:
         return gen.permutation(n)
     return np.concatenate([gen.choice(n, size=batch_size, replace=False) for _ in range(steps)])
+# --- torch / DP-SWD mechanisms (deep) ---
+#
+# Everything the deep families (dpswd, dpda) draw *secretly* lives here: the Gaussian noise of
+# DP-SWD projections and of DP-SGD sums, and the private mini-batch samples whose secrecy the
+# accounting's amplification by subsampling assumes (Poisson for DP-SGD, fixed-size without
+# replacement for DP-SWD). Public randomness (directions U, source batches, latent codes) is the
+# caller's business and comes from the public stream of :func:`random_streams`.
+
+
+def torch_noise_generator(noise):
+    """A torch.Generator for the noise: from a NoiseSource, or an already derived torch.Generator."""
+    import torch
+
+    if isinstance(noise, torch.Generator):
+        return noise
+    if isinstance(noise, NoiseSource):
+        return noise.torch_generator()
+    raise TypeError(f"noise must be a NoiseSource or a torch.Generator from one, got {type(noise).__name__}")
+
+
+def secret_subsample(n: int, size: int, noise: NoiseSource) -> np.ndarray:
+    """``size`` of ``n`` row indices uniformly without replacement, drawn from the secret stream.
+
+    The sampled-without-replacement accounting (Wang, Balle & Kasiviswanathan 2019) assumes
+    the adversary does not know which rows were sampled; a public seed would reveal it.
+    """
+    if not 1 <= int(size) <= int(n):
+        raise ValueError(f"sample size must be in [1, n={n}], got {size}")
+    return _noise_generator(noise).choice(int(n), size=int(size), replace=False)
+
+
+def secret_permutation(n: int, noise: NoiseSource) -> np.ndarray:
+    """A uniformly random order of ``n`` rows from the secret stream (released rows carry no index)."""
+    return _noise_generator(noise).permutation(int(n))
+
+
+def poisson_subsample(n: int, rate: float, noise: NoiseSource) -> np.ndarray:
+    """Indices of a Poisson sample (each of ``n`` rows independently with probability ``rate``), secret.
+
+    Amplification by Poisson subsampling (Abadi et al. 2016; Mironov, Talwar & Zhang 2019) needs
+    the sample, and its size, to stay secret: callers must not keep the realised size.
+    """
+    if not 0 < rate <= 1:
+        raise ValueError(f"sampling rate must be in (0, 1], got {rate}")
+    return np.flatnonzero(_noise_generator(noise).random(int(n)) < rate)
+
+
+def noisy_projections(F, U, *, sigma: float, noise: NoiseSource) -> np.ndarray:
+    """DP-SWD's release ``F U + N(0, σ²)`` of already clipped rows F on directions U.
+
+    The caller's plan fixed σ = z·Δ with Δ the Frobenius sensitivity of FU (2R‖U‖op for rows
+    clipped to R under replace-one; spec 02). ``sigma = 0`` is the non-private projection.
+    """
+    P = np.asarray(F, dtype=np.float64) @ np.asarray(U, dtype=np.float64)
+    if sigma < 0 or not math.isfinite(sigma):
+        raise ValueError(f"sigma must be a finite number ≥ 0, got {sigma}")
+    if sigma == 0:
+        return P
+    return P + _noise_generator(noise).normal(0.0, sigma, size=P.shape)
+
+
+def torch_gaussian_noise(total, std: float, noise):
+    """``total + N(0, std²I)`` for a torch tensor (DP-SGD's noisy clipped sum; Abadi et al. 2016).
+
+    ``noise`` is a :class:`NoiseSource` or a ``torch.Generator`` obtained from one with
+    :meth:`NoiseSource.torch_generator` (derive it once per run: deriving costs a draw).
+    """
+    import torch
+
+    if std < 0 or not math.isfinite(std):
+        raise ValueError(f"noise std must be a finite number ≥ 0, got {std}")
+    if std == 0:
+        return total
+    g = torch_noise_generator(noise)
+    return total + std * torch.randn(total.shape, generator=g, dtype=total.dtype)
+
+
+def sliced_histogram(F, U, edges) -> np.ndarray:
+    """Counts of the projections ``F U`` in fixed public bins, per direction: (k, bins) array.
+
+    Each row adds exactly one count to each of the k directions (values outside the public range
+    are put in the first/last bin), so under replace-one the ℓ2 sensitivity is sqrt(2k) whatever n
+    is, and under add/remove it is sqrt(k).
+    """
+    P = np.asarray(F, dtype=np.float64) @ np.asarray(U, dtype=np.float64)
+    edges = np.asarray(edges, dtype=np.float64)
+    nb = edges.size - 1
+    idx = np.clip(np.searchsorted(edges, P, side="right") - 1, 0, nb - 1)
+    k = P.shape[1]
+    flat = idx + nb * np.arange(k)[None, :]
+    return np.bincount(flat.ravel(), minlength=k * nb).reshape(k, nb).astype(np.float64)
+
+
+def sliced_histogram_release(F, U, edges, *, sigma: float, noise: NoiseSource) -> Noised:
+    """One Gaussian release of :func:`sliced_histogram` (replace-one, ℓ2 sensitivity sqrt(2k)).
+
+    The event is ``GaussianDpEvent(σ / sqrt(2k))``; σ comes from the caller's plan. Everything
+    computed from it afterwards (training a generator against the marginals) is post-processing.
+    """
+    counts = sliced_histogram(F, U, edges)
+    return gaussian(counts, sigma=sigma, sensitivity=math.sqrt(2.0 * counts.shape[0]), noise=noise)
 
 
 def unbias_randomized_response_counts(noisy_labels, num_classes: int, epsilon: float) -> np.ndarray:

@@ -47,8 +47,8 @@ from scipy import linalg, optimize, special, stats
 
 from dpadapt.privacy import accounting
 from dpadapt.privacy.guarantee import Guarantee
-from dpadapt.privacy.mechanisms import clip_rows
-from dpadapt.release import Release
+from dpadapt.privacy.mechanisms import NoiseSource, clip_rows, noisy_projections, random_streams, secret_permutation
+from dpadapt.release import Release, ReleaseError
 from dpadapt.validation import (
     check_delta,
     check_epsilon,
@@ -63,27 +63,15 @@ SENSITIVITY_METHODS: tuple[str, ...] = ("spectral", "chernoff_beta", "bernstein"
 SOUND_METHODS: tuple[str, ...] = ("spectral", "chernoff_beta", "bernstein")
 BETA_METHODS: tuple[str, ...] = ("chernoff_beta", "bernstein", "bernstein_code", "clt")
 
-THEOREM_SPECTRAL = (
-    "Gaussian mechanism on clip(X)U with Frobenius sensitivity 2R‖U‖op (exact given the public U), "
-    "fixed-size sampling without replacement (Wang, Balle & Kasiviswanathan, AISTATS 2019), RDP composition"
-)
-THEOREM_BETA = (
-    "Gaussian mechanism on clip(X)U with sensitivity 2R·sqrt(w) where w bounds Σ_j (zᵀu_j)² except with "
-    "probability δ_fail/T per release (Rakotomamonjy & Ralaivola 2021, Lemma 1; {bound}); union bound over "
-    "the T releases; sampling without replacement (WBK19); RDP composition"
-)
-PAPER_REASONS = {
-    "failure": "the probabilistic sensitivity bound fails with probability δ/2 at every one of the T releases "
-    "but the failure is budgeted once (spec 02, soundness 3)",
-    "clt": "the CLT sensitivity 'bound' is a heuristic, not a bound (spec 02, soundness 3)",
-}
-
-
 # --- random directions and the Beta law of (zᵀu)² ---------------------------------------------
 
 
 def directions(d: int, k: int, rng: np.random.Generator | int | None = None) -> np.ndarray:
-    """k directions uniform on the unit sphere S^{d−1}, as the columns of a (d, k) matrix."""
+    """k directions uniform on the unit sphere S^{d−1}, as the columns of a (d, k) matrix.
+
+    Public randomness (released with the projections): ``rng`` must be the public stream of
+    :func:`~dpadapt.privacy.mechanisms.random_streams`, never the noise source.
+    """
     if int(d) < 1 or int(k) < 1:
         raise ValueError(f"d and k must be ≥ 1, got d={d}, k={k}")
     rng = check_random_state(rng)
@@ -202,197 +190,33 @@ def projection_sensitivity(
     return ProjectionSensitivity(method, w, None if method == "clt" else failure, method != "clt")
 
 
-# --- calibration ----------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class DPSWDPlan:
-    """Noise calibration of T private projection releases and the Guarantee they cost.
-
-    ``sigma(U)`` gives the noise std for a release with directions U (for ``spectral`` it
-    scales with ‖U‖op; for the Beta-based methods it is fixed). ``clip_norm`` R is the public
-    row-norm bound; the replace-one diameter is 2R.
-    """
-
-    epsilon: float
-    delta: float
-    method: str
-    mode: str
-    n: int
-    batch_size: int
-    steps: int
-    k: int
-    d: int
-    clip_norm: float
-    noise_multiplier: float
-    unit_squared_sensitivity: float | None
-    failure_per_step: float
-    guarantee: Guarantee
-
-    @property
-    def diameter(self) -> float:
-        return 2.0 * self.clip_norm
-
-    def sensitivity(self, U: np.ndarray | None = None) -> float:
-        """ℓ2 sensitivity Δ of one release (2R·‖U‖op for spectral, 2R·sqrt(w) otherwise)."""
-        if self.method == "spectral":
-            if U is None:
-                raise ValueError("spectral sensitivity depends on U")
-            return self.diameter * operator_norm(U)
-        return self.diameter * math.sqrt(self.unit_squared_sensitivity)
-
-    def sigma(self, U: np.ndarray | None = None) -> float:
-        """Noise std σ = z · Δ for the release with directions ``U``."""
-        return self.noise_multiplier * self.sensitivity(U)
-
-
-def steps_event(noise_multiplier: float, n: int, batch_size: int, steps: int):
-    """dp-accounting event of T fixed-size-B releases sampled without replacement from n rows."""
-    return accounting.sampled_without_replacement_gaussian_event(noise_multiplier, n, batch_size, steps)
-
-
-def _calibrate(make, epsilon: float, delta: float) -> float:
-    """Smallest noise multiplier (to 1e-3) of the RDP-accounted event ``make(z)`` within (ε, δ)."""
-    return accounting.calibrate_noise_multiplier(make, epsilon, delta, "replace_one", "rdp", tol=1e-3)
-
-
-def plan_releases(
-    epsilon: float,
-    delta: float,
-    *,
-    n: int,
-    batch_size: int,
-    steps: int,
-    k: int,
-    d: int,
-    clip_norm: float,
-    method: str = "spectral",
-    mode: str = "sound",
-    failure_fraction: float = 0.5,
-    charged_steps: int | None = None,
-    extra_reasons: tuple[str, ...] = (),
-) -> DPSWDPlan:
-    """Calibrate the noise of ``steps`` projection releases to (ε, δ) and build their Guarantee.
-
-    Sound mode (``spectral``, ``chernoff_beta``, ``bernstein``): z is the smallest noise
-    multiplier with the T-fold subsampled Gaussian (ε_RDP, δ_RDP)-DP, where for the Beta-based
-    methods δ_fail = failure_fraction·δ is reserved for the union bound over the T releases
-    (per release δ_fail/T), δ_RDP = δ − δ_fail and ε_RDP = ε − ln(1/(1 − δ_fail)).
-
-    Paper mode reproduces the published calibration: per-release failure δ/2, RDP converted at
-    δ/2, rows of norm ≤ 1/2 (``clip_norm`` is the published normalisation 1/2 unless given),
-    ``charged_steps`` (the steps the paper's accountant charges, default ``steps``). The
-    Guarantee is marked invalid with reasons.
-    """
-    check_epsilon(epsilon)
-    check_delta(delta)
-    check_positive(clip_norm, "clip_norm")
-    if mode not in ("sound", "paper"):
-        raise ValueError(f"mode must be 'sound' or 'paper', got {mode!r}")
-    if method not in SENSITIVITY_METHODS:
-        raise ValueError(f"method must be one of {SENSITIVITY_METHODS}, got {method!r}")
-    if mode == "sound" and method not in SOUND_METHODS:
-        raise ValueError(f"sensitivity method {method!r} is not a valid bound; use it only with mode='paper'")
-    if mode == "paper" and method == "spectral":
-        raise ValueError("paper mode uses the published Beta-based sensitivity ('bernstein', 'bernstein_code', 'clt')")
-    n, batch_size, steps, k, d = int(n), int(batch_size), int(steps), int(k), int(d)
-    if not 1 <= batch_size <= n:
-        raise ValueError(f"batch_size must be in [1, n={n}], got {batch_size}")
-    if steps < 1:
-        raise ValueError(f"steps must be ≥ 1, got {steps}")
-    common = {"party": "target", "unit": "record", "relation": "replace_one"}
-    details = {"n": n, "batch_size": batch_size, "steps": steps, "k": k, "d": d, "clip_norm": clip_norm, "method": method}
-
-    if mode == "paper":
-        charged = int(charged_steps or steps)
-        fail = delta / 2.0
-        w = projection_sensitivity(method, k=k, d=d, failure=fail).squared
-        make = lambda z: steps_event(z, n, batch_size, charged)
-        z = _calibrate(make, epsilon, delta / 2.0)
-        event = make(z)
-        eps = accounting.epsilon(event, delta / 2.0, "replace_one", "rdp")
-        reasons = [PAPER_REASONS["failure"]] + ([PAPER_REASONS["clt"]] if method == "clt" else [])
-        if charged != steps:
-            reasons.append(f"the accountant charges {charged} releases but {steps} target batches are released "
-                           "(spec 02, soundness 5)")
-        g = Guarantee(
-            **common, epsilon=eps, delta=delta, events=(event,), accounting="rdp", mode="paper", valid=False,
-            reasons=tuple(reasons) + tuple(extra_reasons) + ("published procedure reproduced for comparison (paper mode)",),
-            theorem="Rakotomamonjy & Ralaivola 2021, Proposition 2 with the published calibration",
-            sensitivity=2 * clip_norm * math.sqrt(w),
-            details={**details, "noise_multiplier": z, "squared_sensitivity_unit": w, "charged_steps": charged},
-        )
-        return DPSWDPlan(epsilon, delta, method, mode, n, batch_size, steps, k, d, clip_norm, z, w, fail, g)
-
-    make = lambda z: steps_event(z, n, batch_size, steps)
-    if method == "spectral":
-        spectral_details = {**details, "sensitivity": "2R·‖U_t‖op per release"}
-        if steps == 1 and batch_size == n:  # one release of all rows: exact analytic Gaussian calibration
-            z = accounting.analytic_gaussian_sigma(epsilon, delta, 1.0)
-            g = Guarantee(
-                **common, epsilon=epsilon, delta=delta, events=(accounting.gaussian_event(z),),
-                accounting="analytic_gaussian", valid=not extra_reasons, reasons=tuple(extra_reasons),
-                theorem="Analytic Gaussian mechanism (Balle & Wang, ICML 2018, Thm. 8) on clip(X)U, sensitivity 2R‖U‖op",
-                details={**spectral_details, "noise_multiplier": z},
-            )
-        else:
-            z = _calibrate(make, epsilon, delta)
-            g = Guarantee.from_event(
-                make(z), delta=delta, method="rdp", theorem=THEOREM_SPECTRAL, reasons=extra_reasons,
-                details={**spectral_details, "noise_multiplier": z}, **common,
-            )
-        return DPSWDPlan(epsilon, delta, method, mode, n, batch_size, steps, k, d, clip_norm, z, None, 0.0, g)
-
-    if not 0 < failure_fraction < 1:
-        raise ValueError(f"failure_fraction must be in (0, 1), got {failure_fraction}")
-    delta_fail = failure_fraction * delta
-    per_step = delta_fail / steps
-    w = projection_sensitivity(method, k=k, d=d, failure=per_step).squared
-    eps_cond = math.log(1.0 / (1.0 - delta_fail))
-    if epsilon <= eps_cond:
-        raise ValueError("epsilon too small for the failure budget")
-    z = _calibrate(make, epsilon - eps_cond, delta - delta_fail)
-    event = make(z)
-    eps_total = accounting.epsilon(event, delta - delta_fail, "replace_one", "rdp") + eps_cond
-    bound = "Chernoff bound with the Beta MGF" if method == "chernoff_beta" else "Lemma 2 (Bernstein)"
-    g = Guarantee(
-        **common, epsilon=eps_total, delta=delta, events=(event,), accounting="rdp",
-        theorem=THEOREM_BETA.format(bound=bound), valid=not extra_reasons, reasons=tuple(extra_reasons),
-        sensitivity=2 * clip_norm * math.sqrt(w),
-        details={**details, "noise_multiplier": z, "squared_sensitivity_unit": w, "delta_fail": delta_fail,
-                 "failure_per_step": per_step, "epsilon_conditioning": eps_cond},
-    )
-    return DPSWDPlan(epsilon, delta, method, mode, n, batch_size, steps, k, d, clip_norm, z, w, per_step, g)
-
-
-def paper_epsilon(
-    sigma: float, *, delta: float, n: int, batch_size: int, epochs: int, k: int, d: int, method: str = "bernstein_code"
-) -> float:
-    """ε the paper's pipeline (spec 02 §4) assigns to noise std σ.
-
-    z = σ / sqrt(w(k, δ/2)), T = (n // B + 1)·epochs subsampled releases, ε at δ/2 (rows of
-    norm ≤ 1/2, so the diameter is 1). Not a valid guarantee — for reproducing Table 4 only.
-    """
-    w = projection_sensitivity(method, k=k, d=d, failure=delta / 2.0).squared
-    steps = (int(n) // int(batch_size) + 1) * int(epochs)
-    event = steps_event(sigma / math.sqrt(w), n, batch_size, steps)
-    return accounting.epsilon(event, delta / 2.0, "replace_one", "rdp")
+from dpadapt.privacy.families.dpswd import (  # noqa: E402  (planning lives in privacy/)
+    PAPER_REASONS,
+    THEOREM_BETA,
+    THEOREM_SPECTRAL,
+    DPSWDPlan,
+    paper_epsilon,
+    plan_releases,
+    steps_event,
+)
 
 
 # --- projections and the distance -------------------------------------------------------------
 
 
 def project_rows(
-    X: np.ndarray, U: np.ndarray, sigma: float, rng: np.random.Generator, clip_norm: float | None = None
+    X: np.ndarray, U: np.ndarray, sigma: float, noise: NoiseSource | None = None, clip_norm: float | None = None
 ) -> np.ndarray:
-    """``clip(X) U + N(0, σ²)`` (no clipping when ``clip_norm`` is None; σ = 0 gives exact projections)."""
+    """``clip(X) U + N(0, σ²)`` (no clipping when ``clip_norm`` is None; σ = 0 gives exact projections).
+
+    The noise comes from ``noise`` through :func:`~dpadapt.privacy.mechanisms.noisy_projections`.
+    """
     X = np.asarray(X, dtype=np.float64)
     if clip_norm is not None:
         X = clip_rows(X, clip_norm)
-    P = X @ U
-    if sigma > 0:
-        P = P + rng.normal(0.0, sigma, size=P.shape)
-    return P
+    if sigma > 0 and noise is None:
+        raise ValueError("noisy projections need a NoiseSource")
+    return noisy_projections(X, U, sigma=sigma, noise=noise)
 
 
 def sliced_wasserstein(Ps: np.ndarray, Pt: np.ndarray, q: int = 2) -> float:
@@ -412,7 +236,7 @@ def swd(Xs, Xt, *, k: int = 200, q: int = 2, random_state=None) -> float:
     check_same_features(Xs, Xt)
     rng = check_random_state(random_state)
     U = directions(Xs.shape[1], k, rng)
-    return sliced_wasserstein(project_rows(Xs, U, 0.0, rng), project_rows(Xt, U, 0.0, rng), q)
+    return sliced_wasserstein(project_rows(Xs, U, 0.0), project_rows(Xt, U, 0.0), q)
 
 
 # --- one-shot release protocol (target party → other party) ---------------------------------------
@@ -428,34 +252,44 @@ def plan_projection_release(
 def release_projections(
     X,
     *,
-    epsilon: float,
-    delta: float,
+    epsilon: float | None = None,
+    delta: float | None = None,
     k: int = 200,
     clip_norm: float = 1.0,
     method: str = "spectral",
     U: np.ndarray | None = None,
     random_state=None,
     plan: DPSWDPlan | None = None,
+    noise: NoiseSource | None = None,
+    reproducible_noise: bool = False,
 ) -> Release:
     """Target party: release ``clip(X) U + V`` once ((ε, δ)-DP for one row of X, replace-one).
 
-    U (public randomness, independent of X) is drawn here unless given. The release holds the
-    noisy projections (rows in a random order), U and the public parameters (σ, R, q-free).
+    U is public randomness drawn here from the public stream of ``random_state``; the noise V
+    and the order of the released rows come from a separate secret :class:`NoiseSource` (fresh
+    entropy unless ``reproducible_noise``), so knowing the seed does not let anyone replay V.
+    A U given by the caller is *foreign*: for the Beta-based bounds its spectral sensitivity is
+    enforced too (:meth:`DPSWDPlan.sigma`). The release holds the noisy projections, U and the
+    public parameters.
     """
     X = check_features(X, "X (private)")
-    rng = check_random_state(random_state)
+    public, secret = random_streams(random_state, reproducible_noise=reproducible_noise)
+    noise = secret if noise is None else noise
     n, d = X.shape
     if plan is None:
+        if epsilon is None or delta is None:
+            raise ValueError("release_projections needs epsilon and delta (or a plan)")
         plan = plan_projection_release(n, d, epsilon=epsilon, delta=delta, k=k, clip_norm=clip_norm, method=method)
     if (plan.n, plan.d) != (n, d):
         raise ValueError(f"plan was made for a {plan.n}×{plan.d} matrix, got {n}×{d}")
+    foreign = U is not None
     if U is None:
-        U = directions(d, plan.k, rng)
+        U = directions(d, plan.k, public)
     U = np.asarray(U, dtype=np.float64)
     if U.shape != (d, plan.k):
         raise ValueError(f"U must have shape ({d}, {plan.k}), got {U.shape}")
-    sigma = plan.sigma(U)
-    P = project_rows(X[rng.permutation(n)], U, sigma, rng, plan.clip_norm)
+    sigma = plan.sigma(U, foreign=foreign)
+    P = project_rows(X[secret_permutation(n, noise)], U, sigma, noise, plan.clip_norm)
     return Release(
         method="dpswd",
         kind="target_projections",
@@ -463,7 +297,7 @@ def release_projections(
         arrays={"projections": P, "directions": U},
         guarantee=plan.guarantee,
         params={"sigma": sigma, "clip_norm": plan.clip_norm, "k": plan.k, "d": d, "n": n,
-                "sensitivity": plan.sensitivity(U), "method": plan.method},
+                "sensitivity": sigma / plan.noise_multiplier, "method": plan.method, "foreign_directions": foreign},
     )
 
 
@@ -474,14 +308,15 @@ def distance_from_release(release: Release, Xs, *, q: int = 2, smooth: bool = Tr
     so both sides are equally smoothed (the Gaussian-smoothed SWD of the paper).
     """
     if release.method != "dpswd" or release.kind != "target_projections":
-        raise ValueError(f"expected a dpswd target_projections release, got {release.method}/{release.kind}")
+        raise ReleaseError(f"expected a dpswd target_projections release, got {release.method}/{release.kind}")
     Xs = check_features(Xs, "Xs")
     U = release["directions"]
     if Xs.shape[1] != U.shape[0]:
         raise ValueError(f"Xs has {Xs.shape[1]} features, the release was made for {U.shape[0]}")
-    rng = check_random_state(random_state)
     sigma = float(release.params["sigma"]) if smooth else 0.0
-    Ps = project_rows(Xs, U, sigma, rng, float(release.params["clip_norm"]))
+    # the receiver's smoothing noise protects nothing; it only makes both sides equally smoothed
+    _, smoothing = random_streams(random_state, reproducible_noise=isinstance(random_state, (int, np.integer)))
+    Ps = project_rows(Xs, U, sigma, smoothing, float(release.params["clip_norm"]))
     return sliced_wasserstein(Ps, release["projections"], q)
 
 
@@ -500,6 +335,6 @@ def dp_swd(
     """DP-SWD between public Xs and private Xt in one process: (value, target Guarantee)."""
     Xs, Xt = check_features(Xs, "Xs"), check_features(Xt, "Xt")
     check_same_features(Xs, Xt)
-    rng = check_random_state(random_state)
-    rel = release_projections(Xt, epsilon=epsilon, delta=delta, k=k, clip_norm=clip_norm, method=method, random_state=rng)
-    return distance_from_release(rel, Xs, q=q, random_state=rng), rel.guarantee
+    rel = release_projections(Xt, epsilon=epsilon, delta=delta, k=k, clip_norm=clip_norm, method=method,
+                              random_state=random_state)
+    return distance_from_release(rel, Xs, q=q, random_state=random_state), rel.guarantee

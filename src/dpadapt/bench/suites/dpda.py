@@ -75,6 +75,7 @@ def _make(method: str, mode: str, epochs: int, seed: int, kind: str, eps: float 
         )
     if method == "gdpda":
         return GDPDA(
+            classes=(0, 1),  # the public label set of the sentiment task (negative, positive)
             epsilon=4.0, delta=1e-5, source_epsilon=8.0, source_delta=2e-5, noise_multiplier=sigma,
             max_grad_norm=4.0, privacy_mode=mode, epochs=epochs, random_state=seed, **net,
         )

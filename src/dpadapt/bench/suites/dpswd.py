@@ -47,18 +47,20 @@ def _toy_runner(shift: float, sigma: float, private: bool, n: int, draws: int):
         from dpadapt.datasets.synthetic import gaussian_mean_shift
         from dpadapt.transport import swd
 
-        rng = np.random.default_rng(seed)
+        from dpadapt.privacy.mechanisms import random_streams
+
+        rng, noise = random_streams(seed)
         values, eps = [], []
         R, k = 3.0, 50
         for _ in range(draws):
             Xs, Xt = gaussian_mean_shift(n, shift, d=5, random_state=rng)
             U = swd.directions(5, k, rng)
             if private:
-                Ps = swd.project_rows(Xs, U, sigma, rng, R)
-                Pt = swd.project_rows(Xt, U, sigma, rng, R)
+                Ps = swd.project_rows(Xs, U, sigma, noise, R)
+                Pt = swd.project_rows(Xt, U, sigma, noise, R)
                 eps.append(accounting.analytic_gaussian_epsilon(sigma, DELTA, 2 * R * swd.operator_norm(U)))
             else:
-                Ps, Pt = swd.project_rows(Xs, U, 0.0, rng), swd.project_rows(Xt, U, 0.0, rng)
+                Ps, Pt = swd.project_rows(Xs, U, 0.0), swd.project_rows(Xt, U, 0.0)
             values.append(swd.sliced_wasserstein(Ps, Pt))
         guarantees = {}
         if private:
@@ -115,7 +117,7 @@ def _digits_config(source: str, target: str, quick: bool) -> dict:
     lr, lam = DIGITS_HP[(source, target)]
     lam = float(os.environ.get("DPADAPT_DPSWD_LAMBDA", lam))
     sensitivity = os.environ.get("DPADAPT_DPSWD_SENSITIVITY", "spectral")
-    return {"network": "digits", "epochs": 3 if quick else 10, "start_align": 1, "batch_size": 64 if quick else 128,
+    return {"network": "digits", "epochs": 3 if quick else 10, "min_steps": 0, "start_align": 1, "batch_size": 64 if quick else 128,
                 "lr": lr, "lam": lam, "k": 200, "epsilon": EPS, "delta": DELTA, "sensitivity": sensitivity}
 
 
@@ -138,7 +140,12 @@ def _swd_da_runner(data, config: dict, mode: str):
         _threads()
         Xs, ys, Xt, _, Xte, yte = data()
         t0 = time.perf_counter()
-        model = DPSWDAdapter(privacy_mode=mode, random_state=seed, **config).fit_domains(Xs, ys, Xt)
+        params = dict(config, random_state=seed)
+        if mode in ("source-only", "non-private"):  # non-private: epsilon=None; source-only: also λ = 0
+            params.update(epsilon=None, delta=None, **({"lam": 0.0} if mode == "source-only" else {}))
+        else:
+            params["privacy_mode"] = mode
+        model = DPSWDAdapter(**params).fit_domains(Xs, ys, Xt)
         return _da_outcome(model, Xte, yte, t0)
 
     return run
@@ -221,7 +228,7 @@ def _office(dataset: str, source: str, target: str):
 @register_suite("dpswd-office", "DP-SWD DA on Office-Caltech pairs (DeCAF6 D↔W, SURF A→C), ε = 10, δ = 1e-3, in-run baselines")
 def build_office(quick: bool, epsilons=None) -> list[BenchTask]:
     pairs = [("decaf6", "dslr", "webcam")] if quick else [("decaf6", "dslr", "webcam"), ("decaf6", "webcam", "dslr"), ("surf", "amazon", "caltech")]
-    config = {"network": "mlp", "epochs": 5 if quick else 50, "start_align": 1, "batch_size": 32, "lr": 5e-4, "lam": 0.5, "k": 100,
+    config = {"network": "mlp", "epochs": 5 if quick else 50, "min_steps": 0, "start_align": 1, "batch_size": 32, "lr": 5e-4, "lam": 0.5, "k": 100,
                   "epsilon": EPS, "delta": 1e-3, "clip_norm": 1.0}
     tasks = []
     for ds, s, t in pairs:
@@ -255,7 +262,7 @@ def _gen_runner(mode: str, head: str, quick: bool):
         _threads()
         X, y, Xte, yte = _mnist(quick)
         rng = np.random.default_rng(seed)
-        cfg = gen.GeneratorConfig(mode=mode, steps=_gen_steps(quick), epsilon=EPS, delta=DELTA)
+        cfg = gen.GeneratorConfig(mode=mode, steps=_gen_steps(quick), epsilon=EPS, delta=DELTA, classes=tuple(range(10)))
         t0 = time.perf_counter()
         res = _trained_generator(mode, quick, seed, cfg, X, y)
         Xg, yg = gen.sample(res.generator, 100 if quick else int(os.environ.get("DPADAPT_DPSWD_GEN_PER_CLASS", 1000)), rng)

@@ -1,0 +1,148 @@
+"""Planning of DP-SGD training for DPDA / G-DPDA: σ, rate, steps and the Guarantee, before training.
+
+Theorem: DP-SGD (Abadi et al., CCS 2016) — per step a Poisson-subsampled Gaussian mechanism on
+per-example gradients jointly clipped to C; RDP of the sampled Gaussian (Mironov, Talwar & Zhang
+2019) composed over the steps by dp-accounting; add/remove neighbours, one record per party.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from dpadapt.deep.dpsgd import PrivacySpec, stream_groups, stream_noise_multiplier
+from dpadapt.privacy import accounting
+from dpadapt.privacy.guarantee import Guarantee
+from dpadapt.validation import check_delta, check_epsilon, check_privacy_mode
+
+THEOREM = (
+    "DP-SGD (Abadi et al., CCS 2016): Poisson-subsampled Gaussian mechanism on per-example gradients "
+    "clipped to C, RDP of the sampled Gaussian (Mironov, Talwar & Zhang 2019) composed over steps by dp-accounting"
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class PrivatePlan:
+    """The a-priori privacy plan of one protected party: noise, rate, streams and step budget.
+
+    ``phases`` are the private streams of the party (their block tuples); each runs every step
+    on its own Poisson sample. ``charged`` multipliers are what the accountant is given;
+    ``decision_multiplier`` and ``decision_split`` describe the accountant used to choose T
+    (equal to the charged one in sound mode; the paper's in paper mode).
+    """
+
+    party: str
+    epsilon: float
+    delta: float
+    rate: float
+    spec: PrivacySpec
+    phases: tuple[tuple[str, ...], ...]
+    max_steps: int
+    mode: str
+
+    @property
+    def charged_multipliers(self) -> tuple[float, ...]:
+        return tuple(stream_noise_multiplier(self.spec, blocks) for blocks in self.phases)
+
+    def event(self, steps: int):
+        """dp-accounting event of ``steps`` steps of every phase (what is charged)."""
+        return accounting.compose([accounting.poisson_gaussian_event(z, self.rate, steps) for z in self.charged_multipliers])
+
+    def guarantee(self, steps: int) -> Guarantee:
+        """The party's guarantee after ``steps`` steps (computed without touching data or noise)."""
+        reasons = []
+        details = {
+            "steps": int(steps),
+            "sample_rate": self.rate,
+            "noise_multiplier": self.spec.noise_multiplier,
+            "clip": self.spec.clip,
+            "grouping": self.spec.grouping,
+            "charged_multipliers": list(self.charged_multipliers),
+            "budget_epsilon": self.epsilon,
+            "max_steps_allowed": self.max_steps,
+        }
+        if self.mode == "paper":
+            n_groups = [len(stream_groups(b, self.spec.grouping)) for b in self.phases]
+            reasons.append(
+                "per-parameter-group clipping with separate noise (Wang et al. 2020, Eqs. 14-15/19-22): "
+                f"joint sensitivity sqrt(G)*C with G = {n_groups}; charged here at multiplier sigma/sqrt(G), "
+                "whereas the paper's accountant charges sigma"
+            )
+            details["paper_claimed_epsilon"] = _paper_epsilon(self.spec.noise_multiplier, self.rate, steps, self.delta, len(self.phases))
+        return Guarantee.from_event(
+            self.event(steps),
+            party=self.party,
+            unit="record",
+            relation="add_remove",
+            delta=self.delta,
+            theorem=THEOREM,
+            mode=self.mode,
+            reasons=reasons,
+            sensitivity=self.spec.clip,
+            details=details,
+        )
+
+
+def _paper_epsilon(sigma: float, rate: float, steps: int, delta: float, n_phases: int) -> float:
+    """What the paper's accountant reports: one SGM at multiplier σ per phase, phases by basic composition."""
+    if steps == 0:
+        return 0.0
+    return n_phases * accounting.epsilon(accounting.poisson_gaussian_event(sigma, rate, steps), delta / n_phases)
+
+
+def plan_party(
+    party: str,
+    n_rows: int,
+    batch_size: int,
+    epsilon: float,
+    delta: float,
+    noise_multiplier: float | None,
+    clip: float,
+    mode: str,
+    phases_sound: tuple[tuple[str, ...], ...],
+    phases_paper: tuple[tuple[str, ...], ...],
+    cap_steps: int,
+) -> PrivatePlan:
+    """Choose σ (if not given) and the step budget of one protected party, before any training.
+
+    With σ given, ``max_steps`` is the largest T ≤ ``cap_steps`` within (ε, δ) (by the charged
+    accountant in sound mode, by the paper's in paper mode). With σ = None, σ is calibrated so that
+    ``cap_steps`` steps meet (ε, δ) exactly.
+    """
+    epsilon = check_epsilon(epsilon, f"{party} epsilon")
+    delta = check_delta(delta, n_rows, f"{party} delta")
+    mode = check_privacy_mode(mode)
+    if batch_size > n_rows:
+        raise ValueError(f"batch_size {batch_size} exceeds the {n_rows} {party} rows")
+    rate = batch_size / n_rows
+    phases = phases_sound if mode == "sound" else phases_paper
+    grouping = "joint" if mode == "sound" else "per_group"
+
+    def decision_event(sigma: float, steps: int):
+        if mode == "sound":
+            spec = PrivacySpec(clip, sigma, grouping)
+            return accounting.compose(
+                [accounting.poisson_gaussian_event(stream_noise_multiplier(spec, b), rate, steps) for b in phases]
+            )
+        return accounting.poisson_gaussian_event(sigma, rate, steps)
+
+    decision_eps, decision_delta = (epsilon, delta) if mode == "sound" else (epsilon / len(phases), delta / len(phases))
+    if noise_multiplier is None:
+        sigma = accounting.calibrate_noise_multiplier(lambda z: decision_event(z, cap_steps), decision_eps, decision_delta)
+        steps = cap_steps
+    else:
+        sigma = float(noise_multiplier)
+        if not (sigma > 0 and math.isfinite(sigma)):
+            raise ValueError(f"noise_multiplier must be a finite number > 0 (or None to calibrate), got {noise_multiplier}")
+        if accounting.epsilon(decision_event(sigma, cap_steps), decision_delta) <= decision_eps:
+            steps = cap_steps
+        else:
+            steps = accounting.max_steps(lambda t: decision_event(sigma, t), decision_eps, decision_delta, upper=cap_steps)
+    if steps < 1:
+        raise ValueError(
+            f"the {party} budget (ε={epsilon:g}, δ={delta:g}) does not allow a single step at noise multiplier "
+            f"{sigma:g} and rate {rate:.4g}; raise ε or the noise multiplier"
+        )
+    return PrivatePlan(party, epsilon, delta, rate, PrivacySpec(clip, sigma, grouping), phases, int(steps), mode)
+
+
