@@ -20,12 +20,12 @@ DRAWS = {"normal", "standard_normal", "laplace", "randn", "gumbel", "exponential
 
 #: Draws that are not privacy noise: (path under src/dpadapt, fragment of the line). Each needs a reason.
 ALLOWED = {
-    # public JL projection of DPOT: released with (or reproducible from) the public random_state
-    ("transport/dpot.py", "gen.normal(0.0, 1.0 / math.sqrt(proj_dim)"),
     # public slicing directions U of DP-SWD: drawn from the public stream and released
     ("transport/swd.py", "rng.standard_normal((int(d), int(k)))"),
     # latent codes fed to the conditional generator while training (not a privacy mechanism)
     ("deep/generator.py", "torch.randn(cfg.batch_size, G.code_dim"),
+    # the same, for the generator trained against released sliced marginals (post-processing)
+    ("deep/generator.py", "torch.randn(B, G.code_dim"),
     # latent codes when sampling synthetic rows from the trained generator (post-processing)
     ("deep/generator.py", "torch.randn(labels.size, G.code_dim"),
 }

@@ -37,14 +37,14 @@ def _cv(estimator, data, scorer):
         )
 
 
-@pytest.mark.parametrize("make", [lambda: SourceOnly(random_state=0), lambda: DPOTAdapter(epsilon=8.0, head="logreg", random_state=0)],
+@pytest.mark.parametrize("make", [lambda: SourceOnly(random_state=0), lambda: DPOTAdapter(epsilon=8.0, classes=(0, 1), head="logreg", random_state=0)],
                          ids=["SourceOnly", "DPOTAdapter"])
 def test_probabilistic_estimators_cross_validate_with_prediction_entropy(make, shifted):
     scores = _cv(make(), shifted, PredictionEntropyScorer())["test_score"]
-    assert scores.shape == (2,) and np.all(np.isfinite(scores)) and np.all(scores <= 0)
+    assert scores.shape == (2,) and np.all(np.isfinite(scores)) and np.all(scores <= 1e-6)  # −entropy, up to rounding
 
 
-@pytest.mark.parametrize("make", [lambda: CORAL(random_state=0), lambda: PRIMA(source_epsilon=None, epochs=2, random_state=0)],
+@pytest.mark.parametrize("make", [lambda: CORAL(random_state=0), lambda: PRIMA(epsilon=None, random_state=0)],
                          ids=["CORAL", "PRIMA"])
 def test_alignment_estimators_cross_validate_with_mixval(make, shifted):
     scores = _cv(make(), shifted, MixValScorer(random_state=0))["test_score"]

@@ -220,7 +220,9 @@ register_kind(Kind("ndarray", lambda o: isinstance(o, np.ndarray) and not o.dtyp
 
 
 def _is_record(obj: Any) -> bool:
-    return dataclasses.is_dataclass(obj) and not isinstance(obj, type) and _is_json(dataclasses.asdict(obj))
+    """A plain dataclass of JSON values that does not predict (a predictor needs its own kind)."""
+    return (dataclasses.is_dataclass(obj) and not isinstance(obj, type) and not hasattr(obj, "predict")
+            and _is_json(dataclasses.asdict(obj)))
 
 
 register_kind(Kind(
@@ -349,6 +351,37 @@ register_kind(Kind(
     lambda o, put: {"coef": put(o.coef_)},
     lambda s, get: LinearPredictor(get(s["coef"])),
 ))
+
+
+#: Dataclass predictors rebuilt field by field: class name → the dpadapt module defining it. A file
+#: can only name one of these; the module is ours and imported by this fixed table, never by the file.
+PREDICTOR_RECORDS = {
+    "ClassStatsModel": "dpadapt.classstats.adapt",
+    "ClassStatisticsClassifier": "dpadapt.alignment.prima",
+}
+
+
+def _is_predictor_record(obj: Any) -> bool:
+    name = type(obj).__name__
+    return dataclasses.is_dataclass(obj) and PREDICTOR_RECORDS.get(name) == type(obj).__module__
+
+
+def _save_predictor_record(o: Any, put: Put) -> dict[str, Any]:
+    fields = {f.name: dump(getattr(o, f.name), put) for f in dataclasses.fields(o)}
+    return {"type": type(o).__name__, "fields": fields}
+
+
+def _load_predictor_record(s: dict[str, Any], get: Get) -> Any:
+    import importlib
+
+    module = PREDICTOR_RECORDS.get(s.get("type"))
+    if module is None:
+        raise ModelFileError(f"unknown predictor type {s.get('type')!r}")
+    cls = getattr(importlib.import_module(module), s["type"])
+    return cls(**{name: build(spec, get) for name, spec in s["fields"].items()})
+
+
+register_kind(Kind("predictor-record", _is_predictor_record, _save_predictor_record, _load_predictor_record))
 
 
 def _save_release_wrapper(o: Any, put: Put) -> dict[str, Any]:
