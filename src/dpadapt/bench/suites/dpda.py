@@ -77,7 +77,8 @@ def _make(method: str, mode: str, epochs: int, seed: int, kind: str, eps: float 
         return GDPDA(
             classes=(0, 1),  # the public label set of the sentiment task (negative, positive)
             epsilon=4.0, delta=1e-5, source_epsilon=8.0, source_delta=2e-5, noise_multiplier=sigma,
-            max_grad_norm=4.0, privacy_mode=mode, epochs=epochs, random_state=seed, **net,
+            max_grad_norm=4.0, privacy_mode=mode, epochs=epochs, random_state=seed,
+            **{"batch_size": 32, "lr": 0.05, **net},  # the paper's setting (GDPDA's own defaults differ)
         )
     raise ValueError(method)
 
