@@ -45,13 +45,14 @@ def contract_violations(family: api.Family, seed: int = SEED) -> list[str]:
     """Every way ``family`` breaks the contract on its example (empty when it keeps it)."""
     problems: list[str] = []
     config, data = family.example(seed)
-    if not config.private or config.classes is None or config.random_state != seed:
+    labelled = family.classes_param is not None
+    if not config.private or (labelled and config.classes is None) or config.random_state != seed:
         problems.append("example config must be private, with public classes and the given random_state")
         return problems
-    # a label that no row carries must stay in the label set: it is public, never inferred
-    labels = list(config.classes)
-    absent = max(labels) + 1 if all(isinstance(c, (int, np.integer)) for c in labels) else "absent-class"
-    config = config.replace(classes=(*labels, absent))
+    if config.classes is not None:  # a label that no row carries stays in the label set: public, never inferred
+        labels = list(config.classes)
+        absent = max(labels) + 1 if all(isinstance(c, (int, np.integer)) for c in labels) else "absent-class"
+        config = config.replace(classes=(*labels, absent))
 
     releases, model = family.run_parties(config, data)
     if not releases:
@@ -63,8 +64,11 @@ def contract_violations(family: api.Family, seed: int = SEED) -> list[str]:
             hits = raw_rows_in_release(rel, _owner_rows(rel, data))
             if hits:
                 problems.append(f"raw private rows in release {rel.kind!r}: {hits[:3]}")
-        if family.classes_param is not None and tuple(rel.params.get(family.classes_param, ())) != config.classes:
-            problems.append(f"release {rel.kind!r} states labels {rel.params.get(family.classes_param)!r}, not the public {config.classes!r}")
+        stated = _array(rel, family.classes_param) if labelled else None
+        if stated is not None and tuple(np.asarray(stated).tolist()) != config.classes:
+            problems.append(f"release {rel.kind!r} states labels {stated!r}, not the public {config.classes!r}")
+    if labelled and not any(_array(rel, family.classes_param) is not None for rel in releases):
+        problems.append(f"no release states its label set under {family.classes_param!r}")
     if hasattr(model, "classes_") and tuple(np.asarray(model.classes_).tolist()) != config.classes:
         problems.append(f"the model's classes_ {model.classes_!r} are not the public {config.classes!r}")
 

@@ -250,8 +250,10 @@ class Family:
         Names of release arrays that carry privacy noise: different for two runs with the same
         integer ``random_state`` unless ``reproducible_noise=True`` (then equal). At least one.
     classes_param : str or None
-        The ``params`` key under which each release states its label set (``"classes"``), or
-        ``None`` when the releases carry none; it must equal ``config.classes`` exactly.
+        The ``params`` key (or array name) under which a release that carries labels states its
+        label set (``"classes"``); at least one release must state it, and every stated set must
+        equal ``config.classes`` exactly. ``None`` for a family that is not a classifier (a
+        regression, a distance): its example may leave ``classes`` None.
     """
 
     name: str

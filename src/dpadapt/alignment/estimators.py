@@ -62,6 +62,27 @@ class PRIMA(ConfigEstimator):
         return self.model_.decision_function(X)
 
 
+def contract_example(random_state: int) -> tuple[prima.PrimaConfig, dict]:
+    """The family contract's example (``api.Family.example``): the sound protocol on 60 + 40 rows of blobs."""
+    from dpadapt.datasets.synthetic import contract_blobs
+
+    config = prima.PrimaConfig(epsilon=1.0, classes=(0, 1, 2), random_state=random_state, basis_dim=4)
+    return config, contract_blobs(random_state)
+
+
+def contract_run(config: prima.PrimaConfig, data: dict) -> tuple[list, object]:
+    """The family contract's ``run_parties``: plan → (target release) → source release → target's model."""
+    public, noise = random_streams(config.random_state, reproducible_noise=config.reproducible_noise)
+    facts = {"n_source": data["Xs"].shape[0], "n_target": data["Xt"].shape[0], "n_features": data["Xs"].shape[1]}
+    plan = prima.plan(config, facts)
+    releases, inputs = [], {"Xs": data["Xs"], "ys": data["ys"]}
+    if plan.kind == "dpsgd_heads":
+        inputs["target_release"] = prima.release_target(plan, data["Xt"], public, noise)
+        releases.append(inputs["target_release"])
+    releases.append(prima.release(plan, inputs, public, noise))
+    return releases, prima.adapt(releases[-1], data["Xt"], config)
+
+
 class PRISA(PRIMA):
     """PRIMA's heads protocol with Subspace Alignment instead of CORAL (see :class:`PrisaConfig`)."""
 
@@ -70,7 +91,8 @@ class PRISA(PRIMA):
 
 register(Family(
     name="prima", config=prima.PrimaConfig, protected=("source", "target"), plan=prima.plan, release=prima.release,
-    adapt=prima.adapt, estimator=PRIMA,
+    adapt=prima.adapt, estimator=PRIMA, example=contract_example, run_parties=contract_run,
+    public_arrays=("basis_seed",), noisy_arrays=("sums", "counts"),
     summary="both parties protected: DP class statistics of the source, refined on the target's own rows "
             "(or the published covariances + DP-SGD heads)",
 ))

@@ -175,6 +175,19 @@ def run_parties(config: Config, Xs, ys, Xt, *, family: str | None = None) -> tup
     return basis_rel, rel, model
 
 
+def contract_example(random_state: int, config_class: type[Config] = Config) -> tuple[Config, dict]:
+    """The family contract's example (``api.Family.example``): 60 labelled source rows, 40 target rows, k = 3."""
+    from dpadapt.datasets.synthetic import contract_blobs
+
+    return config_class(epsilon=1.0, classes=(0, 1, 2), random_state=random_state, k=3), contract_blobs(random_state)
+
+
+def contract_run(config: Config, data: dict) -> tuple[list[Release], ClassStatsModel]:
+    """The family contract's ``run_parties``: the releases that cross (basis, statistics) and the model."""
+    basis_rel, rel, model = run_parties(config, data["Xs"], data["ys"], data["Xt"])
+    return [r for r in (basis_rel, rel) if r is not None], model
+
+
 class ClassStatsDA(ConfigEstimator):
     """Class-statistics domain adaptation: target basis → source DP class statistics → target refinement.
 
@@ -205,6 +218,7 @@ from dpadapt.classstats.baselines import DPLogisticRegression, DPNearestClassMea
 register(Family(
     name="classstats", config=Config, protected=("source",), plan=plan, release=release, adapt=adapt,
     estimator=ClassStatsDA, summary="source DP class statistics (one Gaussian) in the target's public basis; target refinement",
+    example=contract_example, run_parties=contract_run, public_arrays=("mean", "components"), noisy_arrays=("sums", "counts"),
 ))
 
 __all__ = ["BASIS_KIND", "STATS_KIND", "ClassStatsDA", "Config", "DPLogisticRegression", "DPNearestClassMean",

@@ -107,3 +107,14 @@ def make_shifted_blobs(
     Xs, ys = draw(n_source)
     Xt, yt = draw(n_target)
     return Xs, ys, Xt @ q + offset, yt
+
+
+def contract_blobs(random_state: int, n_source: int = 60, n_target: int = 40, n_features: int = 6,
+                   n_classes: int = 3) -> dict[str, np.ndarray]:
+    """Small shifted blobs for the family contract examples: ``{"Xs", "ys", "Xt", "yt"}``.
+
+    Labels cover exactly ``range(n_classes)`` (the examples' public label set) in both domains.
+    """
+    Xs, ys, Xt, yt = make_shifted_blobs(np.random.default_rng(random_state), n_source, n_target, n_features, n_classes)
+    ys[:n_classes], yt[:n_classes] = np.arange(n_classes), np.arange(n_classes)
+    return {"Xs": Xs, "ys": ys, "Xt": Xt, "yt": yt}

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from dpadapt.api import Family, Plan, register
+from dpadapt.deep import contract_examples
 from dpadapt.deep.configs import DANNConfig, DPDAConfig, DPSWDConfig, GDPDAConfig
 from dpadapt.deep.dann import DANN, mlp_network, to_tensor
 from dpadapt.deep.dpda import DPDA, GDPDA
@@ -67,7 +68,8 @@ def adapt_dpswd(release: Release, Xs, config: DPSWDConfig) -> float:
 
 DPSWD = register(Family(
     name="dpswd", config=DPSWDConfig, protected=("target",), plan=plan_dpswd, release=release_dpswd,
-    adapt=adapt_dpswd, estimator=DPSWDAdapter,
+    adapt=adapt_dpswd, estimator=DPSWDAdapter, example=contract_examples.dpswd_example, run_parties=contract_examples.dpswd_run,
+    public_arrays=("directions",), noisy_arrays=("projections",), classes_param=None,
     summary="DP sliced Wasserstein distance (Rakotomamonjy & Ralaivola 2021): noisy target projections",
 ))
 
@@ -149,7 +151,8 @@ def adapt_dpda(release: Release, X=None, config=None) -> ReleasedNetwork:
 
 DPDA_FAMILY = register(Family(
     name="dpda", config=DPDAConfig, protected=("target",), plan=plan_dpda, release=release_dpda,
-    adapt=adapt_dpda, estimator=DPDA,
+    adapt=adapt_dpda, estimator=DPDA, example=contract_examples.dpda_example, run_parties=contract_examples.dpda_run,
+    noisy_arrays=("param.label_head.weight",),
     summary="DPDA / G-DPDA (Wang et al. 2020): DANN trained with DP-SGD on the protected domain(s)",
 ))
 

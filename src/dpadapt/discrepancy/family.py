@@ -15,7 +15,8 @@ from dpadapt.api import Family, Plan, register
 from dpadapt.discrepancy import party, private
 from dpadapt.discrepancy.core import default_mu, source_radius
 from dpadapt.discrepancy.estimator import DiscrepancyConfig, DiscrepancyRegressor
-from dpadapt.privacy.mechanisms import NoiseSource
+from dpadapt.datasets.synthetic import make_bms_regression
+from dpadapt.privacy.mechanisms import NoiseSource, random_streams
 from dpadapt.release import Release, ReleaseError
 from dpadapt.validation import check_features
 
@@ -77,8 +78,25 @@ def adapt(release_: Release, data: dict[str, Any], config: DiscrepancyConfig) ->
     return party.adapt_from_weights(release_, data["Xs"], data["ys"], Lambda=config.Lambda, ridge=config.ridge)
 
 
+def contract_example(random_state: int) -> tuple[DiscrepancyConfig, dict[str, Any]]:
+    """The family contract's example (``api.Family.example``): noisy Frank–Wolfe, 60 public + 40 private rows.
+
+    A regression (no label set): the family's ``classes_param`` is None.
+    """
+    data = make_bms_regression(m=60, n=40, d=5, n_test=1, random_state=random_state)
+    return DiscrepancyConfig(epsilon=1.0, random_state=random_state, K=20), data
+
+
+def contract_run(config: DiscrepancyConfig, data: dict[str, Any]) -> tuple[list[Release], DiscrepancyRegressor]:
+    """The family contract's ``run_parties``: plan on public facts → target's release of q̂ → source's regression."""
+    public, noise = random_streams(config.random_state, reproducible_noise=config.reproducible_noise)
+    rel = release(plan(config, {"X_source": data["Xs"], "n_target": len(data["Xt"])}), data, public, noise)
+    return [rel], adapt(rel, data, config)
+
+
 register(Family(
     name="discrepancy", config=DiscrepancyConfig, protected=("target",), plan=plan, release=release, adapt=adapt,
-    estimator=DiscrepancyRegressor,
+    estimator=DiscrepancyRegressor, example=contract_example, run_parties=contract_run,
+    noisy_arrays=("q",), classes_param=None,
     summary="private target weights q̂ over a public labelled source, then a weighted regression (Bassily et al. 2023)",
 ))

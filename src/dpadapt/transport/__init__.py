@@ -45,9 +45,14 @@ __all__ = [
     "solve_ot",
 ]
 
+import functools  # noqa: E402
+
 from dpadapt.api import Family, register  # noqa: E402
+from dpadapt.classstats import contract_example, contract_run  # noqa: E402
 
 register(Family(
     name="dpot", config=Config, protected=("source",), plan=plan, release=release, adapt=adapt,
     estimator=DPOTAdapter, summary="DPOT: target basis → source DP class statistics → target refinement (sound); per-row release (weak / paper)",
+    example=functools.partial(contract_example, config_class=Config), run_parties=contract_run,
+    public_arrays=("mean", "components"), noisy_arrays=("sums", "counts"),
 ))
