@@ -210,6 +210,9 @@ def plan_releases(
         sensitivity=2 * clip_norm * math.sqrt(w),
         details={**details, "noise_multiplier": z, "squared_sensitivity_unit": w, "delta_fail": delta_fail,
                  "failure_per_step": per_step, "epsilon_conditioning": eps_cond},
+        # the events hold at δ − δ_fail whenever the bound holds; composition reserves δ_fail (Guarantee.delta_extra)
+        # and, by the fixed-U argument there, needs no conditioning term (the stated ε keeps the spec's ln(1/(1−δ_fail)))
+        delta_extra=delta_fail,
     )
     return DPSWDPlan(epsilon, delta, method, mode, n, batch_size, steps, k, d, clip_norm, z, w, per_step, g)
 
