@@ -11,7 +11,7 @@ Two protocols (``source_release``):
   public stream, normalised again) and releases ONE Gaussian on its per-class sums and counts
   (:func:`dpadapt.privacy.mechanisms.class_statistics`, Δ = 2 replace-one). The target turns them
   into prototypes (centred on the source mean estimated from the same release, while it centres its
-  own rows on its own mean), refines them on its own rows (:mod:`dpadapt.alignment.refine`) and keeps
+  own rows on its own mean), refines them on its own rows (:mod:`dpadapt.classstats.adapt`, shared with the class-statistics family) and keeps
   the classifier: its own computation, nothing of the target is released (target ε = 0).
 * ``"dpsgd_heads"`` (the published design, and paper mode): the target releases noisy subspace second
   moments (:func:`release_target`), the source aligns every subspace (CORAL for PRIMA, SA for PRISA)
@@ -34,11 +34,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from dpadapt.alignment import covariance as cov
-from dpadapt.alignment import refine as target_side  # swap for dpadapt.classstats.adapt once on main
 from dpadapt.alignment.coral import coral_matrix
 from dpadapt.alignment.dp_training import dpsgd_schedule, head_scores, median_gradient_norm, train_heads
 from dpadapt.alignment.subspace import sa_bases
 from dpadapt.api import Config, ConfigError, Plan, param
+from dpadapt.classstats.adapt import REFINEMENTS, class_means, normalise_rows, principal_directions, refine
 from dpadapt.privacy import accounting
 from dpadapt.privacy.families import prima as calib
 from dpadapt.privacy.guarantee import Guarantee
@@ -69,7 +69,7 @@ class PrimaConfig(Config):
     target_pca: int | None = param(None, optional=True, low=1,
                                    help="target-side denoising: work in the top principal directions of the target's own "
                                         "centred rows (its own computation; the isotropic release noise outside them is dropped)")
-    refinement: str = param("cluster_match", choices=target_side.REFINEMENTS,
+    refinement: str = param("cluster_match", choices=REFINEMENTS,
                             help="target-side refinement of the prototypes on its own rows")
     subspace_size: int = param(512, low=1, help="public subspace size p of the random partition (dpsgd_heads)")
     partition: str = param("random", choices=PARTITIONS, help="feature partition (forward selection is NOT private)")
@@ -202,9 +202,9 @@ def public_basis(n_features: int, basis_dim: int | None, seed: int) -> np.ndarra
 def embed(X, *, log_counts: bool, basis: np.ndarray | None) -> np.ndarray:
     """The public per-row map: log1p (counts), ℓ2 normalisation, projection on the public basis, normalisation."""
     X = preprocess(X, log_counts=log_counts, row_norm=1.0, privacy_mode="sound")
-    Z = target_side.normalise_rows(_dense(X))
+    Z = normalise_rows(_dense(X))
     if basis is not None:
-        Z = target_side.normalise_rows(Z @ basis)
+        Z = normalise_rows(Z @ basis)
     return Z
 
 
@@ -250,7 +250,7 @@ class ClassStatisticsClassifier:
     def _embed(self, X) -> np.ndarray:
         Z = embed(X, log_counts=self.log_counts, basis=public_basis(self.n_features, self.basis_dim, self.basis_seed))
         if self.target_mean is not None:
-            Z = target_side.normalise_rows(Z - self.target_mean)
+            Z = normalise_rows(Z - self.target_mean)
         if self.directions is not None:  # rows re-normalised after projection, as during refinement
             P = Z @ self.directions
             Z = (P / np.maximum(np.linalg.norm(P, axis=1, keepdims=True), 1e-12)) @ self.directions.T
@@ -275,18 +275,19 @@ def adapt_class_statistics(release: Release, Xt, config: PrimaConfig) -> ClassSt
     Xt = check_features(Xt, "Xt (target)", allow_sparse=True, min_rows=1)
     if Xt.shape[1] != d:
         raise ValueError(f"target has {Xt.shape[1]} features, the release {d}")
-    means, pooled = target_side.prototypes(release["sums"], release["counts"])
+    means, pooled = class_means(release["sums"], release["counts"])
     Zt = embed(Xt, log_counts=bool(p["log_counts"]), basis=public_basis(d, p["basis_dim"], int(p["basis_seed"])))
     target_mean = None
     if config.center:
         target_mean = Zt.mean(axis=0)
-        Zt = target_side.normalise_rows(Zt - target_mean)
+        Zt = normalise_rows(Zt - target_mean)
         means = means - pooled
     V = None
     if config.target_pca is not None:
-        V = target_side.principal_directions(Zt, config.target_pca)
-        Zt, means = target_side.normalise_rows(Zt @ V), means @ V
-    W, b = target_side.refine(Zt, means, config.refinement, random_state=config.random_state)
+        V = principal_directions(Zt, config.target_pca)
+        Zt, means = normalise_rows(Zt @ V), means @ V
+    W, b = refine(Zt, normalise_rows(means), None, config.refinement,
+                              random_state=config.random_state).linear()
     if V is not None:  # scores of normalised projected rows = (Z V / ‖Z V‖) Wᵀ: keep the map in the model
         W = W @ V.T
     return ClassStatisticsClassifier(release["classes"], W, b, target_mean, d, p["basis_dim"], int(p["basis_seed"]),

@@ -156,10 +156,12 @@ def adapt(release_: Release, Xt, config: Config, *, basis_release: Release | Non
     Xt = check_features(Xt, "Xt (target)", allow_sparse=True)
     if Xt.shape[1] != p["n_features"]:
         raise ValueError(f"target has {Xt.shape[1]} features; the release was made for {p['n_features']}")
-    Z = project(row_map(Xt, bool(p["log1p"])), mean, comp)
+    M = row_map(Xt, bool(p["log1p"]))
+    Z = project(M, mean, comp)
     centers, proportions = prototypes_from_release(release_["sums"], release_["counts"])
-    centers, head = refine(Z, centers, proportions, config.refinement, random_state=config.random_state)
-    return ClassStatsModel(np.asarray(p["classes"]), bool(p["log1p"]), mean, comp, centers, head)
+    r = refine(Z, centers, proportions, config.refinement, F=M, random_state=config.random_state)
+    W, b = r.scorer if r.scorer is not None else (None, None)
+    return ClassStatsModel(np.asarray(p["classes"]), bool(p["log1p"]), mean, comp, r.centers, r.head, W, b)
 
 
 def run_parties(config: Config, Xs, ys, Xt, *, family: str | None = None) -> tuple[Release | None, Release, ClassStatsModel]:

@@ -23,7 +23,11 @@ import scipy.sparse as sp
 from scipy.special import logsumexp
 from sklearn.linear_model import LogisticRegression
 
-REFINEMENTS = ("kmeans", "self_training", "ot", "none")
+STARTS = ("none", "kmeans", "ot", "cluster_match")
+#: "<start>": nearest center after the start; "<start>+st": then self-training on the full features;
+#: "self_training": k-means, then logistic regression in the working space.
+REFINEMENTS = STARTS + ("self_training",) + tuple(f"{s}+st" for s in STARTS) + ("prototypes",)
+_ALIASES = {"prototypes": "none"}  # PRIMA's earlier name for the nearest DP prototype
 
 
 def row_map(X, log1p: bool) -> np.ndarray:
@@ -59,7 +63,8 @@ def project(M: np.ndarray, mean: np.ndarray | None, components: np.ndarray | Non
     return np.divide(Z, norms, out=np.zeros_like(Z), where=norms > 0)
 
 
-def _normalise(P: np.ndarray) -> np.ndarray:
+def normalise_rows(P: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit ℓ2 norm (zero rows stay zero)."""
     norms = np.linalg.norm(P, axis=1, keepdims=True)
     return np.divide(P, norms, out=np.zeros_like(P), where=norms > 0)
 
@@ -71,7 +76,22 @@ def prototypes_from_release(sums: np.ndarray, counts: np.ndarray) -> tuple[np.nd
     class mean is the direction of its noisy sum (the count only rescales it).
     """
     counts = np.clip(np.asarray(counts, dtype=np.float64), 1.0, None)
-    return _normalise(np.asarray(sums, dtype=np.float64)), counts / counts.sum()
+    return normalise_rows(np.asarray(sums, dtype=np.float64)), counts / counts.sum()
+
+
+def class_means(sums: np.ndarray, counts: np.ndarray, min_count: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """Class means S_c / max(c_c, min_count) and the pooled mean ΣS_c / Σc_c of noisy statistics (post-processing)."""
+    sums = np.asarray(sums, dtype=np.float64)
+    counts = np.asarray(counts, dtype=np.float64)
+    means = sums / np.maximum(counts, min_count)[:, None]
+    return means, sums.sum(axis=0) / max(float(counts.sum()), min_count)
+
+
+def principal_directions(Z: np.ndarray, k: int) -> np.ndarray:
+    """The top-``k`` right singular vectors (columns) of the receiver's own rows ``Z`` (uncentred)."""
+    k = min(k, Z.shape[0], Z.shape[1])
+    _, _, vt = np.linalg.svd(Z, full_matrices=False)
+    return vt[:k].T.copy()
 
 
 def assign(Z: np.ndarray, centers: np.ndarray) -> np.ndarray:
@@ -87,7 +107,7 @@ def refine_kmeans(Z: np.ndarray, centers: np.ndarray, n_iter: int = 50) -> np.nd
         sums = np.zeros_like(centers)
         np.add.at(sums, labels, Z)
         filled = np.linalg.norm(sums, axis=1) > 0
-        centers[filled] = _normalise(sums[filled])
+        centers[filled] = normalise_rows(sums[filled])
         new = assign(Z, centers)
         if np.array_equal(new, labels):
             break
@@ -113,6 +133,51 @@ def refine_ot(Z: np.ndarray, centers: np.ndarray, proportions: np.ndarray, reg: 
     return plan / plan.sum(axis=1, keepdims=True)
 
 
+def self_training(
+    F: np.ndarray, labels: np.ndarray, n_classes: int, rounds: int = 5, C: float = 10.0, folds: int = 5,
+    random_state=None,
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Cross-fitted logistic-regression self-training on the receiver's rows ``F`` from pseudo-``labels``.
+
+    Each round re-labels every row by a logistic regression fitted on the OTHER folds (``folds``
+    shuffled folds; in a high-dimensional space a model fitted on a row's own pseudo-label would just
+    repeat it), for at most ``rounds`` rounds or until the labels stop changing; the returned scorer
+    is fitted on all rows with the final labels. Returns ``(W, b)`` (scores ``F @ W.T + b``, one row
+    per class of the public label set, a class absent from the labels scores −∞), or ``None`` with
+    fewer than two classes.
+    """
+    from sklearn.model_selection import KFold
+
+    labels = np.asarray(labels)
+    n = F.shape[0]
+    for _ in range(rounds if n >= 2 * folds else 0):
+        new = labels.copy()
+        for train, test in KFold(folds, shuffle=True, random_state=random_state).split(F):
+            if np.unique(labels[train]).size < 2:
+                continue
+            clf = LogisticRegression(C=C, max_iter=500).fit(F[train], labels[train])
+            new[test] = clf.classes_[np.argmax(clf.predict_proba(F[test]), axis=1)]
+        if np.array_equal(new, labels):
+            break
+        labels = new
+    if np.unique(labels).size < 2:
+        return None
+    clf = LogisticRegression(C=C, max_iter=1000).fit(F, labels)
+    return linear_scores(clf, n_classes, F.shape[1])
+
+
+def linear_scores(model: LogisticRegression, n_classes: int, n_features: int) -> tuple[np.ndarray, np.ndarray]:
+    """(W, b) of a fitted logistic regression with one row per class index (absent classes score −∞ via b)."""
+    W = np.zeros((n_classes, n_features))
+    b = np.full(n_classes, -np.inf)
+    coef, icpt = model.coef_, model.intercept_
+    if coef.shape[0] == 1:  # binary: p(class 1) = σ(wx + b)
+        coef, icpt = np.vstack([-coef / 2, coef / 2]), np.array([-icpt[0] / 2, icpt[0] / 2])
+    for row, cls in enumerate(model.classes_):
+        W[cls], b[cls] = coef[row], icpt[row]
+    return W, b
+
+
 def refine_self_training(
     Z: np.ndarray, labels: np.ndarray, n_classes: int, rounds: int = 5, C: float = 1.0, random_state=None
 ) -> LogisticRegression:
@@ -129,12 +194,32 @@ def refine_self_training(
     return clf
 
 
+def cluster_match(Z: np.ndarray, centers: np.ndarray, restarts: int = 10, random_state=None) -> np.ndarray:
+    """Cluster the receiver's own rows into K groups (k-means, ``restarts`` k-means++ starts), then name
+    the clusters by a one-to-one matching to the released prototypes (Hungarian, max total cosine).
+
+    The clusters use only the receiver's rows (no release noise); the noisy prototypes are used once,
+    jointly, to name them. Returns unit class centers.
+    """
+    from scipy.optimize import linear_sum_assignment
+    from sklearn.cluster import KMeans
+
+    K = centers.shape[0]
+    km = KMeans(n_clusters=K, n_init=restarts, random_state=random_state).fit(Z)
+    clusters = normalise_rows(km.cluster_centers_)
+    rows, cols = linear_sum_assignment(-(normalise_rows(centers) @ clusters.T))
+    out = normalise_rows(centers).copy()
+    out[rows] = clusters[cols]
+    return out
+
+
 @dataclasses.dataclass
 class ClassStatsModel:
     """A classifier on raw rows: public row map → basis → (nearest prototype | logistic regression).
 
     ``classes`` is the public label set; ``centers`` are unit class directions in the basis;
-    ``head`` (optional) a logistic regression on the projected rows whose ``classes_`` are indices.
+    ``head`` (optional) a logistic regression on the projected rows whose ``classes_`` are indices;
+    ``W``, ``b`` (optional) a linear scorer on the mapped rows before the basis (it takes precedence).
     """
 
     classes: np.ndarray
@@ -143,6 +228,8 @@ class ClassStatsModel:
     components: np.ndarray | None
     centers: np.ndarray
     head: LogisticRegression | None = None
+    W: np.ndarray | None = None
+    b: np.ndarray | None = None
 
     @property
     def classes_(self) -> np.ndarray:
@@ -152,6 +239,9 @@ class ClassStatsModel:
         return project(row_map(X, self.log1p), self.mean, self.components)
 
     def predict_proba(self, X) -> np.ndarray:
+        if self.W is not None:  # linear scorer on the mapped rows (full feature space)
+            scores = row_map(X, self.log1p) @ self.W.T + self.b
+            return np.exp(scores - logsumexp(scores, axis=1, keepdims=True))
         Z = self.transform(X)
         K = len(self.classes)
         if self.head is None:
@@ -168,25 +258,65 @@ class ClassStatsModel:
         return float(np.mean(self.predict(X) == np.asarray(y)))
 
 
-def refine(
-    Z: np.ndarray, centers: np.ndarray, proportions: np.ndarray, refinement: str, random_state=None
-) -> tuple[np.ndarray, LogisticRegression | None]:
-    """Run one refinement from the DP prototypes; returns (centers, optional logistic head)."""
-    if refinement not in REFINEMENTS:
-        raise ValueError(f"refinement must be one of {REFINEMENTS}, got {refinement!r}")
-    if refinement == "none":
-        return centers, None
-    if refinement == "ot":
-        soft = refine_ot(Z, centers, proportions)
-        hard = np.argmax(soft, axis=1)
+def start(Z: np.ndarray, centers: np.ndarray, proportions: np.ndarray | None, name: str, random_state=None) -> np.ndarray:
+    """Centers from the DP prototypes by one of :data:`STARTS` (``ot`` needs the DP class ``proportions``)."""
+    if name == "none":
+        return centers
+    if name == "kmeans":
+        return refine_kmeans(Z, centers)
+    if name == "cluster_match":
+        return cluster_match(Z, centers, random_state=random_state)
+    if name == "ot":
+        if proportions is None:
+            proportions = np.full(centers.shape[0], 1.0 / centers.shape[0])
+        hard = np.argmax(refine_ot(Z, centers, proportions), axis=1)
         sums = np.zeros_like(centers)
         np.add.at(sums, hard, Z)
         filled = np.linalg.norm(sums, axis=1) > 0
         out = centers.copy()
-        out[filled] = _normalise(sums[filled])
-        return out, None
-    centers = refine_kmeans(Z, centers)
-    if refinement == "kmeans":
-        return centers, None
-    head = refine_self_training(Z, assign(Z, centers), centers.shape[0], random_state=random_state)
-    return centers, head
+        out[filled] = normalise_rows(sums[filled])
+        return out
+    raise ValueError(f"unknown start {name!r}; one of {STARTS}")
+
+
+@dataclasses.dataclass
+class Refined:
+    """What a refinement gives the receiver: centers in the working space ``Z``; optionally a logistic
+    head on ``Z`` (``head``) or a linear scorer ``(W, b)`` on the full-feature rows ``F`` (``scorer``)."""
+
+    centers: np.ndarray
+    head: LogisticRegression | None = None
+    scorer: tuple[np.ndarray, np.ndarray] | None = None
+
+    def linear(self) -> tuple[np.ndarray, np.ndarray]:
+        """One linear scorer ``(W, b)``: the full-feature scorer, else the head's, else cosine to the centers
+        (valid on ``F`` when ``scorer`` is set, on ``Z`` otherwise; for PRIMA, which refines with F = Z, always Z)."""
+        if self.scorer is not None:
+            return self.scorer
+        if self.head is not None:
+            return linear_scores(self.head, self.centers.shape[0], self.centers.shape[1])
+        return normalise_rows(self.centers), np.zeros(self.centers.shape[0])
+
+
+def refine(
+    Z: np.ndarray, centers: np.ndarray, proportions: np.ndarray | None, refinement: str, *, F: np.ndarray | None = None,
+    random_state=None,
+) -> Refined:
+    """Run one refinement (:data:`REFINEMENTS`) from the DP prototypes on the receiver's own rows.
+
+    ``Z``: the rows in the working space (unit rows, same space as ``centers``); ``F``: the same rows
+    in the receiver's full feature space (default ``Z``), used by the ``"<start>+st"`` refinements:
+    centers by ``<start>``, then logistic-regression self-training on ``F`` from their nearest-center
+    labels (C = 10, ≤ 5 rounds). ``"self_training"``: k-means, then logistic regression on ``Z`` (C = 1).
+    """
+    if refinement not in REFINEMENTS:
+        raise ValueError(f"refinement must be one of {REFINEMENTS}, got {refinement!r}")
+    refinement = _ALIASES.get(refinement, refinement)
+    if refinement.endswith("+st"):
+        c = start(Z, centers, proportions, refinement[:-3], random_state)
+        F = Z if F is None else F
+        return Refined(c, scorer=self_training(F, assign(Z, c), c.shape[0], random_state=random_state))
+    if refinement == "self_training":
+        c = refine_kmeans(Z, centers)
+        return Refined(c, head=refine_self_training(Z, assign(Z, c), c.shape[0], random_state=random_state))
+    return Refined(start(Z, centers, proportions, refinement, random_state))

@@ -20,7 +20,7 @@ import numpy as np
 
 from dpadapt.alignment import covariance as cov
 from dpadapt.alignment import prima
-from dpadapt.alignment.refine import REFINEMENTS
+from dpadapt.classstats.adapt import REFINEMENTS
 from dpadapt.cli.methods import AdaptOutcome, MethodCommands, PlannedRelease, register
 from dpadapt.io import Table
 from dpadapt.privacy.mechanisms import random_streams
