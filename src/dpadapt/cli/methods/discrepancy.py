@@ -15,32 +15,24 @@ from __future__ import annotations
 
 import argparse
 
+from dpadapt.cli.config_options import add_config_options
 from dpadapt.cli.methods import AdaptOutcome, MethodCommands, PlannedRelease, register
 from dpadapt.discrepancy.party import (
     KIND,
     METHOD,
-    PRIVATE_ALGORITHMS,
     adapt_from_weights,
     plan_weights_release,
 )
+from dpadapt.discrepancy.estimator import DiscrepancyConfig
 from dpadapt.io import Table, load_table
 
 
 def add_release_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--source-data", required=True,
                         help="the PUBLIC source file (features; labels needed for --algorithm single_stage)")
-    parser.add_argument("--algorithm", choices=PRIVATE_ALGORITHMS, default="frank_wolfe",
-                        help="noisy Frank-Wolfe (Alg. 2, default), noisy mirror descent (Alg. 3) or single-stage (Alg. 1)")
-    parser.add_argument("--r", type=float, required=True,
-                        help="public bound on target row norms; rows are clipped to it (choose it without looking at the target)")
-    parser.add_argument("--K", type=int, default=1000, help="iterations (default 1000)")
-    parser.add_argument("--lam", type=float, default=1e-3, help="ℓ2 regulariser on q (default 0.001)")
-    parser.add_argument("--mu", type=float, default=None, help="softmax parameter μ (default √(K log(m+n)/(8r̂⁴)))")
-    parser.add_argument("--Lambda", type=float, default=2.0, help="norm bound on w (default 2)")
-    parser.add_argument("--md-variant", choices=("entropic", "pnorm"), default="entropic")
-    parser.add_argument("--selection", choices=("last", "uniform", "paper_argmin"), default="last",
-                        help="single-stage output (paper_argmin only with --privacy-mode paper)")
-    parser.add_argument("--privacy-mode", choices=("sound", "paper"), default="sound")
+    add_config_options(parser, DiscrepancyConfig,
+                       ("algorithm", "r", "K", "lam", "mu", "Lambda", "md_variant", "selection", "privacy_mode"),
+                       defaults={"K": 1000}, required=("r",))
 
 
 def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
@@ -54,8 +46,8 @@ def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
 
 
 def add_adapt_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--Lambda", type=float, default=None, help="norm bound on w (default: the one in the release)")
-    parser.add_argument("--ridge", type=float, default=0.0, help="ridge term of the second stage (default 0)")
+    # Lambda=None: the norm bound stated in the release
+    add_config_options(parser, DiscrepancyConfig, ("Lambda", "ridge"), defaults={"Lambda": None})
 
 
 def adapt(args: argparse.Namespace, table: Table, releases: list) -> AdaptOutcome:

@@ -21,64 +21,42 @@ import argparse
 
 import numpy as np
 
+from dpadapt.cli.config_options import add_config_options, add_option, config_from_args
 from dpadapt.cli.methods import AdaptOutcome, MethodCommands, PlannedRelease, register
 from dpadapt.io import Table
 from dpadapt.privacy.mechanisms import random_streams
 from dpadapt.release import Release, ReleaseError
 from dpadapt.transport import da as dpot_family
-from dpadapt.transport.coupling import OT_METHODS
 from dpadapt.transport.da import adapt_dpot
 from dpadapt.transport.dpot import execute_dpot_source, plan_dpot_source
 from dpadapt.validation import check_features, check_labels
 
 
-def _add(parser: argparse.ArgumentParser, *flags, **kwargs) -> None:
-    """Add an option unless the generic driver already defined it (e.g. --epsilon, --seed)."""
-    if any(f in parser._option_string_actions for f in flags):
-        return
-    parser.add_argument(*flags, **kwargs)
-
-
-def _none_or_int(value: str) -> int | None:
-    return None if value.lower() in ("none", "all", "0") else int(value)
-
-
 def _classes(args: argparse.Namespace) -> tuple | None:
-    if args.classes:
-        values = [v.strip() for v in args.classes.split(",") if v.strip()]
-        return tuple(int(v) if v.lstrip("-").isdigit() else v for v in values)
+    if args.classes is not None:
+        return args.classes
     if args.n_classes is not None:
         return tuple(range(int(args.n_classes)))
     return None
 
 
+#: the source's options (class-statistics design, then the per-row design); ``k`` comes from the basis
+RELEASE_OPTIONS = ("privacy_mode", "design", "classes", "feature_type", "log1p", "relation", "batch_size",
+                   "noise_multiplier", "steps", "label_epsilon", "labels", "proj_dim", "projection", "row_norm",
+                   "clip_norm")
+#: the target's options (refinement of the class-statistics design; OT and head of the per-row design)
+ADAPT_OPTIONS = ("refinement", "ot_method", "reg_e", "reg_g", "head", "target_batch_size")
+
+
 def add_release_arguments(parser: argparse.ArgumentParser) -> None:
-    _add(parser, "--privacy-mode", choices=("sound", "paper"), default="sound")
-    _add(parser, "--design", choices=("auto", "classstats", "rows"), default="auto",
-         help="'auto': class statistics in sound mode, the published per-row release in paper mode; 'rows': per-row (weak)")
-    _add(parser, "--classes", default=None, help="the public label set, comma-separated (required in sound mode)")
-    _add(parser, "--n-classes", type=int, default=None, help="public label set 0..N-1 (instead of --classes)")
-    # class-statistics design
-    _add(parser, "--basis", default=None, help="the target's basis Release (from `dpadapt basis`); omit for k = 0 (no basis)")
-    _add(parser, "--feature-type", choices=("dense", "counts"), default="dense", help="public feature type ('counts': log1p)")
-    _add(parser, "--relation", choices=("replace_one", "add_remove"), default="replace_one")
-    # per-row design
-    _add(parser, "--batch-size", type=_none_or_int, default=None, help="rows design: minibatch size B")
-    _add(parser, "--noise-multiplier", type=float, default=1.1, help="rows design, minibatch: z = σ/Δ (paper: σ/w)")
-    _add(parser, "--steps", type=int, default=None, help="rows design, minibatch: steps T")
-    _add(parser, "--label-epsilon", type=float, default=None, help="rows design: ε′ of the labels (sound default 0.25·ε)")
-    _add(parser, "--labels", choices=("rr", "public"), default="rr", help="rows design: randomized response or public labels")
-    _add(parser, "--proj-dim", type=int, default=None, help="rows design: projection dimension ℓ (default ⌈k/10⌉)")
-    _add(parser, "--projection", choices=("jl", "identity"), default="jl")
-    _add(parser, "--row-norm", choices=("normalize", "clip", "none"), default=None)
-    _add(parser, "--clip-norm", type=float, default=1.0, help="rows design: public row norm C")
+    add_config_options(parser, dpot_family.Config, RELEASE_OPTIONS)
+    add_option(parser, "--n-classes", type=int, default=None, help="public label set 0..N-1 (instead of --classes)")
+    add_option(parser, "--basis", default=None,
+               help="the target's basis Release (from `dpadapt basis`); omit for k = 0 (no basis)")
 
 
 def _config(args, **extra) -> dpot_family.Config:
-    return dpot_family.Config(
-        epsilon=args.epsilon, delta=args.delta, privacy_mode=args.privacy_mode, classes=_classes(args),
-        random_state=args.seed, design=args.design, feature_type=args.feature_type, relation=args.relation, **extra,
-    )
+    return config_from_args(dpot_family.Config, args, classes=_classes(args), **extra)
 
 
 def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
@@ -103,11 +81,11 @@ def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
     classes = config.classes or (tuple(range(int(y.max()) + 1)) if config.privacy_mode == "paper" else config.required_classes())
     public, noise = random_streams(args.seed)
     plan = plan_dpot_source(
-        n, X.shape[1], len(classes), args.epsilon, args.delta,
-        projection_seed=int(public.integers(2**63 - 1)), proj_dim=args.proj_dim, batch_size=args.batch_size,
-        noise_multiplier=args.noise_multiplier, steps=args.steps, label_epsilon=args.label_epsilon,
-        labels=args.labels, row_norm=args.row_norm, clip_norm=args.clip_norm,
-        privacy_mode=args.privacy_mode, projection=args.projection,
+        n, X.shape[1], len(classes), config.epsilon, config.delta,
+        projection_seed=int(public.integers(2**63 - 1)), proj_dim=config.proj_dim, batch_size=config.batch_size,
+        noise_multiplier=config.noise_multiplier, steps=config.steps, label_epsilon=config.label_epsilon,
+        labels=config.labels, row_norm=config.row_norm, clip_norm=config.clip_norm,
+        privacy_mode=config.privacy_mode, projection=config.projection,
     )
 
     def execute() -> Release:
@@ -119,16 +97,10 @@ def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
 
 
 def add_adapt_arguments(parser: argparse.ArgumentParser) -> None:
-    _add(parser, "--seed", type=int, default=None, help="target-side seed (minibatches, classifier)")
-    _add(parser, "--refinement", choices=("kmeans", "self_training", "ot", "none"), default="ot",
-         help="class-statistics design: refinement of the DP prototypes on your rows")
-    _add(parser, "--ot-method", choices=OT_METHODS, default="sinkhorn_gl", help="rows design")
-    _add(parser, "--reg-e", type=float, default=0.01, help="rows design: entropic weight λ_e")
-    _add(parser, "--reg-g", type=float, default=0.1, help="rows design: group-lasso weight λ_g")
-    _add(parser, "--head", choices=("mlp", "logreg"), default="mlp", help="rows design: classifier head")
-    _add(parser, "--target-batch-size", type=int, default=None, help="rows design")
-    _add(parser, "--use-target-labels", action="store_true",
-         help="rows design, semi-supervised: use the target file's labels (-1 = unknown); otherwise labels only score")
+    add_option(parser, "--seed", type=int, default=None, help="target-side seed (minibatches, classifier)")
+    add_config_options(parser, dpot_family.Config, ADAPT_OPTIONS)
+    add_option(parser, "--use-target-labels", action="store_true",
+               help="rows design, semi-supervised: use the target file's labels (-1 = unknown); otherwise labels only score")
 
 
 def adapt(args: argparse.Namespace, table: Table, releases: list[Release]) -> AdaptOutcome:
@@ -139,14 +111,14 @@ def adapt(args: argparse.Namespace, table: Table, releases: list[Release]) -> Ad
         raise ValueError(f"adapt dpot needs one source release (and at most one basis), got {[r.kind for r in releases]}")
     release = stats[0]
     metrics: dict[str, float] = {}
+    config = config_from_args(dpot_family.Config, args)
     if release.kind == "class_statistics":
-        config = dpot_family.Config(refinement=args.refinement, random_state=args.seed)
         model = dpot_family.adapt(release, table.X, config, basis_release=basis[0] if basis else None)
     else:
         result = adapt_dpot(
-            release, table.X, table.y if args.use_target_labels else None, ot_method=args.ot_method,
-            reg_e=args.reg_e, reg_g=args.reg_g, head=args.head, target_batch_size=args.target_batch_size,
-            random_state=args.seed,
+            release, table.X, table.y if args.use_target_labels else None, ot_method=config.ot_method,
+            reg_e=config.reg_e, reg_g=config.reg_g, head=config.head, target_batch_size=config.target_batch_size,
+            random_state=config.random_state,
         )
         model = result.model
         metrics = {"w_tilde": result.w_tilde, "n_training_images": float(result.images.shape[0])}

@@ -18,49 +18,32 @@ import argparse
 
 import numpy as np
 
-from dpadapt.alignment import covariance as cov
 from dpadapt.alignment import prima
-from dpadapt.classstats.adapt import REFINEMENTS
+from dpadapt.cli.config_options import add_config_options, config_from_args
 from dpadapt.cli.methods import AdaptOutcome, MethodCommands, PlannedRelease, register
 from dpadapt.io import Table
 from dpadapt.privacy.mechanisms import random_streams
 from dpadapt.release import Release, ReleaseError
 
 
-def _classes(text: str | None):
-    if text is None:
-        return None
-    values = [v.strip() for v in text.split(",") if v.strip()]
-    try:
-        return tuple(int(v) for v in values)
-    except ValueError:
-        return tuple(values)
+#: the releasing party's options (the source's class statistics, or the target's covariances)
+RELEASE_OPTIONS = ("source_release", "classes", "basis_dim", "subspace_size", "partition", "psd_repair", "log_counts",
+                   "privacy_mode")
+#: the receiver's options (the target's refinement, or the source's DP-SGD heads)
+ADAPT_OPTIONS = ("classes", "refinement", "alignment", "sa_dim", "head", "epochs", "batch_size", "lr", "max_grad_norm",
+                 "cov_budget_fraction", "joint", "privacy_mode")
 
 
 def add_release_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--source-release", choices=prima.SOURCE_RELEASES[1:], default="class_statistics",
-                   help="class_statistics: this party is the source (labelled data); dpsgd_heads: this is the target")
-    p.add_argument("--classes", default=None, help="the public label set, comma-separated (class statistics)")
-    p.add_argument("--basis-dim", type=int, default=1024, help="columns of the public random basis (0: none)")
-    p.add_argument("--subspace-size", type=int, default=512, help="public size p of the random feature subspaces")
-    p.add_argument("--partition", choices=prima.PARTITIONS, default="random",
-                   help="random (sound), forward (published forward selection: NOT private), full (one block)")
-    p.add_argument("--psd-repair", choices=cov.PSD_REPAIRS, default="eig_clip")
-    p.add_argument("--log-counts", action="store_true", help="log(1 + x) first (count features)")
-    p.add_argument("--privacy-mode", choices=("sound", "paper"), default="sound")
+    add_config_options(p, prima.PrimaConfig, RELEASE_OPTIONS, defaults={"source_release": "class_statistics"})
 
 
-def _config(args: argparse.Namespace, **extra) -> prima.PrimaConfig:
-    values = {k: getattr(args, k) for k in ("subspace_size", "partition", "psd_repair", "log_counts", "privacy_mode")
-              if hasattr(args, k)}
-    if getattr(args, "basis_dim", None) is not None:
-        values["basis_dim"] = args.basis_dim or None
-    return prima.PrimaConfig(epsilon=args.epsilon, delta=args.delta, random_state=args.seed,
-                             classes=_classes(getattr(args, "classes", None)), **values, **extra)
+def add_adapt_arguments(p: argparse.ArgumentParser) -> None:
+    add_config_options(p, prima.PrimaConfig, ADAPT_OPTIONS)
 
 
 def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
-    config = _config(args, source_release=args.source_release)
+    config = config_from_args(prima.PrimaConfig, args)
     n, d = table.X.shape
     plan = prima.plan(config, {"n_source": n, "n_target": n, "n_features": d})
 
@@ -81,21 +64,6 @@ def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
     return PlannedRelease(plan.calibration["target_guarantee"], execute_target)
 
 
-def add_adapt_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--classes", default=None, help="the public label set, comma-separated")
-    p.add_argument("--refinement", choices=REFINEMENTS, default="cluster_match", help="target-side refinement (class statistics)")
-    p.add_argument("--alignment", choices=prima.ALIGNMENTS, default="coral", help="coral (PRIMA) or sa (PRISA)")
-    p.add_argument("--sa-dim", type=int, default=64)
-    p.add_argument("--head", choices=("logreg", "mlp"), default="logreg")
-    p.add_argument("--epochs", type=int, default=30)
-    p.add_argument("--batch-size", type=int, default=25)
-    p.add_argument("--lr", type=float, default=1.0)
-    p.add_argument("--max-grad-norm", type=float, default=1.0, help="DP-SGD clipping bound (fixed a priori)")
-    p.add_argument("--cov-budget-fraction", type=float, default=0.2, help="share of the source ε for its covariance")
-    p.add_argument("--separate-runs", action="store_true", help="one DP-SGD run per subspace (composed) instead of one joint run")
-    p.add_argument("--privacy-mode", choices=("sound", "paper"), default="sound")
-
-
 def adapt(args: argparse.Namespace, table: Table, releases: list[Release]) -> AdaptOutcome:
     if len(releases) != 1:
         raise ValueError("prima adapt takes exactly one --release")
@@ -103,8 +71,7 @@ def adapt(args: argparse.Namespace, table: Table, releases: list[Release]) -> Ad
     if release.method != prima.METHOD:
         raise ReleaseError(f"expected a prima release, got {release.method}/{release.kind}")
     if release.kind in ("source_class_statistics", "source_models"):
-        config = prima.PrimaConfig(refinement=args.refinement, random_state=args.seed,
-                                   privacy_mode=release.params.get("privacy_mode", "sound"))
+        config = config_from_args(prima.PrimaConfig, args, privacy_mode=release.params.get("privacy_mode", "sound"))
         model = prima.adapt(release, table.X, config)
         metrics = {"accuracy": model.score(table.X, table.y)} if table.y is not None else {}
         return AdaptOutcome(model=model, guarantees={"source": release.guarantee}, metrics=metrics)
@@ -114,9 +81,7 @@ def adapt(args: argparse.Namespace, table: Table, releases: list[Release]) -> Ad
         raise ValueError(f"{table.path}: the source party needs labelled data")
     if args.epsilon is None or args.delta is None:
         raise ValueError("give --epsilon and --delta: the source's budget for the returned models")
-    config = _config(args, source_release="dpsgd_heads", alignment=args.alignment, sa_dim=args.sa_dim, head=args.head,
-                     epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, max_grad_norm=args.max_grad_norm,
-                     cov_budget_fraction=args.cov_budget_fraction, joint=not args.separate_runs)
+    config = config_from_args(prima.PrimaConfig, args, source_release="dpsgd_heads")
     if config.classes is None:
         raise ValueError("give --classes: the label set is public (inferring it from the labels leaks them)")
     plan = prima.plan(config, {"n_source": table.X.shape[0], "n_target": int(release.params["n_target"]),
