@@ -112,7 +112,7 @@ def test_duplicate_suite_name_rejected(tiny_suite):
         register_suite("tiny-test")(lambda quick, epsilons=None: [])
 
 
-def test_source_only_suite_is_registered():
+def test_source_only_suite_is_registered(data_root):  # building the rows reads the pairs' shapes
     suite = registry.get_suite("source-only")
     tasks = suite.build(False, None)
     names = {t.task for t in tasks}

@@ -65,7 +65,7 @@ def _release(src: Path, eps: float = 4.0, out: str = "s.release", *extra: str) -
 
 
 def test_demo_runs_two_processes_and_prints_accuracy_and_reports(tmp_path):
-    done = _dpadapt(["demo", "--method", "noisy-mean", "--workdir", str(tmp_path / "demo")], tmp_path)
+    done = _dpadapt(["demo", "--method", "noisy-mean", "--workdir", "demo"], tmp_path)  # relative, as in the README
     assert done.returncode == 0, done.stderr
     out = done.stdout
     accuracy = float(re.search(r"target accuracy of the adapted model .*: ([0-9.]+)", out).group(1))

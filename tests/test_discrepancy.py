@@ -360,7 +360,8 @@ def test_multiclass_classifier_one_weighting_eps_spent_once(monkeypatch):
     real = est_mod.fit_weights
     monkeypatch.setattr(est_mod, "fit_weights", lambda *a, **k: calls.append(1) or real(*a, **k))
     start = time.perf_counter()
-    clf = DiscrepancyClassifier(epsilon=2.0, delta=1e-5, r=1.0, Lambda=None, ridge=1e-3, random_state=0)
+    clf = DiscrepancyClassifier(epsilon=2.0, delta=1e-5, r=1.0, Lambda=None, ridge=1e-3, random_state=0,
+                               reproducible_noise=True)
     clf.fit_domains(Xs, ys, Xt)
     assert time.perf_counter() - start < 30.0  # default K: seconds, not minutes
     assert len(calls) == 1 and clf.coef_.shape == (8, 4)

@@ -8,8 +8,8 @@ exactly the commands a user would type in two terminals::
     source$ dpadapt budget set --party source --data source.npz --epsilon ... --delta ...
     source$ dpadapt release METHOD --data source.npz --epsilon ... --delta ... --out ../exchange/source.release
     target$ dpadapt report ../exchange/source.release
-    target$ dpadapt adapt METHOD --release ../exchange/source.release --data target.npz --out model.joblib
-    target$ dpadapt report model.joblib
+    target$ dpadapt adapt METHOD --release ../exchange/source.release --data target.npz --out model.dpadapt
+    target$ dpadapt report model.dpadapt
     source$ dpadapt release METHOD ...          (a second release: refused, the budget is spent)
     source$ dpadapt budget show --history       (and the target's, which released nothing)
 
@@ -34,7 +34,7 @@ from dpadapt.io import save_table
 #: Method arguments the demo uses unless --release-args / --adapt-args are given: small,
 #: fast settings for the generated 20-feature problem (not tuned on the held-out rows).
 DEMO_ARGS: dict[str, tuple[str, str]] = {
-    "dpot": ("--classes 0,1,2 --basis ../exchange/basis.release", "--release ../exchange/basis.release"),
+    "dpot": ("--classes 0,1,2 --basis ../exchange/basis.release", "--own-release ../exchange/basis.release"),
 }
 #: Methods whose (unprotected) target first sends its basis (`dpadapt basis`).
 BASIS_FIRST = ("dpot",)
@@ -64,7 +64,7 @@ def run(args) -> int:
     if args.method not in registered:
         names = ", ".join(registered) or "none"
         raise ValueError(f"method {args.method!r} is not registered in this installation (registered: {names})")
-    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="dpadapt-demo-"))
+    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="dpadapt-demo-")).resolve()
     src, tgt, exchange = workdir / "source", workdir / "target", workdir / "exchange"
     for d in (src, tgt, exchange):
         d.mkdir(parents=True, exist_ok=True)
@@ -92,14 +92,14 @@ def run(args) -> int:
                     "--delta", f"{args.delta:g}", "--out", release_file, "--seed", str(args.seed), *method_release]),
         ("target", ["report", release_file]),
         ("target", ["adapt", args.method, "--release", release_file, "--data", "target.npz",
-                    "--out", "model.joblib", "--seed", str(args.seed), *method_adapt]),
-        ("target", ["report", "model.joblib"]),
+                    "--out", "model.dpadapt", "--seed", str(args.seed), *method_adapt]),
+        ("target", ["report", "model.dpadapt"]),
     ]
     for party, argv in steps:
         if _step(party, argv, src if party == "source" else tgt) != 0:
             print(f"\ndemo stopped: the {party} step failed", file=sys.stderr)
             return 1
-    accuracy, baseline = _evaluate(tgt / "model.joblib", tgt / "target_test.npz", Xs, ys)
+    accuracy, baseline = _evaluate(tgt / "model.dpadapt", tgt / "target_test.npz", Xs, ys)
     dp_ncm, dp_lr = _dp_source_only(Xs, ys, tgt / "target_test.npz", args)
     print("\n== Result (target party, on its held-out labelled rows) ==")
     print(f"  target accuracy of the adapted model ({args.method}, source ε = {args.epsilon:g}): {accuracy:.3f}")

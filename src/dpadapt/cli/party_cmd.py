@@ -147,6 +147,9 @@ def _add_serve_common(p: argparse.ArgumentParser) -> None:
 
 def _add_adapt_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--release", action="append", default=[], help="the other party's Release file (repeatable)")
+    p.add_argument("--own-release", action="append", default=[], metavar="RELEASE",
+                   help="a Release file you wrote yourself, e.g. your basis from `dpadapt basis` (repeatable): "
+                        "integrity-checked, but not required to be signed by a --trust key")
     p.add_argument("--exchange", help="iterative methods: shared folder with the party running `dpadapt serve`")
     p.add_argument("--connect", type=int, metavar="PORT", help="iterative methods: connect to `dpadapt serve` on 127.0.0.1:PORT")
     p.add_argument("--session", default="", help="session name (as given to `dpadapt serve`)")
@@ -308,6 +311,7 @@ def run_adapt(args: argparse.Namespace) -> int:
     trusted = trusted_keys(args)
     args.sign_key = sign_key(args)
     releases = [Release.load(p, expect_method=commands.name, trusted=trusted) for p in args.release]
+    releases += [Release.load(p, expect_method=commands.name) for p in args.own_release]
     table = load_table(args.data, args.label_column)
     check_release_dimensions(releases, table)
     out = _check_out(args.out, args.force)

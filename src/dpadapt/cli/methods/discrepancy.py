@@ -8,7 +8,7 @@ q̂-weighted regression on its labelled rows (post-processing). See :mod:`dpadap
 
     dpadapt release discrepancy --data target.npz --source-data source.npz --r 1.5 \\
         --epsilon 4 --delta 1e-5 --out weights.release
-    dpadapt adapt discrepancy --release weights.release --data source.npz --out model.joblib
+    dpadapt adapt discrepancy --release weights.release --data source.npz --out model.dpadapt
 """
 
 from __future__ import annotations

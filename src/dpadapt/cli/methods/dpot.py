@@ -8,7 +8,7 @@ Sound mode (default): the class-statistics protocol in three steps —
    --epsilon E --delta D --out stats.release`` — ONE Gaussian release of per-class sums and counts,
    planned (σ, Guarantee) before any noise, charged to the source's ledger;
 3. target: ``dpadapt adapt dpot --release stats.release --release basis.release --data target.npz
-   --out model.joblib``.
+   --out model.dpadapt``.
 
 ``--design rows`` (or ``--privacy-mode paper``) keeps the per-row release of noisy projected rows
 (weak in sound mode: each row's noise is far larger than the row). The public label set

@@ -5,7 +5,7 @@ Sound workflow (class statistics, the default)::
     # source: ONE Gaussian on its per-class sums and counts, (ε, δ)-DP; the label set is public
     dpadapt release prima --data source.npz --classes 0,1,2,3 --epsilon 2 --delta 1e-5 --out stats.release
     # target: prototypes refined on its own rows; the model stays with it (nothing of the target released)
-    dpadapt adapt prima --release stats.release --data target.npz --out target_model.joblib
+    dpadapt adapt prima --release stats.release --data target.npz --out target_model.dpadapt
 
 The published heads protocol (``--source-release dpsgd_heads``): the target releases its noisy subspace
 covariances (``release``), the source returns DP-SGD heads (``adapt --return-release``), the target
