@@ -83,13 +83,24 @@ def test_noise_is_secret_but_public_randomness_and_reproducible_noise_replay(rng
 @pytest.mark.parametrize("refinement", ["kmeans", "self_training", "ot", "none"])
 def test_class_statistics_adapt_beats_dp_source_only(rng, refinement):
     Xs, ys, Xt, yt = shifted_domains(rng, n=300)
-    kw = dict(epsilon=2.0, classes=CL, random_state=0)
+    kw = dict(epsilon=2.0, classes=CL, random_state=0, reproducible_noise=True)
     da = ClassStatsDA(k=10, refinement=refinement, **kw).fit_domains(Xs, ys, Xt)
     assert da.guarantee_.valid and da.guarantee_.epsilon == pytest.approx(2.0)
     assert da.score(Xt, yt) > 0.85
     if refinement != "none":
         ncm = DPNearestClassMean(**kw).fit_domains(Xs, ys)
         assert da.score(Xt, yt) >= ncm.score(Xt, yt)
+
+
+def test_receiver_warns_when_the_release_is_mostly_noise(rng, recwarn):
+    Xs, ys, Xt, _ = shifted_domains(rng, n=150)
+    kw = dict(classes=CL, k=10, random_state=0, reproducible_noise=True)
+    with pytest.warns(classstats.NoiseDominatedWarning, match="near chance"):
+        ClassStatsDA(epsilon=1e-3, **kw).fit_domains(Xs, ys, Xt)
+    ClassStatsDA(epsilon=8.0, **kw).fit_domains(Xs, ys, Xt)
+    assert not [w for w in recwarn if issubclass(w.category, classstats.NoiseDominatedWarning)]
+    share = classstats.noise_share(np.array([[3.0, 4.0], [0.0, 0.0]]), sigma=1.0)
+    assert share == pytest.approx([2 / 25, 1.0])
 
 
 def test_non_private_counterpart_has_no_guarantee(rng):
