@@ -15,6 +15,7 @@ import argparse
 import importlib
 import os
 import sys
+import warnings
 
 from dpadapt import __version__
 
@@ -74,6 +75,15 @@ def _one_line(exc: BaseException) -> str:
     return text
 
 
+def _warning_line(command: str):
+    """A ``warnings.showwarning`` that prints one line ``dpadapt CMD: warning: ...`` on stderr."""
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        print(f"dpadapt {command}: warning: {' '.join(str(message).split())}", file=file or sys.stderr)
+
+    return show
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv)
@@ -82,7 +92,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(args.func(args) or 0)
+        with warnings.catch_warnings():
+            warnings.showwarning = _warning_line(args.command)
+            return int(args.func(args) or 0)
     except KeyboardInterrupt:
         print(f"dpadapt {args.command}: interrupted", file=sys.stderr)
         return 130
