@@ -137,7 +137,9 @@ def clip_rows(X: np.ndarray, max_norm: float) -> np.ndarray:
     check_positive(max_norm, "max_norm")
     X = np.asarray(X, dtype=np.float64)
     norms = np.linalg.norm(X, axis=1, keepdims=True)
-    scale = np.minimum(1.0, max_norm / np.maximum(norms, np.finfo(float).tiny))
+    scale = np.ones_like(norms)
+    over = norms > max_norm
+    scale[over] = max_norm / norms[over]
     return X * scale
 
 
