@@ -44,6 +44,7 @@ from torch import nn
 
 from dpadapt.api import ConfigEstimator
 from dpadapt.deep.configs import DPSWDConfig, training_steps
+from dpadapt.privacy.families.dpswd import rounds_guarantee
 from dpadapt.privacy.guarantee import Guarantee
 from dpadapt.privacy.mechanisms import NoiseSource, noisy_projections, random_streams, secret_subsample, torch_gaussian_noise
 from dpadapt.release import Release
@@ -158,11 +159,7 @@ def release_target_rounds(
         target_projections(g, Xt, U, batch_size=plan.batch_size, sigma=s, clip_norm=plan.clip_norm, noise=noise)
         for U, s in zip(directions, sigmas)
     ])
-    g_rounds = Guarantee.from_event(
-        swd.steps_event(plan.noise_multiplier, plan.n, plan.batch_size, len(directions)),
-        party="target", unit="record", relation="replace_one", delta=plan.delta, theorem=plan.guarantee.theorem,
-        details={"rounds": len(directions), "noise_multiplier": plan.noise_multiplier},
-    ) if plan.method == "spectral" else plan.guarantee
+    g_rounds = rounds_guarantee(plan, len(directions))
     return Release(
         method="dpswd", kind="target_rounds", owner="target",
         arrays={"projections": proj, "directions": np.stack(directions), "sigmas": sigmas},

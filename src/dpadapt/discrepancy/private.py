@@ -42,6 +42,7 @@ from dpadapt.discrepancy.core import (
 )
 from dpadapt.discrepancy.stage2 import weighted_regression
 from dpadapt.privacy import accounting
+from dpadapt.privacy.families import discrepancy as families
 from dpadapt.privacy.guarantee import Guarantee
 from dpadapt.privacy.mechanisms import NoiseSource, gaussian, random_streams, report_noisy_min
 from dpadapt.validation import (
@@ -208,9 +209,8 @@ def plan_rnm_steps(
         eps0 = per_step_epsilon(epsilon, delta, K)
         event = _rr_steps_event(eps0, K)
         scale = 2.0 * tau / eps0
-        g = Guarantee.from_event(
-            event, party="target", unit="record", relation="replace_one", delta=delta, theorem=theorem,
-            method="rdp", reasons=extra_reasons, sensitivity=tau,
+        g = families.rnm_steps_guarantee(
+            event, delta, theorem=theorem, reasons=extra_reasons, sensitivity=tau,
             details={**details, "epsilon0": eps0, "laplace_scale": scale, "sensitivity": "linf, tight μr²r̂²/n"},
         )
         return Plan(g, True, tau, eps0, False, scale)
@@ -218,18 +218,9 @@ def plan_rnm_steps(
     eps0 = epsilon / math.sqrt(8.0 * K * math.log(1.0 / delta))
     monotone = paper_monotone  # Alg. 2's printed σ is the monotone-RNM scale for the loose τ; Alg. 1's is 2τ/ε₀
     scale = (1.0 if monotone else 2.0) * tau / eps0
-    eps_total, delta_total = accounting.advanced_composition(eps0, 0.0, K, delta)
-    g = Guarantee(
-        party="target", unit="record", relation="replace_one", epsilon=eps_total, delta=delta_total,
-        events=(_rr_steps_event(eps0, K),), accounting="advanced_composition", theorem=theorem, mode="paper",
-        valid=False,
-        reasons=(
-            "published procedure reproduced for comparison (paper mode)",
-            *(("per-step privacy argued for report-noisy-max of monotone queries; ∇F̃ is not monotone in T",)
-              if monotone else ()),
-            *extra_reasons,
-        ),
-        sensitivity=tau, details={**details, "epsilon0": eps0, "laplace_scale": scale},
+    g = families.rnm_steps_paper_guarantee(
+        _rr_steps_event(eps0, K), eps0, K, delta, theorem=theorem, sensitivity=tau, monotone=monotone,
+        reasons=extra_reasons, details={**details, "epsilon0": eps0, "laplace_scale": scale},
     )
     return Plan(g, True, tau, eps0, monotone, scale)
 
@@ -255,9 +246,8 @@ def plan_gaussian_steps(problem: Problem, epsilon: float, delta: float, privacy_
         sigma_paper = 4.0 * problem.mu * problem.r**2 * problem.r_hat**2 * math.sqrt(2.0 * K * m * math.log(1.0 / delta)) / (problem.n * epsilon)
         z = sigma_paper / l2
     sigma = z * l2
-    g = Guarantee.from_event(
-        accounting.gaussian_event(z, K), party="target", unit="record", relation="replace_one", delta=delta,
-        theorem=THEOREM_MD, method="rdp", mode=privacy_mode, sensitivity=l2,
+    g = families.gaussian_steps_guarantee(
+        z, K, delta, theorem=THEOREM_MD, privacy_mode=privacy_mode, sensitivity=l2,
         details={"K": K, "mu": problem.mu, "r": problem.r, "r_hat": problem.r_hat, "n": problem.n, "m": m,
                  "noise_multiplier": z, "sigma": sigma, "sensitivity": "l2, √m·μr²r̂²/n"},
     )
