@@ -179,13 +179,8 @@ def load_model(path: str | os.PathLike, trusted: Sequence[Any] = ()) -> LoadedMo
     """Read and verify a model file (never unpickles; see the module docstring)."""
     from dpadapt.privacy.guarantee import Guarantee
 
-    try:
-        c = container.read(path, FORMAT, trusted)
-    except container.ContainerError as exc:
-        raise ModelFileError(str(exc)) from None
+    c = container.open_versioned(path, str(path), FORMAT, FORMAT_VERSION, ModelFileError, trusted)
     meta = c.meta
-    if meta.get("format_version") != FORMAT_VERSION:
-        raise ModelFileError(f"{path}: model format version {meta.get('format_version')!r} is not supported")
 
     def get(key: str) -> np.ndarray:
         if key not in c.arrays:
