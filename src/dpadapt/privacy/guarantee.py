@@ -356,6 +356,18 @@ def closed_form_guarantee(
     )
 
 
+def analytic_gaussian_guarantee(
+    epsilon: float, delta: float, noise_multiplier: float, *, steps: int = 1, **fields: Any
+) -> Guarantee:
+    """``steps`` Gaussian releases whose composition is (ε, δ)-DP by the analytic Gaussian (Balle & Wang
+    2018, Thm. 8) — for ``steps`` > 1 through the exact composition of Gaussians (one Gaussian of multiplier
+    z/√steps; Dong, Roth & Su 2022, Cor. 3.3). ``fields``: those of :func:`closed_form_guarantee`."""
+    return closed_form_guarantee(
+        float(epsilon), float(delta), events=(accounting.gaussian_event(noise_multiplier, steps),),
+        accounting="analytic_gaussian", **fields,
+    )
+
+
 def paper_guarantee(epsilon: float, delta: float, *, reasons: Sequence[str], **fields: Any) -> Guarantee:
     """The (invalid) record of a published procedure reproduced in paper mode, with why it is not DP
     (the fields of :func:`closed_form_guarantee`)."""

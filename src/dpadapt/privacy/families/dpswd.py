@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from dpadapt.privacy import accounting
-from dpadapt.privacy.guarantee import Guarantee
+from dpadapt.privacy.guarantee import Guarantee, analytic_gaussian_guarantee
 from dpadapt.validation import check_delta, check_epsilon, check_positive
 
 THEOREM_SPECTRAL = (
@@ -250,9 +250,8 @@ def plan_sliced_marginals(epsilon: float, delta: float, *, n: int, k: int, bins:
         raise ValueError(f"need k ≥ 1 directions and ≥ 2 bins, got k={k}, bins={bins}")
     sensitivity = math.sqrt(2.0 * int(k))
     z = accounting.analytic_gaussian_sigma(epsilon, delta, 1.0)
-    g = Guarantee(
-        party=party, unit="record", relation="replace_one", epsilon=float(epsilon), delta=float(delta),
-        events=(accounting.gaussian_event(z),), accounting="analytic_gaussian", theorem=THEOREM_SLICED_MARGINALS,
+    g = analytic_gaussian_guarantee(
+        epsilon, delta, z, party=party, unit="record", relation="replace_one", theorem=THEOREM_SLICED_MARGINALS,
         sensitivity=sensitivity, details={"n": int(n), "k": int(k), "bins": int(bins), "noise_multiplier": z,
                                           "sigma": z * sensitivity, "releases": 1},
     )
