@@ -280,24 +280,27 @@ def run_noisy_frank_wolfe(problem: Problem, plan: Plan, noise: NoiseSource) -> n
     return q
 
 
-def noisy_frank_wolfe(
+def first_stage(
     X_target,
     X_source,
     epsilon: float,
     delta: float,
     *,
+    algorithm: str = "frank_wolfe",
     r: float,
     K: int = 1000,
     lam: float = 1e-3,
     mu: float | None = None,
     r_hat: float | None = None,
+    variant: str = "entropic",
     y_source=None,
     Lambda: float | None = None,
     random_state=None,
     privacy_mode: str = "sound",
     reproducible_noise: bool = False,
 ) -> PrivateResult:
-    """Private q̂ = argmin-ish of F̃_T(q) + (λ/2)‖q‖² over Δ_m by noisy Frank–Wolfe (Alg. 2).
+    """The private first stage: q̂ by noisy Frank–Wolfe (Alg. 2, ``algorithm="frank_wolfe"``) or noisy
+    mirror descent (Alg. 3, ``"mirror_descent"``, ``variant`` of :func:`run_noisy_mirror_descent`).
 
     Privacy: (ε, δ)-DP for the target, record level, replace-one (rows clipped to ‖x̃‖ ≤ r); see
     the module docstring. ``epsilon=inf`` runs the same iterations without noise (no privacy).
@@ -305,9 +308,21 @@ def noisy_frank_wolfe(
     """
     _, noise = random_streams(random_state, reproducible_noise=reproducible_noise)
     problem = make_problem(X_target, X_source, K=K, lam=lam, r=r, mu=mu, r_hat=r_hat)
-    plan = plan_rnm_steps(problem, epsilon, delta, privacy_mode)
-    q = run_noisy_frank_wolfe(problem, plan, noise)
-    return _result(q, problem, plan, y_source, Lambda, "noisy_frank_wolfe")
+    if algorithm == "frank_wolfe":
+        plan = plan_rnm_steps(problem, epsilon, delta, privacy_mode)
+        q, name = run_noisy_frank_wolfe(problem, plan, noise), "noisy_frank_wolfe"
+    elif algorithm == "mirror_descent":
+        plan = plan_gaussian_steps(problem, epsilon, delta, privacy_mode)
+        q, name = run_noisy_mirror_descent(problem, plan, noise, variant), f"noisy_mirror_descent[{variant}]"
+    else:
+        raise ValueError(f"algorithm must be 'frank_wolfe' or 'mirror_descent', got {algorithm!r}")
+    return _result(q, problem, plan, y_source, Lambda, name)
+
+
+def noisy_frank_wolfe(X_target, X_source, epsilon: float, delta: float, **options) -> PrivateResult:
+    """Private q̂ = argmin-ish of F̃_T(q) + (λ/2)‖q‖² over Δ_m by noisy Frank–Wolfe (Alg. 2): K
+    report-noisy-min steps (``options``: those of :func:`first_stage`)."""
+    return first_stage(X_target, X_source, epsilon, delta, algorithm="frank_wolfe", **options)
 
 
 def mirror_step_size(problem: Problem) -> float:
@@ -381,34 +396,11 @@ def run_noisy_mirror_descent(
     return total / problem.K
 
 
-def noisy_mirror_descent(
-    X_target,
-    X_source,
-    epsilon: float,
-    delta: float,
-    *,
-    r: float,
-    K: int = 1000,
-    lam: float = 1e-3,
-    mu: float | None = None,
-    r_hat: float | None = None,
-    variant: str = "entropic",
-    y_source=None,
-    Lambda: float | None = None,
-    random_state=None,
-    privacy_mode: str = "sound",
-    reproducible_noise: bool = False,
-) -> PrivateResult:
-    """Private q̂ by noisy mirror descent (Alg. 3): Gaussian noise on each full gradient.
-
-    Privacy: (ε, δ)-DP for the target (record level, replace-one), ε from the RDP accountant
-    for K Gaussian releases of ℓ2 sensitivity √m·μr²r̂²/n. ``epsilon=inf``: no noise, no privacy.
-    """
-    _, noise = random_streams(random_state, reproducible_noise=reproducible_noise)
-    problem = make_problem(X_target, X_source, K=K, lam=lam, r=r, mu=mu, r_hat=r_hat)
-    plan = plan_gaussian_steps(problem, epsilon, delta, privacy_mode)
-    q = run_noisy_mirror_descent(problem, plan, noise, variant)
-    return _result(q, problem, plan, y_source, Lambda, f"noisy_mirror_descent[{variant}]")
+def noisy_mirror_descent(X_target, X_source, epsilon: float, delta: float, **options) -> PrivateResult:
+    """Private q̂ by noisy mirror descent (Alg. 3): Gaussian noise on each full gradient, ε from the RDP
+    accountant for K Gaussian releases of ℓ2 sensitivity √m·μr²r̂²/n (``options``: those of
+    :func:`first_stage`, ``variant`` included). ``epsilon=inf``: no noise, no privacy."""
+    return first_stage(X_target, X_source, epsilon, delta, algorithm="mirror_descent", **options)
 
 
 # -- single stage ----------------------------------------------------------------------------
