@@ -404,11 +404,9 @@ class TorchClassifier:
     def decision_function(self, X) -> np.ndarray:
         import torch
 
-        from dpadapt.validation import check_features
+        from dpadapt.validation import check_fitted_features
 
-        X = check_features(X, allow_sparse=True)
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, the model was fitted with {self.n_features_in_}")
+        X = check_fitted_features(self, X, allow_sparse=True)
         X = X.toarray() if hasattr(X, "toarray") else X
         with torch.no_grad():
             out = [self.network_(torch.as_tensor(np.asarray(X[i : i + 2048], dtype=np.float32))).numpy()

@@ -39,7 +39,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import torch
-from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
 from dpadapt.api import ConfigEstimator
@@ -49,7 +48,7 @@ from dpadapt.privacy.guarantee import Guarantee
 from dpadapt.privacy.mechanisms import NoiseSource, noisy_projections, random_streams, secret_subsample, torch_gaussian_noise
 from dpadapt.release import Release
 from dpadapt.transport import swd
-from dpadapt.validation import check_features
+from dpadapt.validation import check_fitted_features
 
 MODES = ("sound", "paper", "non-private", "source-only")
 
@@ -397,10 +396,7 @@ class DPSWDAdapter(ConfigEstimator):
         return self
 
     def decision_function(self, X) -> np.ndarray:
-        check_is_fitted(self, "train_result_")
-        X = check_features(X)
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, the model was fitted with {self.n_features_in_}")
+        X = check_fitted_features(self, X, "train_result_")
         return predict_logits(self.train_result_.g, self.train_result_.h, self._transform(X))
 
     def predict(self, X) -> np.ndarray:
