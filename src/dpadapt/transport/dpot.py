@@ -38,7 +38,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -576,18 +576,10 @@ def release_dpot_source(
     delta: float,
     *,
     classes=None,
-    proj_dim: int | None = None,
-    batch_size: int | None = None,
-    noise_multiplier: float = 1.1,
-    steps: int | None = None,
-    label_epsilon: float | None = None,
-    labels: LabelPolicy = "rr",
-    row_norm: RowNorm | None = None,
-    clip_norm: float = 1.0,
     privacy_mode: str = "sound",
-    projection: str = "jl",
     random_state=None,
     reproducible_noise: bool = False,
+    **options: Any,
 ) -> Release:
     """Source party step of DPOT/DPDA (per-row design): plan (guarantee first), then release noisy rows.
 
@@ -595,8 +587,10 @@ def release_dpot_source(
     published procedure's ``0..max(y)``); a label outside it is an error. The projection seed is
     public randomness drawn from ``random_state``; the noise comes from a separate
     :class:`~dpadapt.privacy.mechanisms.NoiseSource` (fresh OS entropy unless
-    ``reproducible_noise``), so the seed, even when guessed, replays no noise. See
-    :func:`plan_dpot_source` for the other parameters and the module docstring for the guarantees.
+    ``reproducible_noise``), so the seed, even when guessed, replays no noise. ``options`` are the
+    keyword parameters of :func:`plan_dpot_source` (``proj_dim``, ``batch_size``, ``noise_multiplier``,
+    ``steps``, ``label_epsilon``, ``labels``, ``row_norm``, ``clip_norm``, ``projection``); see the
+    module docstring for the guarantees.
     """
     from dpadapt.classstats import label_indices
 
@@ -618,16 +612,8 @@ def release_dpot_source(
         epsilon,
         delta,
         projection_seed=int(public.integers(2**63 - 1)),
-        proj_dim=proj_dim,
-        batch_size=batch_size,
-        noise_multiplier=noise_multiplier,
-        steps=steps,
-        label_epsilon=label_epsilon,
-        labels=labels,
-        row_norm=row_norm,
-        clip_norm=clip_norm,
         privacy_mode=privacy_mode,
-        projection=projection,
+        **options,
     )
     release = execute_dpot_source(plan, Xs, label_indices(ys, classes), noise)
     release.params["classes"] = list(classes)
