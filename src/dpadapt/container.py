@@ -34,7 +34,7 @@ import zipfile
 import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -213,3 +213,72 @@ def file_meta_field(path: str | os.PathLike, field: str) -> Any:
         return meta.get(field)
     except Exception:  # noqa: BLE001 - any unreadable file means "no such field here"
         return None
+
+
+def open_versioned(
+    source: bytes | str | os.PathLike,
+    where: str,
+    expect_format: str,
+    version: int,
+    error: type[Exception],
+    trusted: Sequence[Any] = (),
+) -> Container:
+    """:func:`decode` the bytes (or :func:`read` the file) ``source`` of one format and version.
+
+    The codec shared by releases, models and protocol messages: every failure (unreadable, foreign,
+    modified, untrusted, other version) is raised as ``error`` with the reason.
+    """
+    try:
+        if isinstance(source, bytes):
+            c = decode(source, where, expect_format, trusted)
+        else:
+            c = read(source, expect_format, trusted)
+    except error:
+        raise
+    except ContainerError as exc:
+        raise error(str(exc)) from None
+    found = c.meta.get("format_version")
+    if found != version:
+        raise error(f"{where}: {expect_format} format version {found!r} is not supported (this reader reads version {version})")
+    return c
+
+
+class SignedRecord:
+    """Base of the dataclasses stored as one container (:class:`~dpadapt.release.Release`,
+    :class:`~dpadapt.protocol.Message`): checked arrays, ``record[name]``, the header with format
+    and version, and the bytes (signed with a key when given). A subclass sets the class
+    attributes below and returns its own header fields from ``_fields``.
+    """
+
+    FORMAT: ClassVar[str]
+    FORMAT_VERSION: ClassVar[int]
+    #: Raised for anything wrong with stored bytes (a subclass of ``ValueError``).
+    ERROR: ClassVar[type[Exception]] = ContainerError
+    COMPRESS: ClassVar[bool] = True
+    arrays: dict[str, np.ndarray]
+
+    def __post_init__(self) -> None:
+        self.arrays = check_arrays(self.arrays)
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.arrays[name]
+
+    def _fields(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _meta(self) -> dict[str, Any]:
+        return {
+            "format": self.FORMAT,
+            "format_version": self.FORMAT_VERSION,
+            **self._fields(),
+            "arrays": {k: {"dtype": str(v.dtype), "shape": list(v.shape)} for k, v in self.arrays.items()},
+        }
+
+    def to_bytes(self, sign_key: Any = None) -> bytes:
+        """The record as container bytes (signed with ``sign_key`` when given)."""
+        return encode(self._meta(), self.arrays, sign_key=sign_key, compress=self.COMPRESS)
+
+    @classmethod
+    def _open(cls, source: bytes | str | os.PathLike, where: str, trusted: Sequence[Any] = ()) -> Container:
+        """The verified container of a record of this class (see :func:`open_versioned`)."""
+        return open_versioned(source, where, cls.FORMAT, cls.FORMAT_VERSION, cls.ERROR, trusted)

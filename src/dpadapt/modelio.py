@@ -179,13 +179,8 @@ def load_model(path: str | os.PathLike, trusted: Sequence[Any] = ()) -> LoadedMo
     """Read and verify a model file (never unpickles; see the module docstring)."""
     from dpadapt.privacy.guarantee import Guarantee
 
-    try:
-        c = container.read(path, FORMAT, trusted)
-    except container.ContainerError as exc:
-        raise ModelFileError(str(exc)) from None
+    c = container.open_versioned(path, str(path), FORMAT, FORMAT_VERSION, ModelFileError, trusted)
     meta = c.meta
-    if meta.get("format_version") != FORMAT_VERSION:
-        raise ModelFileError(f"{path}: model format version {meta.get('format_version')!r} is not supported")
 
     def get(key: str) -> np.ndarray:
         if key not in c.arrays:
@@ -409,11 +404,9 @@ class TorchClassifier:
     def decision_function(self, X) -> np.ndarray:
         import torch
 
-        from dpadapt.validation import check_features
+        from dpadapt.validation import check_fitted_features
 
-        X = check_features(X, allow_sparse=True)
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, the model was fitted with {self.n_features_in_}")
+        X = check_fitted_features(self, X, allow_sparse=True)
         X = X.toarray() if hasattr(X, "toarray") else X
         with torch.no_grad():
             out = [self.network_(torch.as_tensor(np.asarray(X[i : i + 2048], dtype=np.float32))).numpy()

@@ -68,7 +68,7 @@ class Refused(ValueError):
 
 
 @dataclasses.dataclass
-class Message:
+class Message(container.SignedRecord):
     """One message of an iterative exchange (see the module docstring for the format)."""
 
     kind: str
@@ -80,21 +80,10 @@ class Message:
     session: str = ""
     release_id: str = dataclasses.field(default_factory=lambda: uuid.uuid4().hex)
 
-    def __post_init__(self) -> None:
-        for name, arr in self.arrays.items():
-            if name.startswith("__"):
-                raise ValueError(f"array names may not start with '__': {name!r}")
-            if np.asarray(arr).dtype == object:
-                raise TypeError(f"array {name!r} has dtype object; messages hold numeric arrays only")
-        self.arrays = {k: np.asarray(v) for k, v in self.arrays.items()}
+    FORMAT, FORMAT_VERSION, ERROR, COMPRESS = FORMAT, FORMAT_VERSION, ChannelError, False
 
-    def __getitem__(self, name: str) -> np.ndarray:
-        return self.arrays[name]
-
-    def _meta(self) -> dict[str, Any]:
+    def _fields(self) -> dict[str, Any]:
         return {
-            "format": FORMAT,
-            "format_version": FORMAT_VERSION,
             "session": self.session,
             "round": int(self.round),
             "sender": self.sender,
@@ -102,22 +91,13 @@ class Message:
             "release_id": self.release_id,
             "guarantee": None if self.guarantee is None else self.guarantee.to_dict(),
             "params": to_jsonable(self.params),
-            "arrays": {k: {"dtype": str(v.dtype), "shape": list(v.shape)} for k, v in self.arrays.items()},
         }
-
-    def to_bytes(self, sign_key: Any = None) -> bytes:
-        return container.encode(self._meta(), self.arrays, sign_key=sign_key, compress=False)
 
     @classmethod
     def from_bytes(cls, data: bytes, where: str = "message") -> Message:
         """Parse and verify (format, version, digest, signature if any) a message."""
-        try:
-            c = container.decode(data, where, FORMAT)
-        except container.ContainerError as exc:
-            raise ChannelError(str(exc)) from None
+        c = cls._open(data, where)
         meta = c.meta
-        if meta.get("format_version") != FORMAT_VERSION:
-            raise ChannelError(f"{where}: not a dpadapt message of format version {FORMAT_VERSION}")
         try:
             g = meta["guarantee"]
             return cls(

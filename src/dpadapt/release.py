@@ -33,7 +33,7 @@ class ReleaseError(container.ContainerError):
 
 
 @dataclasses.dataclass
-class Release:
+class Release(container.SignedRecord):
     """What crosses from one party to the other.
 
     Attributes
@@ -78,22 +78,14 @@ class Release:
             raise ValueError(f"owner must be 'source' or 'target', got {self.owner!r}")
         if self.guarantee.party != self.owner:
             raise ValueError(f"the guarantee protects {self.guarantee.party!r} but the owner is {self.owner!r}")
-        for name, arr in self.arrays.items():
-            if name.startswith("__"):
-                raise ValueError(f"array names may not start with '__': {name!r}")
-            if np.asarray(arr).dtype == object:
-                raise TypeError(f"array {name!r} has dtype object; releases hold numeric arrays only")
-        self.arrays = {k: np.asarray(v) for k, v in self.arrays.items()}
-
-    def __getitem__(self, name: str) -> np.ndarray:
-        return self.arrays[name]
+        super().__post_init__()
 
     # -- persistence ----------------------------------------------------------------------
 
-    def _meta(self) -> dict[str, Any]:
+    FORMAT, FORMAT_VERSION, ERROR = FORMAT, FORMAT_VERSION, ReleaseError
+
+    def _fields(self) -> dict[str, Any]:
         return {
-            "format": FORMAT,
-            "format_version": FORMAT_VERSION,
             "method": self.method,
             "kind": self.kind,
             "owner": self.owner,
@@ -102,16 +94,11 @@ class Release:
             "version": self.version,
             "release_id": self.release_id,
             "created": self.created,
-            "arrays": {k: {"dtype": str(v.dtype), "shape": list(v.shape)} for k, v in self.arrays.items()},
         }
 
     def digest(self) -> str:
         """SHA-256 over the metadata and every array's bytes."""
         return container.digest(self._meta(), self.arrays)
-
-    def to_bytes(self, sign_key: Any = None) -> bytes:
-        """The release as container bytes (signed with ``sign_key`` when given)."""
-        return container.encode(self._meta(), self.arrays, sign_key=sign_key)
 
     def save(
         self, path: str | os.PathLike, sign_key: Any = None, before_publish: Callable[[], None] | None = None
@@ -131,33 +118,18 @@ class Release:
 
         Never unpickles. With ``trusted`` public keys, only a release signed by one of them is accepted.
         """
-        try:
-            c = container.read(path, FORMAT, trusted)
-        except ReleaseError:
-            raise
-        except container.ContainerError as exc:
-            raise ReleaseError(str(exc)) from None
-        return cls._from_container(c, str(path), expect_method, expect_kind)
+        return cls._from_container(cls._open(path, str(path), trusted), str(path), expect_method, expect_kind)
 
     @classmethod
     def from_bytes(cls, data: bytes, where: str = "release", trusted: Sequence[Any] = ()) -> Release:
         """Parse and verify release bytes (see :meth:`load`)."""
-        try:
-            c = container.decode(data, where, FORMAT, trusted)
-        except container.ContainerError as exc:
-            raise ReleaseError(str(exc)) from None
-        return cls._from_container(c, where)
+        return cls._from_container(cls._open(data, where, trusted), where)
 
     @classmethod
     def _from_container(
         cls, c: container.Container, where: str, expect_method: str | None = None, expect_kind: str | None = None
     ) -> Release:
         meta = c.meta
-        if meta.get("format_version") != FORMAT_VERSION:
-            raise ReleaseError(
-                f"{where}: release format version {meta.get('format_version')!r} is not supported "
-                f"(this dpadapt {__version__} reads version {FORMAT_VERSION})"
-            )
         try:
             release = cls(
                 method=meta["method"],

@@ -84,6 +84,19 @@ def check_features(X, name: str = "X", allow_sparse: bool = False, min_rows: int
     return X
 
 
+def check_fitted_features(estimator, X, fitted: str | None = None, *, allow_sparse: bool = False):
+    """``X`` checked (:func:`check_features`) for a fitted ``estimator``: as many features as it was fitted
+    on (``n_features_in_``); with ``fitted``, that attribute must exist (scikit-learn's ``check_is_fitted``)."""
+    if fitted is not None:
+        from sklearn.utils.validation import check_is_fitted
+
+        check_is_fitted(estimator, fitted)
+    X = check_features(X, allow_sparse=allow_sparse)
+    if X.shape[1] != estimator.n_features_in_:
+        raise ValueError(f"X has {X.shape[1]} features, the model was fitted with {estimator.n_features_in_}")
+    return X
+
+
 def check_labels(y, n: int, name: str = "y", min_classes: int = 2) -> np.ndarray:
     """Return integer labels of length n with at least ``min_classes`` classes."""
     y = np.asarray(y)

@@ -1,4 +1,9 @@
-"""``dpadapt account``: ε of DP-SGD-style training, or σ for a target ε."""
+"""``dpadapt account``: ε of DP-SGD-style training, or σ for a target ε.
+
+Compose `steps` subsampled Gaussian releases with dp-accounting and print ε by RDP and PLD. Poisson
+sampling (add/remove) by default; --without-replacement N B for fixed-size batches of B out of N
+(replace-one, RDP only). With --epsilon, print the noise multiplier σ instead.
+"""
 
 from __future__ import annotations
 
@@ -6,19 +11,12 @@ import argparse
 import json
 import math
 
+from dpadapt.cli.main import add_command
 from dpadapt.privacy import accounting
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "account",
-        help="ε for (σ, sampling, steps, δ), or the σ needed for a target ε",
-        description=(
-            "Compose `steps` subsampled Gaussian releases with dp-accounting and print ε by RDP and PLD. "
-            "Poisson sampling (add/remove) by default; --without-replacement N B for fixed-size batches "
-            "of B out of N (replace-one, RDP only). With --epsilon, print the noise multiplier σ instead."
-        ),
-    )
+    p, _ = add_command(sub, "account", __doc__.split("\n\n")[1])
     p.add_argument("--sigma", type=float, help="noise multiplier σ (noise std / sensitivity)")
     p.add_argument("--sample-rate", type=float, default=1.0, help="Poisson sampling rate q (default 1: no sampling)")
     p.add_argument("--without-replacement", nargs=2, type=int, metavar=("N", "B"), help="fixed-size batches of B out of N instead of Poisson")

@@ -12,16 +12,13 @@ from __future__ import annotations
 import argparse
 
 from dpadapt import classstats
+from dpadapt.cli.main import add_command
 from dpadapt.cli.party_cmd import N_FEATURES_PARAM, _check_out
 from dpadapt.io import load_table
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "basis",
-        help="unprotected receiver: send the mean and top-k PCA basis of your rows (a disclosure, not DP)",
-        description=__doc__.split("\n\n")[1],
-    )
+    p, _ = add_command(sub, "basis", __doc__.split("\n\n")[1])
     p.add_argument("--data", required=True, help="your (target) data file; labels, if any, are not used")
     p.add_argument("--label-column", default="y", help="label column of a .csv/.parquet file (default y)")
     p.add_argument("--k", type=int, default=classstats.Config.__dataclass_fields__["k"].default, help="basis dimension (default 20)")

@@ -1,4 +1,9 @@
-"""``dpadapt budget show|set|history``: the party's persistent privacy budgets (SQLite ledger)."""
+"""``dpadapt budget show|set|history``: the party's persistent privacy budgets (SQLite ledger).
+
+Each party keeps a privacy budget (ε, δ) per dataset in a SQLite ledger (--ledger, $DPADAPT_LEDGER,
+or the user data dir). Releases are charged by composing their dp-accounting events (RDP), not by
+adding ε.
+"""
 
 from __future__ import annotations
 
@@ -6,20 +11,12 @@ import argparse
 import json
 import math
 
+from dpadapt.cli.main import add_command
 from dpadapt.privacy.ledger import Ledger, fingerprint, short_id
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "budget",
-        help="show / set your privacy budgets and list your releases",
-        description=(
-            "Each party keeps a privacy budget (ε, δ) per dataset in a SQLite ledger (--ledger, $DPADAPT_LEDGER, "
-            "or the user data dir). Releases are charged by composing their dp-accounting events (RDP), "
-            "not by adding ε."
-        ),
-    )
-    bsub = p.add_subparsers(dest="action", metavar="ACTION")
+    p, bsub = add_command(sub, "budget", __doc__.split("\n\n")[1], actions="action")
     show = bsub.add_parser("show", help="budgets, what is spent and what is left")
     setp = bsub.add_parser("set", help="set the budget of a dataset")
     hist = bsub.add_parser("history", help="every release charged to the ledger")

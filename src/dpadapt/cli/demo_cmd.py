@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dpadapt.cli.main import add_command
 from dpadapt.datasets.synthetic import make_shifted_blobs
 from dpadapt.io import save_table
 
@@ -41,11 +42,7 @@ BASIS_FIRST = ("dpot",)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "demo",
-        help="two-party demo on generated data: release, adapt, accuracy, privacy reports, budgets",
-        description=__doc__.split("\n\n")[0],
-    )
+    p, _ = add_command(sub, "demo", __doc__.split("\n\n")[0])
     p.add_argument("--method", default="dpot", help="registered method to run (default dpot)")
     p.add_argument("--workdir", help="folder for both parties' files (default: a new temporary folder)")
     p.add_argument("--epsilon", type=float, default=8.0, help="ε of the source release (default 8)")

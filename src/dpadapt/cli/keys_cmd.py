@@ -1,22 +1,19 @@
-"""``dpadapt keys new --out DIR``: create an Ed25519 key pair to sign releases and models."""
+"""``dpadapt keys new --out DIR``: create an Ed25519 key pair to sign releases and models.
+
+Sign what you release (`dpadapt release ... --sign KEY`); the other party passes your public key as
+`--trust PUBKEY` so that a forged or re-signed file is refused.
+"""
 
 from __future__ import annotations
 
 import argparse
 
 from dpadapt import keys
+from dpadapt.cli.main import add_command
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "keys",
-        help="create a signing key pair (give the public key to the other party)",
-        description=(
-            "Sign what you release (`dpadapt release ... --sign KEY`); the other party passes your public key "
-            "as `--trust PUBKEY` so that a forged or re-signed file is refused."
-        ),
-    )
-    ksub = p.add_subparsers(dest="action", metavar="ACTION")
+    p, ksub = add_command(sub, "keys", __doc__.split("\n\n")[1], actions="action")
     new = ksub.add_parser("new", help="create a key pair in a folder (private key readable by you only)")
     new.add_argument("--out", required=True, help="folder for the key files")
     new.add_argument("--force", action="store_true", help="replace existing key files")

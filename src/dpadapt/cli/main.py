@@ -37,6 +37,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+def add_command(
+    sub: argparse._SubParsersAction, name: str, description: str | None = None, *, actions: str | None = None
+) -> tuple[argparse.ArgumentParser, argparse._SubParsersAction | None]:
+    """The parser of sub-command ``name`` (its one-line help from :data:`COMMANDS`) and, when ``actions``
+    names the attribute that receives the chosen one (``"action"``, ``"method"``), its sub-parsers."""
+    parser = sub.add_parser(name, help=COMMANDS[name][1], description=description or COMMANDS[name][1])
+    return parser, parser.add_subparsers(dest=actions, metavar=actions.upper()) if actions else None
+
+
 def _command_of(argv: list[str]) -> str | None:
     """The sub-command named in ``argv`` (the first argument that is not an option)."""
     for arg in argv:

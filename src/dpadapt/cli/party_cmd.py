@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from dpadapt import keys, modelio
+from dpadapt.cli.main import add_command
 from dpadapt.cli.methods import MethodCommands, PlannedRelease, load_plugins, methods
 from dpadapt.io import Table, load_table
 from dpadapt.privacy.guarantee import Guarantee, compose_guarantees
@@ -38,31 +39,31 @@ N_FEATURES_PARAM = "owner_n_features"
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     registered = methods()
-    rp = sub.add_parser(
+    rp, rsub = add_command(
+        sub,
         "release",
-        help="data owner: compute a private release of your data for the other party (budgeted)",
-        description=(
+        (
             "Plan the release (its privacy cost is known before any noise is drawn), check it against "
             "your privacy budget for this dataset (`dpadapt budget`), then write the Release file."
         ),
+        actions="method",
     )
-    rsub = rp.add_subparsers(dest="method", metavar="METHOD")
-    ap = sub.add_parser(
+    ap, asub = add_command(
+        sub,
         "adapt",
-        help="receiver: adapt a model to your data using the other party's release(s)",
-        description="Verify the release file(s), adapt on your own data, save the model (arrays + JSON, no pickle) with its privacy guarantees.",
+        "Verify the release file(s), adapt on your own data, save the model (arrays + JSON, no pickle) with its privacy guarantees.",
+        actions="method",
     )
-    asub = ap.add_subparsers(dest="method", metavar="METHOD")
-    sp = sub.add_parser(
+    sp, ssub = add_command(
+        sub,
         "serve",
-        help="data owner: answer an iterative method's queries round by round (each round budgeted)",
-        description=(
+        (
             "Answer the other party's queries through a shared folder (--exchange) or a loopback port (--port) "
             "until it stops; every answer is charged to your privacy budget before its noise is drawn, and a "
             "round that does not fit is refused."
         ),
+        actions="method",
     )
-    ssub = sp.add_subparsers(dest="method", metavar="METHOD")
     for name, commands in registered.items():
         if commands.plan_answers is not None:
             s = ssub.add_parser(name, help=commands.help, conflict_handler="resolve")

@@ -1,6 +1,10 @@
 """``dpadapt report FILE``: the privacy guarantee of a Release file or a model file, in words or JSON.
 
-Both are :mod:`dpadapt.container` files (arrays + JSON; never unpickled). The digest is always
+Who is protected, the privacy unit and neighbouring relation, (ε, δ), the accounting and theorem,
+and whether the guarantee is valid (and why not). Files are verified first (checksum; signature when
+present; a trusted signer with --trust). Nothing in a file is ever run (no pickle).
+
+Release and model files are both :mod:`dpadapt.container` files (arrays + JSON; never unpickled). The digest is always
 checked; a signature is checked when present, and required with ``--trust PUBKEY``.
 """
 
@@ -12,21 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from dpadapt import container
+from dpadapt.cli.main import add_command
 from dpadapt.cli.party_cmd import add_trust_argument, load_model, trusted_keys
 from dpadapt.release import FORMAT as RELEASE_FORMAT
 from dpadapt.release import Release
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "report",
-        help="print the privacy guarantee of a Release file or a model file",
-        description=(
-            "Who is protected, the privacy unit and neighbouring relation, (ε, δ), the accounting and theorem, "
-            "and whether the guarantee is valid (and why not). Files are verified first (checksum; signature when "
-            "present; a trusted signer with --trust). Nothing in a file is ever run (no pickle)."
-        ),
-    )
+    p, _ = add_command(sub, "report", __doc__.split("\n\n")[1])
     p.add_argument("file", help="a .release file (dpadapt release) or a model file (dpadapt adapt)")
     p.add_argument("--json", action="store_true", help="print JSON instead of words")
     add_trust_argument(p)

@@ -11,15 +11,18 @@ ENV_VAR = "DPADAPT_DATA"
 
 @dataclasses.dataclass(frozen=True)
 class DatasetInfo:
-    """One feature set of one benchmark: its folder under the data root and its domains."""
+    """One feature set of one benchmark: its name (also its folder under the data root) and its domains."""
 
     name: str
-    folder: str
     domains: tuple[str, ...]
     n_classes: int
     description: str
     aliases: tuple[str, ...] = ()
     files: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    @property
+    def folder(self) -> str:
+        return self.name
 
     def file(self, domain: str) -> str:
         return self.files.get(domain, f"{domain}.npz")
@@ -30,14 +33,12 @@ DATASETS: dict[str, DatasetInfo] = {
     for info in (
         DatasetInfo(
             "office_caltech10/surf",
-            "office_caltech10/surf",
             ("amazon", "caltech", "dslr", "webcam"),
             10,
             "Office-Caltech10, 800-bin SURF bag-of-visual-words counts (Gong et al. 2012)",
             aliases=("surf", "office-surf"),
         ),
         DatasetInfo(
-            "office_caltech10/decaf6",
             "office_caltech10/decaf6",
             ("dslr", "webcam"),
             10,
@@ -46,14 +47,12 @@ DATASETS: dict[str, DatasetInfo] = {
         ),
         DatasetInfo(
             "office_caltech10/googlenet1024",
-            "office_caltech10/googlenet1024",
             ("amazon", "dslr", "webcam"),
             10,
             "Office-Caltech10, GoogLeNet 1024-d pooled features (caltech not available)",
             aliases=("googlenet", "googlenet1024", "office-googlenet"),
         ),
         DatasetInfo(
-            "amazon_reviews/bow5000",
             "amazon_reviews/bow5000",
             ("books", "dvd", "electronics", "kitchen"),
             2,
@@ -62,7 +61,6 @@ DATASETS: dict[str, DatasetInfo] = {
         ),
         DatasetInfo(
             "amazon_reviews/msda400",
-            "amazon_reviews/msda400",
             ("books", "dvd", "electronics", "kitchen"),
             2,
             "Amazon reviews, 400-d L1-normalised term frequencies (~2000 rows per domain)",
@@ -70,14 +68,12 @@ DATASETS: dict[str, DatasetInfo] = {
         ),
         DatasetInfo(
             "mnist_usps",
-            "mnist_usps",
             ("mnist", "usps"),
             10,
             "MNIST 28×28 (60000/10000) and USPS 16×16 (7291/2007), pixels in [0, 1]",
             aliases=("digits", "mnist-usps"),
         ),
         DatasetInfo(
-            "mnist_usps/jda_protocol",
             "mnist_usps/jda_protocol",
             ("mnist", "usps"),
             10,

@@ -25,14 +25,13 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import scipy.sparse as sp
 import torch
-from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
 from dpadapt.api import ConfigEstimator
 from dpadapt.deep.configs import DANNConfig, training_steps
 from dpadapt.deep.dpsgd import PrivacySpec, clipped_block_sums
 from dpadapt.privacy.mechanisms import NoiseSource, poisson_subsample, random_streams, torch_gaussian_noise
-from dpadapt.validation import check_features
+from dpadapt.validation import check_fitted_features
 
 ACTIVATIONS: dict[str, Callable[[], nn.Module]] = {"relu": nn.ReLU, "sigmoid": nn.Sigmoid, "tanh": nn.Tanh}
 
@@ -304,10 +303,7 @@ class DANN(ConfigEstimator):
 
     def decision_function(self, X) -> np.ndarray:
         """Class logits of the label head."""
-        check_is_fitted(self, "network_")
-        X = check_features(X, allow_sparse=True)
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, the model was fitted with {self.n_features_in_}")
+        X = check_fitted_features(self, X, "network_", allow_sparse=True)
         out = []
         with torch.no_grad():
             for start in range(0, X.shape[0], 2048):

@@ -39,16 +39,16 @@ from collections.abc import Sequence
 
 import numpy as np
 import torch
-from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
 from dpadapt.api import ConfigEstimator
 from dpadapt.deep.configs import DPSWDConfig, training_steps
+from dpadapt.privacy.families.dpswd import rounds_guarantee
 from dpadapt.privacy.guarantee import Guarantee
 from dpadapt.privacy.mechanisms import NoiseSource, noisy_projections, random_streams, secret_subsample, torch_gaussian_noise
 from dpadapt.release import Release
 from dpadapt.transport import swd
-from dpadapt.validation import check_features
+from dpadapt.validation import check_fitted_features
 
 MODES = ("sound", "paper", "non-private", "source-only")
 
@@ -158,11 +158,7 @@ def release_target_rounds(
         target_projections(g, Xt, U, batch_size=plan.batch_size, sigma=s, clip_norm=plan.clip_norm, noise=noise)
         for U, s in zip(directions, sigmas)
     ])
-    g_rounds = Guarantee.from_event(
-        swd.steps_event(plan.noise_multiplier, plan.n, plan.batch_size, len(directions)),
-        party="target", unit="record", relation="replace_one", delta=plan.delta, theorem=plan.guarantee.theorem,
-        details={"rounds": len(directions), "noise_multiplier": plan.noise_multiplier},
-    ) if plan.method == "spectral" else plan.guarantee
+    g_rounds = rounds_guarantee(plan, len(directions))
     return Release(
         method="dpswd", kind="target_rounds", owner="target",
         arrays={"projections": proj, "directions": np.stack(directions), "sigmas": sigmas},
@@ -400,10 +396,7 @@ class DPSWDAdapter(ConfigEstimator):
         return self
 
     def decision_function(self, X) -> np.ndarray:
-        check_is_fitted(self, "train_result_")
-        X = check_features(X)
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, the model was fitted with {self.n_features_in_}")
+        X = check_fitted_features(self, X, "train_result_")
         return predict_logits(self.train_result_.g, self.train_result_.h, self._transform(X))
 
     def predict(self, X) -> np.ndarray:

@@ -17,14 +17,13 @@ from typing import ClassVar
 
 import numpy as np
 from sklearn.base import RegressorMixin
-from sklearn.utils.validation import check_is_fitted
 
 from dpadapt.api import Config, ConfigEstimator, ConfigError, param
 from dpadapt.discrepancy import nonprivate, private
 from dpadapt.discrepancy.core import default_mu, second_moment, source_radius
 from dpadapt.discrepancy.stage2 import weighted_regression
 from dpadapt.privacy.guarantee import Guarantee
-from dpadapt.validation import check_features, check_same_features
+from dpadapt.validation import check_features, check_fitted_features, check_same_features
 
 ALGORITHMS = ("frank_wolfe", "mirror_descent", "single_stage", "public_only")
 
@@ -96,11 +95,7 @@ class _DiscrepancyBase(ConfigEstimator):
         return result
 
     def _check_X(self, X) -> np.ndarray:
-        check_is_fitted(self, "coef_")
-        X = check_features(X)
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, the model was fitted on {self.n_features_in_}")
-        return X
+        return check_fitted_features(self, X, "coef_")
 
 
 class DiscrepancyRegressor(RegressorMixin, _DiscrepancyBase):

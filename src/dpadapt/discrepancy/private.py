@@ -42,6 +42,7 @@ from dpadapt.discrepancy.core import (
 )
 from dpadapt.discrepancy.stage2 import weighted_regression
 from dpadapt.privacy import accounting
+from dpadapt.privacy.families import discrepancy as families
 from dpadapt.privacy.guarantee import Guarantee
 from dpadapt.privacy.mechanisms import NoiseSource, gaussian, random_streams, report_noisy_min
 from dpadapt.validation import (
@@ -208,9 +209,8 @@ def plan_rnm_steps(
         eps0 = per_step_epsilon(epsilon, delta, K)
         event = _rr_steps_event(eps0, K)
         scale = 2.0 * tau / eps0
-        g = Guarantee.from_event(
-            event, party="target", unit="record", relation="replace_one", delta=delta, theorem=theorem,
-            method="rdp", reasons=extra_reasons, sensitivity=tau,
+        g = families.rnm_steps_guarantee(
+            event, delta, theorem=theorem, reasons=extra_reasons, sensitivity=tau,
             details={**details, "epsilon0": eps0, "laplace_scale": scale, "sensitivity": "linf, tight μr²r̂²/n"},
         )
         return Plan(g, True, tau, eps0, False, scale)
@@ -218,18 +218,9 @@ def plan_rnm_steps(
     eps0 = epsilon / math.sqrt(8.0 * K * math.log(1.0 / delta))
     monotone = paper_monotone  # Alg. 2's printed σ is the monotone-RNM scale for the loose τ; Alg. 1's is 2τ/ε₀
     scale = (1.0 if monotone else 2.0) * tau / eps0
-    eps_total, delta_total = accounting.advanced_composition(eps0, 0.0, K, delta)
-    g = Guarantee(
-        party="target", unit="record", relation="replace_one", epsilon=eps_total, delta=delta_total,
-        events=(_rr_steps_event(eps0, K),), accounting="advanced_composition", theorem=theorem, mode="paper",
-        valid=False,
-        reasons=(
-            "published procedure reproduced for comparison (paper mode)",
-            *(("per-step privacy argued for report-noisy-max of monotone queries; ∇F̃ is not monotone in T",)
-              if monotone else ()),
-            *extra_reasons,
-        ),
-        sensitivity=tau, details={**details, "epsilon0": eps0, "laplace_scale": scale},
+    g = families.rnm_steps_paper_guarantee(
+        _rr_steps_event(eps0, K), eps0, K, delta, theorem=theorem, sensitivity=tau, monotone=monotone,
+        reasons=extra_reasons, details={**details, "epsilon0": eps0, "laplace_scale": scale},
     )
     return Plan(g, True, tau, eps0, monotone, scale)
 
@@ -255,9 +246,8 @@ def plan_gaussian_steps(problem: Problem, epsilon: float, delta: float, privacy_
         sigma_paper = 4.0 * problem.mu * problem.r**2 * problem.r_hat**2 * math.sqrt(2.0 * K * m * math.log(1.0 / delta)) / (problem.n * epsilon)
         z = sigma_paper / l2
     sigma = z * l2
-    g = Guarantee.from_event(
-        accounting.gaussian_event(z, K), party="target", unit="record", relation="replace_one", delta=delta,
-        theorem=THEOREM_MD, method="rdp", mode=privacy_mode, sensitivity=l2,
+    g = families.gaussian_steps_guarantee(
+        z, K, delta, theorem=THEOREM_MD, privacy_mode=privacy_mode, sensitivity=l2,
         details={"K": K, "mu": problem.mu, "r": problem.r, "r_hat": problem.r_hat, "n": problem.n, "m": m,
                  "noise_multiplier": z, "sigma": sigma, "sensitivity": "l2, √m·μr²r̂²/n"},
     )
@@ -290,24 +280,27 @@ def run_noisy_frank_wolfe(problem: Problem, plan: Plan, noise: NoiseSource) -> n
     return q
 
 
-def noisy_frank_wolfe(
+def first_stage(
     X_target,
     X_source,
     epsilon: float,
     delta: float,
     *,
+    algorithm: str = "frank_wolfe",
     r: float,
     K: int = 1000,
     lam: float = 1e-3,
     mu: float | None = None,
     r_hat: float | None = None,
+    variant: str = "entropic",
     y_source=None,
     Lambda: float | None = None,
     random_state=None,
     privacy_mode: str = "sound",
     reproducible_noise: bool = False,
 ) -> PrivateResult:
-    """Private q̂ = argmin-ish of F̃_T(q) + (λ/2)‖q‖² over Δ_m by noisy Frank–Wolfe (Alg. 2).
+    """The private first stage: q̂ by noisy Frank–Wolfe (Alg. 2, ``algorithm="frank_wolfe"``) or noisy
+    mirror descent (Alg. 3, ``"mirror_descent"``, ``variant`` of :func:`run_noisy_mirror_descent`).
 
     Privacy: (ε, δ)-DP for the target, record level, replace-one (rows clipped to ‖x̃‖ ≤ r); see
     the module docstring. ``epsilon=inf`` runs the same iterations without noise (no privacy).
@@ -315,9 +308,21 @@ def noisy_frank_wolfe(
     """
     _, noise = random_streams(random_state, reproducible_noise=reproducible_noise)
     problem = make_problem(X_target, X_source, K=K, lam=lam, r=r, mu=mu, r_hat=r_hat)
-    plan = plan_rnm_steps(problem, epsilon, delta, privacy_mode)
-    q = run_noisy_frank_wolfe(problem, plan, noise)
-    return _result(q, problem, plan, y_source, Lambda, "noisy_frank_wolfe")
+    if algorithm == "frank_wolfe":
+        plan = plan_rnm_steps(problem, epsilon, delta, privacy_mode)
+        q, name = run_noisy_frank_wolfe(problem, plan, noise), "noisy_frank_wolfe"
+    elif algorithm == "mirror_descent":
+        plan = plan_gaussian_steps(problem, epsilon, delta, privacy_mode)
+        q, name = run_noisy_mirror_descent(problem, plan, noise, variant), f"noisy_mirror_descent[{variant}]"
+    else:
+        raise ValueError(f"algorithm must be 'frank_wolfe' or 'mirror_descent', got {algorithm!r}")
+    return _result(q, problem, plan, y_source, Lambda, name)
+
+
+def noisy_frank_wolfe(X_target, X_source, epsilon: float, delta: float, **options) -> PrivateResult:
+    """Private q̂ = argmin-ish of F̃_T(q) + (λ/2)‖q‖² over Δ_m by noisy Frank–Wolfe (Alg. 2): K
+    report-noisy-min steps (``options``: those of :func:`first_stage`)."""
+    return first_stage(X_target, X_source, epsilon, delta, algorithm="frank_wolfe", **options)
 
 
 def mirror_step_size(problem: Problem) -> float:
@@ -391,34 +396,11 @@ def run_noisy_mirror_descent(
     return total / problem.K
 
 
-def noisy_mirror_descent(
-    X_target,
-    X_source,
-    epsilon: float,
-    delta: float,
-    *,
-    r: float,
-    K: int = 1000,
-    lam: float = 1e-3,
-    mu: float | None = None,
-    r_hat: float | None = None,
-    variant: str = "entropic",
-    y_source=None,
-    Lambda: float | None = None,
-    random_state=None,
-    privacy_mode: str = "sound",
-    reproducible_noise: bool = False,
-) -> PrivateResult:
-    """Private q̂ by noisy mirror descent (Alg. 3): Gaussian noise on each full gradient.
-
-    Privacy: (ε, δ)-DP for the target (record level, replace-one), ε from the RDP accountant
-    for K Gaussian releases of ℓ2 sensitivity √m·μr²r̂²/n. ``epsilon=inf``: no noise, no privacy.
-    """
-    _, noise = random_streams(random_state, reproducible_noise=reproducible_noise)
-    problem = make_problem(X_target, X_source, K=K, lam=lam, r=r, mu=mu, r_hat=r_hat)
-    plan = plan_gaussian_steps(problem, epsilon, delta, privacy_mode)
-    q = run_noisy_mirror_descent(problem, plan, noise, variant)
-    return _result(q, problem, plan, y_source, Lambda, f"noisy_mirror_descent[{variant}]")
+def noisy_mirror_descent(X_target, X_source, epsilon: float, delta: float, **options) -> PrivateResult:
+    """Private q̂ by noisy mirror descent (Alg. 3): Gaussian noise on each full gradient, ε from the RDP
+    accountant for K Gaussian releases of ℓ2 sensitivity √m·μr²r̂²/n (``options``: those of
+    :func:`first_stage`, ``variant`` included). ``epsilon=inf``: no noise, no privacy."""
+    return first_stage(X_target, X_source, epsilon, delta, algorithm="mirror_descent", **options)
 
 
 # -- single stage ----------------------------------------------------------------------------

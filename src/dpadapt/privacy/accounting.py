@@ -128,34 +128,27 @@ def compose(
     return builder.build()
 
 
-def epsilon(
-    event: dp_accounting.DpEvent,
-    delta: float,
-    relation: Relation = "add_remove",
-    method: Method = "rdp",
-) -> float:
-    """ε of ``event`` at ``delta`` under ``relation`` (RDP or PLD via dp-accounting)."""
-    check_delta(delta)
-    if isinstance(event, dp_accounting.NoOpDpEvent):
-        return 0.0
+def _composed(event: dp_accounting.DpEvent, relation: Relation, method: Method):
+    """A fresh accountant (RDP or PLD, under ``relation``) that has composed ``event``."""
     acc = _accountant(relation, resolve_method(event, relation, method))
     if not acc.supports(event):
         raise ValueError(f"dp-accounting cannot account this event under {relation!r}: {event}")
     acc.compose(event)
-    return float(acc.get_epsilon(delta))
+    return acc
 
 
-def delta_for_epsilon(
-    event: dp_accounting.DpEvent,
-    eps: float,
-    relation: Relation = "add_remove",
-    method: Method = "rdp",
-) -> float:
+def epsilon(event: dp_accounting.DpEvent, delta: float, relation: Relation = "add_remove", method: Method = "rdp") -> float:
+    """ε of ``event`` at ``delta`` under ``relation`` (RDP or PLD via dp-accounting)."""
+    check_delta(delta)
+    if isinstance(event, dp_accounting.NoOpDpEvent):
+        return 0.0
+    return float(_composed(event, relation, method).get_epsilon(delta))
+
+
+def delta_for_epsilon(event: dp_accounting.DpEvent, eps: float, relation: Relation = "add_remove", method: Method = "rdp") -> float:
     """δ of ``event`` at ``eps``."""
     check_epsilon(eps)
-    acc = _accountant(relation, resolve_method(event, relation, method))
-    acc.compose(event)
-    return float(acc.get_delta(eps))
+    return float(_composed(event, relation, method).get_delta(eps))
 
 
 def calibrate_noise_multiplier(

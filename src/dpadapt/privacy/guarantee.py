@@ -315,28 +315,14 @@ def compose_guarantees(
 
 
 def gaussian_guarantee(
-    noise_multiplier: float,
-    *,
-    party: Party,
-    unit: Unit,
-    relation: accounting.Relation,
-    delta: float,
-    theorem: str,
-    steps: int = 1,
-    method: accounting.Method = "rdp",
-    mode: Mode = "sound",
-    reasons: Sequence[str] = (),
-    sensitivity: float | None = None,
-    details: dict[str, Any] | None = None,
-    delta_extra: float = 0.0,
+    noise_multiplier: float, *, steps: int = 1, details: dict[str, Any] | None = None, **fields: Any
 ) -> Guarantee:
-    """``steps`` Gaussian releases with σ = ``noise_multiplier``·Δ (Δ under ``relation``), accounted by dp-accounting."""
+    """``steps`` Gaussian releases with σ = ``noise_multiplier``·Δ (Δ under ``relation``), accounted by
+    dp-accounting (``fields``: those of :meth:`Guarantee.from_event`)."""
     return Guarantee.from_event(
         accounting.gaussian_event(noise_multiplier, steps),
-        party=party, unit=unit, relation=relation, delta=delta, theorem=theorem, method=method, mode=mode,
-        reasons=reasons, sensitivity=sensitivity,
         details={"noise_multiplier": noise_multiplier, "steps": steps, **(details or {})},
-        delta_extra=delta_extra,
+        **fields,
     )
 
 
@@ -354,37 +340,35 @@ def closed_form_guarantee(
     sensitivity: float | None = None,
     details: dict[str, Any] | None = None,
     delta_extra: float = 0.0,
+    mode: Mode = "sound",
 ) -> Guarantee:
-    """A sound guarantee whose (ε, δ) comes from a closed-form calibration (analytic Gaussian, KKMM, pure).
+    """A guarantee whose (ε, δ) comes from a closed-form calibration (analytic Gaussian, KKMM, pure).
 
-    ``events`` (optional) describe the same mechanism for composition with later releases.
+    ``events`` (optional) describe the same mechanism for composition with later releases. In
+    ``"paper"`` mode it is the record of a published procedure, never valid (see :func:`paper_guarantee`).
     """
+    if mode == "paper":
+        reasons = tuple(dict.fromkeys((*reasons, PAPER_REASON)))
     return Guarantee(
         party=party, unit=unit, relation=relation, epsilon=epsilon, delta=delta, events=tuple(events),
-        accounting=accounting, theorem=theorem, mode="sound", valid=not reasons, reasons=tuple(reasons),
-        sensitivity=sensitivity, details=dict(details or {}), delta_extra=delta_extra,
+        accounting=accounting, theorem=theorem, mode=mode, valid=mode == "sound" and not reasons,
+        reasons=tuple(reasons), sensitivity=sensitivity, details=dict(details or {}), delta_extra=delta_extra,
     )
 
 
-def paper_guarantee(
-    epsilon: float,
-    delta: float,
-    *,
-    party: Party,
-    unit: Unit,
-    relation: accounting.Relation,
-    accounting: Accounting | str,
-    theorem: str,
-    reasons: Sequence[str],
-    events: Sequence[dp_accounting.DpEvent] = (),
-    sensitivity: float | None = None,
-    details: dict[str, Any] | None = None,
-    delta_extra: float = 0.0,
+def analytic_gaussian_guarantee(
+    epsilon: float, delta: float, noise_multiplier: float, *, steps: int = 1, **fields: Any
 ) -> Guarantee:
-    """The (invalid) record of a published procedure reproduced in paper mode, with why it is not DP."""
-    return Guarantee(
-        party=party, unit=unit, relation=relation, epsilon=epsilon, delta=delta, events=tuple(events),
-        accounting=accounting, theorem=theorem, mode="paper", valid=False,
-        reasons=tuple(dict.fromkeys((*reasons, PAPER_REASON))),
-        sensitivity=sensitivity, details=dict(details or {}), delta_extra=delta_extra,
+    """``steps`` Gaussian releases whose composition is (ε, δ)-DP by the analytic Gaussian (Balle & Wang
+    2018, Thm. 8) — for ``steps`` > 1 through the exact composition of Gaussians (one Gaussian of multiplier
+    z/√steps; Dong, Roth & Su 2022, Cor. 3.3). ``fields``: those of :func:`closed_form_guarantee`."""
+    return closed_form_guarantee(
+        float(epsilon), float(delta), events=(accounting.gaussian_event(noise_multiplier, steps),),
+        accounting="analytic_gaussian", **fields,
     )
+
+
+def paper_guarantee(epsilon: float, delta: float, *, reasons: Sequence[str], **fields: Any) -> Guarantee:
+    """The (invalid) record of a published procedure reproduced in paper mode, with why it is not DP
+    (the fields of :func:`closed_form_guarantee`)."""
+    return closed_form_guarantee(epsilon, delta, reasons=reasons, mode="paper", **fields)

@@ -516,23 +516,16 @@ class Ledger:
 
     @contextlib.contextmanager
     def reservation(
-        self,
-        party: str,
-        dataset_id: str,
-        guarantee: Guarantee,
-        *,
-        release_id: str,
-        method: str,
-        kind: str,
-        path: str | os.PathLike | None,
+        self, party: str, dataset_id: str, guarantee: Guarantee, *, release_id: str, kind: str, **record: Any
     ) -> Iterator[Reservation]:
-        """Reserve, run the body (draw noise, call ``handle.publish()``, write the output), then commit.
+        """:meth:`reserve` (``record``: its ``method`` and ``path``), run the body (draw noise, call
+        ``handle.publish()``, write the output), then commit.
 
         The body must call ``handle.publish()`` before any output can leave the process. On an
         exception in the body the reservation is settled: committed once published, aborted
         (refunded) only if it never was.
         """
-        spend = self.reserve(party, dataset_id, guarantee, release_id=release_id, method=method, kind=kind, path=path)
+        spend = self.reserve(party, dataset_id, guarantee, release_id=release_id, kind=kind, **record)
         handle = Reservation(release_id, spend, kind, ledger=self)
         try:
             checkpoint("after_reserve")

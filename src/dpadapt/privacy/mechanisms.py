@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 import dp_accounting
 import numpy as np
 
 from dpadapt.privacy import accounting
-from dpadapt.privacy.guarantee import Guarantee, Party, Unit
+from dpadapt.privacy.guarantee import Guarantee, Party, Unit, analytic_gaussian_guarantee, closed_form_guarantee
 from dpadapt.validation import check_epsilon, check_positive
 
 
@@ -176,18 +177,9 @@ def gaussian_mechanism(
     sigma = gaussian_sigma_for(epsilon, delta, sensitivity)
     value = np.asarray(value, dtype=np.float64)
     noise = gaussian_noise(value.shape, sigma, rng, symmetric=symmetric)
-    event = accounting.gaussian_event(sigma / sensitivity)
-    guarantee = Guarantee(
-        party=party,
-        unit=unit,
-        relation=relation,
-        epsilon=float(epsilon),
-        delta=float(delta),
-        events=(event,),
-        accounting="analytic_gaussian",
-        theorem=theorem,
-        sensitivity=float(sensitivity),
-        details={"sigma": sigma},
+    guarantee = analytic_gaussian_guarantee(
+        epsilon, delta, sigma / sensitivity, party=party, unit=unit, relation=relation, theorem=theorem,
+        sensitivity=float(sensitivity), details={"sigma": sigma},
     )
     return MechanismOutput(value + noise, sigma, guarantee)
 
@@ -203,25 +195,12 @@ def gaussian_noise(shape: tuple[int, ...], sigma: float, rng: np.random.Generato
 
 
 def gaussian_matrix_release(
-    X,
-    l2_sensitivity: float,
-    epsilon: float,
-    delta: float,
-    rng: np.random.Generator,
-    *,
-    party: Party,
-    unit: Unit = "record",
-    relation: accounting.Relation = "replace_one",
-    theorem: str = "Analytic Gaussian mechanism (Balle & Wang, ICML 2018, Thm. 8) on the whole matrix",
+    X, l2_sensitivity: float, epsilon: float, delta: float, rng: np.random.Generator, **options: Any
 ) -> MechanismOutput:
-    """Release a matrix ``X + N(0, σ²)`` whose ℓ2 (Frobenius) sensitivity is ``l2_sensitivity``.
-
-    Used for DPOT's projected rows (Δ = 2C‖M‖op under replace-one), DP-SWD projections and
-    noisy covariances. The whole matrix is one Gaussian release.
-    """
-    return gaussian_mechanism(
-        X, l2_sensitivity, epsilon, delta, rng, party=party, unit=unit, relation=relation, theorem=theorem
-    )
+    """Release a matrix ``X + N(0, σ²)`` whose ℓ2 (Frobenius) sensitivity is ``l2_sensitivity``: the
+    whole matrix is one Gaussian release (:func:`gaussian_mechanism`, whose keyword ``options`` it takes)."""
+    options.setdefault("theorem", "Analytic Gaussian mechanism (Balle & Wang, ICML 2018, Thm. 8) on the whole matrix")
+    return gaussian_mechanism(X, l2_sensitivity, epsilon, delta, rng, **options)
 
 
 def laplace_mechanism(
@@ -240,17 +219,10 @@ def laplace_mechanism(
     scale = l1_sensitivity / epsilon
     value = np.asarray(value, dtype=np.float64)
     noisy = value + _noise_generator(rng).laplace(0.0, scale, size=value.shape)
-    guarantee = Guarantee(
-        party=party,
-        unit=unit,
-        relation=relation,
-        epsilon=float(epsilon),
-        delta=0.0,
-        events=(accounting.laplace_event(1.0 / epsilon),),
-        accounting="pure",
-        theorem="Laplace mechanism (Dwork, McSherry, Nissim, Smith 2006)",
-        sensitivity=float(l1_sensitivity),
-        details={"scale": scale},
+    guarantee = closed_form_guarantee(
+        float(epsilon), 0.0, party=party, unit=unit, relation=relation, accounting="pure",
+        events=(accounting.laplace_event(1.0 / epsilon),), theorem="Laplace mechanism (Dwork, McSherry, Nissim, Smith 2006)",
+        sensitivity=float(l1_sensitivity), details={"scale": scale},
     )
     return MechanismOutput(noisy, scale, guarantee)
 

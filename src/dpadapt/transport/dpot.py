@@ -38,11 +38,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
 from dpadapt.privacy import accounting
+from dpadapt.privacy.families import dpot as families
 from dpadapt.privacy.guarantee import Guarantee
 from dpadapt.privacy.mechanisms import (
     NoiseSource,
@@ -359,20 +360,9 @@ def _plan_sound(
         sigma = accounting.analytic_gaussian_sigma(eps_feat, delta, sensitivity)
         z_used, steps = sigma / sensitivity, 1
         events = (accounting.gaussian_event(z_used), *label_events)
-        guarantee = Guarantee(
-            party="source",
-            unit="record" if labels == "rr" else "record_features",
-            relation="replace_one",
-            epsilon=epsilon if labels == "rr" else eps_feat,
-            delta=delta,
-            events=events,
-            accounting="basic_composition" if label_events else "analytic_gaussian",
-            theorem=(
-                "Analytic Gaussian mechanism (Balle & Wang 2018, Thm. 8) on rows clipped to C, "
-                "Δ = 2C‖M‖op; " + label_words + "; basic composition"
-            ),
-            sensitivity=sensitivity,
-            details={**details, "sigma": sigma, "feature_epsilon": eps_feat},
+        guarantee = families.rows_guarantee(
+            epsilon, delta, labels=labels, feature_epsilon=eps_feat, events=events, label_words=label_words,
+            sensitivity=sensitivity, details={**details, "sigma": sigma, "feature_epsilon": eps_feat},
         )
     else:
 
@@ -404,18 +394,11 @@ def _plan_sound(
                 f"not even one minibatch step fits in (ε={epsilon:g}, δ={delta:g}) with noise multiplier {z:g}; "
                 "raise the noise multiplier or the budget"
             )
-        guarantee = Guarantee.from_event(
+        guarantee = families.minibatch_rows_guarantee(
             make_event(steps),
-            party="source",
-            unit="record" if labels == "rr" else "record_features",
-            relation="replace_one",
-            delta=delta,
-            theorem=(
-                "Gaussian rows (Δ = 2C‖M‖op) on fixed-size batches sampled without replacement, RDP "
-                "(Wang, Balle & Kasiviswanathan 2019); "
-                + label_words
-                + "; RDP composition"
-            ),
+            delta,
+            labels=labels,
+            label_words=label_words,
             sensitivity=sensitivity,
             details={
                 **details,
@@ -491,19 +474,14 @@ def _plan_paper(
             "batches are fixed-size without replacement but accounted as Poisson subsampling with add/remove "
             "(the paper's moments accountant)"
         )
-    guarantee = Guarantee(
-        party="source",
-        unit="attribute",
-        relation=relation,
-        epsilon=eps_feat + eps_label,
-        delta=delta,
+    guarantee = families.paper_rows_guarantee(
+        eps_feat,
+        eps_label,
+        delta,
         events=(feat_event, label_event),
-        accounting=how,
-        theorem="Kenthapadi et al. 2013 Thm. 1 with w = max row norm of M (LeTien et al. 2019 Thms. 2–3)",
-        mode="paper",
-        valid=False,
-        reasons=tuple(reasons)
-        + ("published procedure reproduced for comparison (paper mode)",),
+        relation=relation,
+        how=how,
+        reasons=reasons,
         sensitivity=w,
         details={
             "w": w,
@@ -598,18 +576,10 @@ def release_dpot_source(
     delta: float,
     *,
     classes=None,
-    proj_dim: int | None = None,
-    batch_size: int | None = None,
-    noise_multiplier: float = 1.1,
-    steps: int | None = None,
-    label_epsilon: float | None = None,
-    labels: LabelPolicy = "rr",
-    row_norm: RowNorm | None = None,
-    clip_norm: float = 1.0,
     privacy_mode: str = "sound",
-    projection: str = "jl",
     random_state=None,
     reproducible_noise: bool = False,
+    **options: Any,
 ) -> Release:
     """Source party step of DPOT/DPDA (per-row design): plan (guarantee first), then release noisy rows.
 
@@ -617,8 +587,10 @@ def release_dpot_source(
     published procedure's ``0..max(y)``); a label outside it is an error. The projection seed is
     public randomness drawn from ``random_state``; the noise comes from a separate
     :class:`~dpadapt.privacy.mechanisms.NoiseSource` (fresh OS entropy unless
-    ``reproducible_noise``), so the seed, even when guessed, replays no noise. See
-    :func:`plan_dpot_source` for the other parameters and the module docstring for the guarantees.
+    ``reproducible_noise``), so the seed, even when guessed, replays no noise. ``options`` are the
+    keyword parameters of :func:`plan_dpot_source` (``proj_dim``, ``batch_size``, ``noise_multiplier``,
+    ``steps``, ``label_epsilon``, ``labels``, ``row_norm``, ``clip_norm``, ``projection``); see the
+    module docstring for the guarantees.
     """
     from dpadapt.classstats import label_indices
 
@@ -640,16 +612,8 @@ def release_dpot_source(
         epsilon,
         delta,
         projection_seed=int(public.integers(2**63 - 1)),
-        proj_dim=proj_dim,
-        batch_size=batch_size,
-        noise_multiplier=noise_multiplier,
-        steps=steps,
-        label_epsilon=label_epsilon,
-        labels=labels,
-        row_norm=row_norm,
-        clip_norm=clip_norm,
         privacy_mode=privacy_mode,
-        projection=projection,
+        **options,
     )
     release = execute_dpot_source(plan, Xs, label_indices(ys, classes), noise)
     release.params["classes"] = list(classes)

@@ -29,8 +29,7 @@ import numpy as np
 from dpadapt.baselines import SourceOnly
 from dpadapt.bench.common import cached_pair, domain_pairs, task_name
 from dpadapt.bench.registry import BenchTask, RunOutcome, register_suite
-from dpadapt.privacy import accounting
-from dpadapt.privacy.guarantee import Guarantee
+from dpadapt.privacy.families.dpot import projection_error_guarantee
 from dpadapt.classstats import DPLogisticRegression, DPNearestClassMean
 from dpadapt.privacy.mechanisms import NoiseSource, gaussian
 from dpadapt.transport import OTDA, DPOTAdapter
@@ -386,32 +385,15 @@ def _fig2_runner(
                 )
                 errs.append(abs(Wt - W) / W)
             err = float(np.mean(errs))
-            if mode == "sound":
-                ev = accounting.sampled_without_replacement_gaussian_event(
-                    z, n_s, batch, n_batches
-                )
-                guarantee = Guarantee.from_event(
-                    ev,
-                    party="source",
-                    unit="record",
-                    relation="replace_one",
-                    delta=delta,
-                    theorem="WBK19 RDP, features only (labels not released)",
-                    sensitivity=plan.sensitivity,
-                )
-            else:
-                ev = accounting.poisson_gaussian_event(z, batch / n_s, n_batches)
-                guarantee = Guarantee.from_event(
-                    ev,
-                    party="source",
-                    unit="attribute",
-                    relation="add_remove",
-                    delta=delta,
-                    mode="paper",
-                    theorem="Kenthapadi et al. 2013 + Poisson moments accountant (paper)",
-                    reasons=("attribute-level unit; rows unbounded",),
-                    sensitivity=plan.max_row_norm,
-                )
+            guarantee = projection_error_guarantee(
+                z,
+                n_s,
+                batch,
+                n_batches,
+                delta,
+                privacy_mode=mode,
+                sensitivity=plan.sensitivity if mode == "sound" else plan.max_row_norm,
+            )
         return RunOutcome(float(err), {"source": guarantee}, {"sigma": sigma})
 
     return run

@@ -20,7 +20,7 @@ import torch
 from dpadapt.bench.common import cached_pair, task_name
 from dpadapt.bench.registry import BenchTask, RunOutcome, register_suite
 from dpadapt.privacy import accounting
-from dpadapt.privacy.guarantee import Guarantee
+from dpadapt.privacy.families.dpswd import projections_guarantee
 
 EPS, DELTA = 10.0, 1e-5
 #: Table 1 (ε = 10): DANN / SWD / DP-SWD
@@ -64,11 +64,7 @@ def _toy_runner(shift: float, sigma: float, private: bool, n: int, draws: int):
             values.append(swd.sliced_wasserstein(Ps, Pt))
         guarantees = {}
         if private:
-            guarantees["target"] = Guarantee(
-                party="target", unit="record", relation="replace_one", epsilon=max(eps), delta=DELTA,
-                accounting="analytic_gaussian", theorem="Analytic Gaussian mechanism on clip(X)U, sensitivity 2R‖U‖op",
-                sensitivity=None, details={"sigma": sigma, "clip_norm": R, "k": k},
-            )
+            guarantees["target"] = projections_guarantee(max(eps), DELTA, sigma=sigma, clip_norm=R, k=k)
         return RunOutcome(float(np.mean(values)), guarantees, {"std": float(np.std(values)), "draws": draws, "n": n})
 
     return run

@@ -31,6 +31,7 @@ import dataclasses
 import importlib
 import os
 import pkgutil
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -94,6 +95,21 @@ PLUGINS_ENV = "DPADAPT_PLUGINS"
 def register(commands: MethodCommands) -> MethodCommands:
     _METHODS[commands.name] = commands
     return commands
+
+
+#: The party steps a method module may define, under these names (see :class:`MethodCommands`).
+STEPS = (
+    "add_release_arguments", "plan_release", "add_adapt_arguments", "adapt", "add_serve_arguments", "plan_answers",
+)
+
+
+def register_module(module_name: str, help: str, **options: Any) -> MethodCommands:
+    """Register the method of module ``module_name``: named after the module's last component, with
+    the party steps the module defines under the names in :data:`STEPS`, and ``options`` (e.g.
+    ``example_release_args``)."""
+    module = sys.modules[module_name]
+    steps = {step: getattr(module, step) for step in STEPS if hasattr(module, step)}
+    return register(MethodCommands(name=module_name.rpartition(".")[2], help=help, **steps, **options))
 
 
 def load_plugins() -> None:

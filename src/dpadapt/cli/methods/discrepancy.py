@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 
 from dpadapt.cli.config_options import add_config_options
-from dpadapt.cli.methods import AdaptOutcome, MethodCommands, PlannedRelease, register
+from dpadapt.cli.methods import AdaptOutcome, PlannedRelease, register_module
 from dpadapt.discrepancy.party import (
     KIND,
     METHOD,
@@ -61,14 +61,10 @@ def adapt(args: argparse.Namespace, table: Table, releases: list) -> AdaptOutcom
     return AdaptOutcome(model=model, guarantees=dict(model.guarantees_), metrics=metrics)
 
 
-register(MethodCommands(
-    name="discrepancy",
-    help="private discrepancy minimisation (Bassily, Mohri & Suresh 2023): the target releases weights over the public source",
-    add_release_arguments=add_release_arguments,
-    plan_release=plan_release,
-    add_adapt_arguments=add_adapt_arguments,
-    adapt=adapt,
+register_module(
+    __name__,
+    "private discrepancy minimisation (Bassily, Mohri & Suresh 2023): the target releases weights over the public source",
     example_release_args=lambda files: [
         "--data", files["target"], "--source-data", files["source"], "--r", "10", "--K", "50",
     ],
-))
+)

@@ -30,7 +30,7 @@ import argparse
 import numpy as np
 import scipy.sparse as sp
 
-from dpadapt.cli.methods import AdaptOutcome, MethodCommands, PlannedRelease, register
+from dpadapt.cli.methods import AdaptOutcome, PlannedRelease, register_module
 from dpadapt.deep.dpda import DPDA
 from dpadapt.io import Table
 from dpadapt.privacy.guarantee import Guarantee
@@ -142,14 +142,8 @@ def adapt(args: argparse.Namespace, table: Table, releases: list[Release]) -> Ad
     )
 
 
-COMMANDS = register(
-    MethodCommands(
-        name="dpda",
-        help="DPDA (Wang et al. 2020): public labelled source sent to the target, which trains DANN with DP-SGD",
-        add_release_arguments=add_release_arguments,
-        plan_release=plan_release,
-        add_adapt_arguments=add_adapt_arguments,
-        adapt=adapt,
-        example_release_args=lambda files: ["--data", files["source"], "--declare-public"],
-    )
+COMMANDS = register_module(
+    __name__,
+    "DPDA (Wang et al. 2020): public labelled source sent to the target, which trains DANN with DP-SGD",
+    example_release_args=lambda files: ["--data", files["source"], "--declare-public"],
 )

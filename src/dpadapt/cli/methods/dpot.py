@@ -22,7 +22,7 @@ import argparse
 import numpy as np
 
 from dpadapt.cli.config_options import add_config_options, add_option, config_from_args
-from dpadapt.cli.methods import AdaptOutcome, MethodCommands, PlannedRelease, register
+from dpadapt.cli.methods import AdaptOutcome, PlannedRelease, register_module
 from dpadapt.io import Table
 from dpadapt.privacy.mechanisms import random_streams
 from dpadapt.release import Release, ReleaseError
@@ -129,15 +129,9 @@ def adapt(args: argparse.Namespace, table: Table, releases: list[Release]) -> Ad
     return AdaptOutcome(model=model, guarantees={"source": release.guarantee}, metrics=metrics)
 
 
-COMMANDS = register(
-    MethodCommands(
-        name="dpot",
-        help="DPOT: source DP class statistics in the target's basis (sound); per-row release (weak / paper)",
-        add_release_arguments=add_release_arguments,
-        plan_release=plan_release,
-        add_adapt_arguments=add_adapt_arguments,
-        adapt=adapt,
-        # generic tests: the 3-class generated source, no basis (class statistics in the feature space)
-        example_release_args=lambda files: ["--data", files["source"], "--n-classes", "3"],
-    )
+COMMANDS = register_module(
+    __name__,
+    "DPOT: source DP class statistics in the target's basis (sound); per-row release (weak / paper)",
+    # generic tests: the 3-class generated source, no basis (class statistics in the feature space)
+    example_release_args=lambda files: ["--data", files["source"], "--n-classes", "3"],
 )

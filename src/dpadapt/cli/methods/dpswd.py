@@ -36,7 +36,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from dpadapt.cli.methods import AdaptOutcome, MethodCommands, PlannedRelease, register
+from dpadapt.cli.methods import AdaptOutcome, PlannedRelease, register_module
 from dpadapt.io import Table
 from dpadapt.release import Release
 from dpadapt.transport import swd
@@ -94,13 +94,7 @@ def adapt(args: argparse.Namespace, table: Table, releases: list[Release]) -> Ad
                         guarantees={"target": release.guarantee}, metrics={"dpswd": value})
 
 
-COMMANDS = register(
-    MethodCommands(
-        name="dpswd",
-        help="DP sliced Wasserstein distance (Rakotomamonjy & Ralaivola 2021): noisy target projections, one-shot",
-        add_release_arguments=add_release_arguments,
-        plan_release=plan_release,
-        add_adapt_arguments=add_adapt_arguments,
-        adapt=adapt,
-    )
+COMMANDS = register_module(
+    __name__,
+    "DP sliced Wasserstein distance (Rakotomamonjy & Ralaivola 2021): noisy target projections, one-shot",
 )

@@ -20,7 +20,7 @@ import numpy as np
 
 from dpadapt.alignment import prima
 from dpadapt.cli.config_options import add_config_options, config_from_args
-from dpadapt.cli.methods import AdaptOutcome, MethodCommands, PlannedRelease, register
+from dpadapt.cli.methods import AdaptOutcome, PlannedRelease, register_module
 from dpadapt.io import Table
 from dpadapt.privacy.mechanisms import random_streams
 from dpadapt.release import Release, ReleaseError
@@ -97,15 +97,9 @@ def adapt(args: argparse.Namespace, table: Table, releases: list[Release]) -> Ad
                         return_release=PlannedRelease(plan.guarantee, execute))
 
 
-register(
-    MethodCommands(
-        "prima",
-        "PRIMA, both parties protected: the source releases DP class statistics, the target refines on its own rows "
-        "(or the published covariances + DP-SGD heads)",
-        add_release_arguments,
-        plan_release,
-        add_adapt_arguments,
-        adapt,
-        example_release_args=lambda files: ["--data", str(files["source"]), "--classes", "0,1,2"],
-    )
+register_module(
+    __name__,
+    "PRIMA, both parties protected: the source releases DP class statistics, the target refines on its own rows "
+    "(or the published covariances + DP-SGD heads)",
+    example_release_args=lambda files: ["--data", str(files["source"]), "--classes", "0,1,2"],
 )

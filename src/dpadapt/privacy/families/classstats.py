@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 from dpadapt.privacy import accounting
-from dpadapt.privacy.guarantee import Guarantee
+from dpadapt.privacy.guarantee import Guarantee, analytic_gaussian_guarantee
 from dpadapt.privacy.mechanisms import CLASS_STATISTICS_SENSITIVITY
 
 THEOREM = (
@@ -44,14 +44,13 @@ def class_statistics_plan(
         raise ValueError(f"relation must be one of {tuple(CLASS_STATISTICS_SENSITIVITY)}")
     sensitivity = CLASS_STATISTICS_SENSITIVITY[relation]
     sigma = accounting.analytic_gaussian_sigma(epsilon, delta, sensitivity)
-    guarantee = Guarantee(
+    guarantee = analytic_gaussian_guarantee(
+        epsilon,
+        delta,
+        sigma / sensitivity,
         party=party,
         unit="record",
         relation=relation,
-        epsilon=float(epsilon),
-        delta=float(delta),
-        events=(accounting.gaussian_event(sigma / sensitivity),),
-        accounting="analytic_gaussian",
         theorem=THEOREM + (f"; {extra_theorem}" if extra_theorem else ""),
         sensitivity=sensitivity,
         details={
@@ -98,14 +97,14 @@ def noisy_gd_plan(
     sensitivity = (2.0 if relation == "replace_one" else 1.0) * clip
     z_single = accounting.analytic_gaussian_sigma(epsilon, delta, 1.0)
     z = z_single * math.sqrt(steps)
-    guarantee = Guarantee(
+    guarantee = analytic_gaussian_guarantee(
+        epsilon,
+        delta,
+        z,
+        steps=steps,
         party=party,
         unit="record",
         relation=relation,
-        epsilon=float(epsilon),
-        delta=float(delta),
-        events=(accounting.gaussian_event(z, steps=steps),),
-        accounting="analytic_gaussian",
         theorem=GD_THEOREM,
         sensitivity=sensitivity,
         details={"sigma": z * sensitivity, "noise_multiplier": z, "steps": steps, "clip": clip,

@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from dpadapt.privacy import accounting
-from dpadapt.privacy.guarantee import Guarantee
+from dpadapt.privacy.guarantee import Guarantee, analytic_gaussian_guarantee
 from dpadapt.validation import check_delta, check_epsilon, check_positive
 
 THEOREM_SPECTRAL = (
@@ -250,10 +250,31 @@ def plan_sliced_marginals(epsilon: float, delta: float, *, n: int, k: int, bins:
         raise ValueError(f"need k ≥ 1 directions and ≥ 2 bins, got k={k}, bins={bins}")
     sensitivity = math.sqrt(2.0 * int(k))
     z = accounting.analytic_gaussian_sigma(epsilon, delta, 1.0)
-    g = Guarantee(
-        party=party, unit="record", relation="replace_one", epsilon=float(epsilon), delta=float(delta),
-        events=(accounting.gaussian_event(z),), accounting="analytic_gaussian", theorem=THEOREM_SLICED_MARGINALS,
+    g = analytic_gaussian_guarantee(
+        epsilon, delta, z, party=party, unit="record", relation="replace_one", theorem=THEOREM_SLICED_MARGINALS,
         sensitivity=sensitivity, details={"n": int(n), "k": int(k), "bins": int(bins), "noise_multiplier": z,
                                           "sigma": z * sensitivity, "releases": 1},
     )
     return z * sensitivity, g
+
+
+def rounds_guarantee(plan: DPSWDPlan, rounds: int) -> Guarantee:
+    """The Guarantee of ``rounds`` releases made under ``plan`` (spectral: the subsampled events of those
+    rounds alone; the Beta-bound methods: the plan's whole guarantee, whose δ_fail covers every round)."""
+    if plan.method != "spectral":
+        return plan.guarantee
+    return Guarantee.from_event(
+        steps_event(plan.noise_multiplier, plan.n, plan.batch_size, rounds),
+        party="target", unit="record", relation="replace_one", delta=plan.delta, theorem=plan.guarantee.theorem,
+        details={"rounds": rounds, "noise_multiplier": plan.noise_multiplier},
+    )
+
+
+def projections_guarantee(epsilon: float, delta: float, *, sigma: float, clip_norm: float, k: int) -> Guarantee:
+    """One analytic Gaussian release of clip(X)U (Balle & Wang 2018, Thm. 8) whose ε, for the given σ and
+    sensitivity 2R‖U‖op, was computed by the caller (:func:`dpadapt.privacy.accounting.analytic_gaussian_epsilon`)."""
+    return Guarantee(
+        party="target", unit="record", relation="replace_one", epsilon=epsilon, delta=delta,
+        accounting="analytic_gaussian", theorem="Analytic Gaussian mechanism on clip(X)U, sensitivity 2R‖U‖op",
+        sensitivity=None, details={"sigma": sigma, "clip_norm": clip_norm, "k": k},
+    )
