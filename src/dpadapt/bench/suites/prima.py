@@ -3,7 +3,8 @@
 Rows: the sound class-statistics protocol (``prima``/sound, our default), its non-private counterpart
 (``prima``/non-private: the same pipeline without noise), the DP source-only baseline at the same
 (ε, δ) (``dp-ncm``: DP nearest class mean from the same single class-statistics release, no
-adaptation), the published heads protocol in sound and paper mode (``prima-heads``, ``prisa``),
+adaptation), the DP logistic regression on the source alone (``dp-logreg``, noisy full-batch GD at the same
+(ε, δ)), the published heads protocol in sound and paper mode (``prima-heads``, ``prisa``),
 and the non-private baselines source-only, CORAL and SA, all in the same runs.
 
 Defaults fixed a priori on pairs OTHER than the reported ones (see ``benchmarks/prima.md``):
@@ -67,6 +68,11 @@ def _estimator(method: str, mode: str, dataset: str, epsilon: float | None, seed
     if method == "sa":
         return SubspaceAlignment(random_state=seed)
     bow = _is_bow(dataset)
+    if method == "dp-logreg":  # DP source-only: noisy full-batch GD logistic regression at the same (ε, δ)
+        from dpadapt.classstats import DPLogisticRegression
+
+        return DPLogisticRegression(epsilon=epsilon, delta=DELTA if epsilon is not None else None, classes=classes,
+                                    feature_type="counts" if bow else "dense", random_state=seed)
     params = {"epsilon": epsilon, "delta": DELTA if epsilon is not None else None, "classes": classes,
               "log_counts": bow and mode != "paper", "random_state": seed}
     if method in ("prima", "dp-ncm"):
@@ -177,7 +183,7 @@ def _tasks(suite, pairs, methods, epsilons, epochs, paper=None, extra_by_method=
 
 
 BASELINES = [("source-only", "non-private"), ("coral", "non-private"), ("sa", "non-private")]
-OURS = [("prima", "sound"), ("dp-ncm", "sound"), ("prima", "non-private")]
+OURS = [("prima", "sound"), ("dp-ncm", "sound"), ("dp-logreg", "sound"), ("prima", "non-private")]
 HEADS = [("prima-heads", "sound"), ("prisa", "sound"), ("prima-heads", "paper"), ("prisa", "paper")]
 PAPER_NAMES = {"prima-heads": "prima"}
 
