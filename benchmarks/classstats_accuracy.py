@@ -4,12 +4,14 @@ DPOT setting: the unprotected target's 20-d basis; PRIMA setting: no target basi
 basis of ``basis_dim`` columns, centring as in PRIMA's class-statistics protocol). For every
 candidate refinement in ``CANDIDATES``, mean target accuracy over seeds (fresh noise each seed).
 Run: PYTHONPATH=src python benchmarks/classstats_accuracy.py SETTING DATASET EPS[,EPS] SEEDS S:T [S:T ...]
-(SETTING dpot|prima; office domain letters or Amazon names). Prints one JSON line per (pair, ε, candidate).
+(SETTING dpot|prima; Office letters A, C, D, W or Amazon letters B, D, E, K; CANDIDATES=a,b,… to restrict;
+TARGET_PCA=none,20 for PRIMA's target-side PCA options). Prints one JSON line per (pair, ε, candidate).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 
@@ -20,12 +22,20 @@ from dpadapt.classstats.adapt import ClassStatsModel, fit_basis, project, protot
 from dpadapt.privacy.families.classstats import class_statistics_plan
 from dpadapt.privacy.mechanisms import class_statistics, random_streams
 
-CANDIDATES = ("ot", "kmeans", "cluster_match", "self_training", "none+st", "ot+st", "kmeans+st", "cluster_match+st")
+CANDIDATES = tuple(os.environ.get("CANDIDATES", "ot,kmeans,cluster_match,self_training,none+st,ot+st,kmeans+st,cluster_match+st")
+                   .split(","))
 OFFICE = {"A": "amazon", "C": "caltech", "D": "dslr", "W": "webcam"}
+AMAZON = {"B": "books", "D": "dvd", "E": "electronics", "K": "kitchen"}
+
+
+def domains(ds: str, s: str, t: str) -> tuple[str, str]:
+    """Full domain names from letters (Office: A, C, D, W; Amazon: B, D, E, K)."""
+    names = AMAZON if "bow" in ds or "msda" in ds or "amazon" in ds else OFFICE
+    return names.get(s, s), names.get(t, t)
 
 
 def dpot_pair(ds, s, t, eps_list, seeds, log1p):
-    p = cached_pair(ds, OFFICE.get(s, s), OFFICE.get(t, t))
+    p = cached_pair(ds, *domains(ds, s, t))
     classes = np.unique(p.ys)
     Mt = row_map(p.Xt, log1p)
     mean, comp = fit_basis(Mt, 20)
@@ -49,22 +59,23 @@ def dpot_pair(ds, s, t, eps_list, seeds, log1p):
 
 
 def prima_pair(ds, s, t, eps_list, seeds):
-    from dpadapt.alignment import prima
+    from dpadapt.alignment import PRIMA
 
-    p = cached_pair(ds, OFFICE.get(s, s), OFFICE.get(t, t))
-    bow = ds.startswith("bow")
+    p = cached_pair(ds, *domains(ds, s, t))
+    bow = "bow" in ds
+    pcas = [None if v == "none" else int(v) for v in os.environ.get("TARGET_PCA", "none").split(",")]
     for eps in eps_list:
-        res = {c: [] for c in CANDIDATES}
+        res = {(c, k): [] for c in CANDIDATES for k in pcas}
         for seed in range(seeds):
             base = dict(epsilon=eps, delta=1e-5, classes=tuple(np.unique(p.ys).tolist()), random_state=seed,
                         log_counts=bow, basis_dim=None if bow else 1024)
-            for c in CANDIDATES:
-                est = prima.PRIMA(refinement=c, **base)
+            for c, k in res:
+                est = PRIMA(refinement=c, target_pca=k, **base)
                 est.fit_domains(p.Xs, p.ys, p.Xt)
-                res[c].append(100 * est.score(p.Xt_test, p.yt_test))
-        for c, v in res.items():
+                res[c, k].append(100 * est.score(p.Xt_test, p.yt_test))
+        for (c, k), v in res.items():
             print(json.dumps({"setting": "prima", "dataset": ds, "pair": f"{s}->{t}", "epsilon": eps, "refinement": c,
-                              "mean": float(np.mean(v)), "std": float(np.std(v)), "runs": v}), flush=True)
+                              "target_pca": k, "mean": float(np.mean(v)), "std": float(np.std(v)), "runs": v}), flush=True)
 
 
 def main() -> None:
@@ -74,7 +85,7 @@ def main() -> None:
     for pair in pairs:
         s, t = pair.split(":")
         if setting == "dpot":
-            dpot_pair(ds, s, t, eps_list, int(seeds), log1p=ds == "surf")
+            dpot_pair(ds, s, t, eps_list, int(seeds), log1p="surf" in ds)
         else:
             prima_pair(ds, s, t, eps_list, int(seeds))
     print(json.dumps({"seconds": time.time() - t0}), flush=True)

@@ -120,3 +120,17 @@ def test_source_only_suite_is_registered(data_root):  # building the rows reads 
     assert sum(t.task.startswith("bow5000:") for t in tasks if t.method == "source-only-logreg") == 12
     assert {t.method for t in tasks} == {"source-only-logreg", "source-only-mlp", "dp-ncm", "dp-logreg"}
     assert all(t.mode == ("sound" if t.method.startswith("dp-") else "non-private") for t in tasks)
+
+
+def test_format_table_flags_sound_rows_not_beating_dp_source_only():
+    def row(method, value, mode="sound", eps=2.0):
+        return {"task": "t", "method": method, "mode": mode, "epsilon_target": eps, "epsilon_spent": eps, "value": value,
+                "seconds": 0.0, "guarantee_valid": True, "paper_value": None, "error": None}
+
+    rows = [row("dp-ncm", 0.6), row("dp-logreg", 0.7), row("weak", 0.65), row("strong", 0.8),
+            row("weak", 0.65, eps=20.0), row("np", 0.5, mode="non-private", eps=math.inf)]
+    lines = {(line.split()[1], line.split()[3]): line for line in format_table(rows).splitlines()[2:]}
+    assert lines[("weak", "2")].endswith("< DP-SO")  # below the better DP source-only row (0.7)
+    assert not lines[("strong", "2")].endswith("< DP-SO")
+    assert not lines[("weak", "20")].endswith("< DP-SO")  # no DP source-only row at ε = 20
+    assert not lines[("np", "∞")].endswith("< DP-SO") and not lines[("dp-ncm", "2")].endswith("< DP-SO")

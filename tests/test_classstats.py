@@ -133,3 +133,27 @@ def test_dp_logistic_regression_calibration_and_accuracy(rng):
         DPLogisticRegression(epsilon=4.0).fit_domains(Xs, ys)
     nonpriv = DPLogisticRegression(steps=10).fit(Xs, ys)
     assert nonpriv.guarantee_ is None
+
+
+@pytest.mark.parametrize("refinement", ["cluster_match", "ot+st", "kmeans+st", "none+st"])
+def test_full_feature_and_cluster_refinements_recover_separated_classes(rng, refinement):
+    from dpadapt.classstats.adapt import refine
+
+    # 3 classes in 12-d full features; the working space is their first 4 coordinates (a "basis")
+    centers = np.zeros((3, 12))
+    centers[np.arange(3), np.arange(3)] = 5.0
+    y = np.repeat(np.arange(3), 40)
+    F = row_map(centers[y] + rng.normal(0, 0.7, size=(120, 12)), log1p=False)
+    Z = project(F[:, :4], None, None)
+    start = project(centers[:, :4] + rng.normal(0, 1.0, size=(3, 4)), None, None)
+    r = refine(Z, start, np.full(3, 1 / 3), refinement, F=F, random_state=0)
+    if refinement.endswith("+st"):
+        W, b = r.scorer  # a linear scorer on the FULL features, one row per public class
+        assert W.shape == (3, 12) and b.shape == (3,)
+        pred = np.argmax(F @ W.T + b, axis=1)
+    else:
+        assert r.scorer is None and r.centers.shape == (3, 4)
+        pred = np.argmax(Z @ r.centers.T, axis=1)
+    assert np.mean(pred == y) > 0.95
+    with pytest.raises(ValueError, match="refinement must be one of"):
+        refine(Z, start, None, "magic")

@@ -69,8 +69,9 @@ class PrimaConfig(Config):
     target_pca: int | None = param(None, optional=True, low=1,
                                    help="target-side denoising: work in the top principal directions of the target's own "
                                         "centred rows (its own computation; the isotropic release noise outside them is dropped)")
-    refinement: str = param("cluster_match", choices=REFINEMENTS,
-                            help="target-side refinement of the prototypes on its own rows")
+    refinement: str = param("ot+st", choices=REFINEMENTS,
+                            help="target-side refinement of the prototypes on its own rows (default fixed on "
+                                 "GoogLeNet A→D, A→W, D→A, W→A: benchmarks/classstats.md, round 4)")
     subspace_size: int = param(512, low=1, help="public subspace size p of the random partition (dpsgd_heads)")
     partition: str = param("random", choices=PARTITIONS, help="feature partition (forward selection is NOT private)")
     psd_repair: str = param("eig_clip", choices=cov.PSD_REPAIRS, help="repair of the noisy blocks (post-processing)")

@@ -161,18 +161,40 @@ def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+#: Rows that are DP source-only baselines: a sound row of the same task and ε that does not beat
+#: the best of them is flagged in :func:`format_table`.
+DP_SOURCE_ONLY = ("dp-ncm", "dp-logreg")
+
+
+def _dp_source_only_best(summary: list[dict[str, Any]]) -> dict[tuple, float]:
+    best: dict[tuple, float] = {}
+    for s in summary:
+        if s["method"] in DP_SOURCE_ONLY and s["mode"] == "sound" and s["n"]:
+            key = (s["task"], s["epsilon"])
+            best[key] = max(best.get(key, -math.inf), s["mean"])
+    return best
+
+
 def format_table(rows: list[dict[str, Any]]) -> str:
-    """Measured vs paper table (one line per task × method × mode × ε)."""
+    """Measured vs paper table (one line per task × method × mode × ε).
+
+    The last column flags (``< DP-SO``) a sound row that does not beat the best DP source-only row
+    (:data:`DP_SOURCE_ONLY`) of the same task at the same ε.
+    """
     summary = summarise(rows)
-    header = f"{'task':<22} {'method':<22} {'mode':<12} {'ε target':>8} {'ε spent':>8} {'valid':>5} {'measured':>15} {'paper':>7} {'s/run':>7}"
+    best = _dp_source_only_best(summary)
+    header = f"{'task':<22} {'method':<22} {'mode':<12} {'ε target':>8} {'ε spent':>8} {'valid':>5} {'measured':>15} {'paper':>7} {'s/run':>7}  flag"
     lines = [header, "-" * len(header)]
     for s in sorted(summary, key=lambda s: (s["task"], s["method"], s["mode"], s["epsilon"])):
         eps = "∞" if math.isinf(s["epsilon"]) else f"{s['epsilon']:g}"
         spent = "∞" if math.isinf(s["epsilon_spent"]) else ("—" if math.isnan(s["epsilon_spent"]) else f"{s['epsilon_spent']:.3g}")
         measured = f"{s['mean']:.4f}±{s['std']:.3f}" if s["n"] else f"ERROR×{s['errors']}"
         paper = "—" if s["paper"] is None else f"{s['paper']:.4g}"
+        ref = best.get((s["task"], s["epsilon"]))
+        flag = ("< DP-SO" if s["mode"] == "sound" and s["method"] not in DP_SOURCE_ONLY and ref is not None
+                and s["n"] and s["mean"] <= ref else "")
         lines.append(
-            f"{s['task']:<22} {s['method']:<22} {s['mode']:<12} {eps:>8} {spent:>8} {'yes' if s['valid'] else 'no':>5} {measured:>15} {paper:>7} {s['seconds']:>7.2f}"
+            f"{s['task']:<22} {s['method']:<22} {s['mode']:<12} {eps:>8} {spent:>8} {'yes' if s['valid'] else 'no':>5} {measured:>15} {paper:>7} {s['seconds']:>7.2f}  {flag}".rstrip()
         )
     return "\n".join(lines)
 

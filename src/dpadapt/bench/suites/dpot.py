@@ -117,7 +117,7 @@ def _classstats_tasks(suite: str, dataset: str, source: str, target: str, eps: f
     n_s = len(cached_pair(dataset, source, target).ys)
     rows = [("dpot-cs", {}, DPOTAdapter), ("dp-ncm", {}, DPNearestClassMean), ("dp-logreg", {}, DPLogisticRegression)]
     if not quick:
-        rows += [(f"dpot-cs-{r}", {"refinement": r}, DPOTAdapter) for r in ("kmeans", "self_training", "none")]
+        rows += [(f"dpot-cs-{r}", {"refinement": r}, DPOTAdapter) for r in ("kmeans", "ot+st", "none")]
     tasks = [
         BenchTask(suite, name, method, "sound", _classstats_runner(dataset, source, target, eps, est, **kw),
                   epsilon=eps, delta=_delta(n_s), params=kw)
