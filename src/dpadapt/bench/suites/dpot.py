@@ -155,7 +155,7 @@ def _pair_tasks(
     heads: Sequence[str],
     variants: Sequence[str],
 ) -> list[BenchTask]:
-    """DPDA variants + OTDA + source-only rows for one pair at the paper's ε."""
+    """DPOT-DA variants + OTDA + source-only rows for one pair at the paper's ε."""
     name = task_name(dataset, source, target)
     paper = PAPER_TABLE1.get((source, target), {}) if dataset == "decaf6" else {}
     n_s = len(cached_pair(dataset, source, target).ys)
@@ -212,7 +212,7 @@ def _pair_tasks(
 
 @register_suite(
     "dpot",
-    "DPDA Table 1 protocol on Office-Caltech DeCAF6 D→W / W→D (sound, paper, OTDA, source-only)",
+    "DPOT-DA (LeTien et al.) Table 1 protocol on Office-Caltech DeCAF6 D→W / W→D (sound, paper, OTDA, source-only)",
 )
 def build_table1(quick: bool, epsilons=None) -> list[BenchTask]:
     pairs = [("dslr", "webcam")] if quick else [("dslr", "webcam"), ("webcam", "dslr")]
@@ -234,7 +234,7 @@ def build_table1(quick: bool, epsilons=None) -> list[BenchTask]:
 
 @register_suite(
     "dpot-office",
-    "DPDA on every available Office-Caltech SURF / GoogLeNet pair (logreg head)",
+    "DPOT-DA on every available Office-Caltech SURF / GoogLeNet pair (logreg head)",
 )
 def build_office(quick: bool, epsilons=None) -> list[BenchTask]:
     tasks = []
@@ -254,7 +254,7 @@ def build_office(quick: bool, epsilons=None) -> list[BenchTask]:
 
 @register_suite(
     "dpot-sweep",
-    "DPDA accuracy versus ε on DeCAF6 D→W: sound vs paper, with OTDA and source-only",
+    "DPOT-DA accuracy versus ε on DeCAF6 D→W: sound vs paper, with OTDA and source-only",
 )
 def build_sweep(quick: bool, epsilons=None) -> list[BenchTask]:
     s, t, dataset = "dslr", "webcam", "decaf6"
