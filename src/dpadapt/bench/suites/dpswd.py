@@ -119,7 +119,8 @@ def _digits_config(source: str, target: str, quick: bool) -> dict:
     lr, lam = DIGITS_HP[(source, target)]
     lam = float(os.environ.get("DPADAPT_DPSWD_LAMBDA", lam))
     sensitivity = os.environ.get("DPADAPT_DPSWD_SENSITIVITY", "spectral")
-    return {"network": "digits", "epochs": 3 if quick else int(os.environ.get("DPADAPT_DPSWD_EPOCHS", 10)), "min_steps": 0, "start_align": 1, "batch_size": 64 if quick else 128,
+    return {"network": "digits", "adapt_steps": 300 if quick else 1000,
+            "epochs": 3 if quick else int(os.environ.get("DPADAPT_DPSWD_EPOCHS", 10)), "min_steps": 0, "start_align": 1, "batch_size": 64 if quick else 128,
                 "lr": lr, "lam": lam, "k": 200, "epsilon": EPS, "delta": DELTA, "sensitivity": sensitivity}
 
 
