@@ -60,6 +60,15 @@ class DPSWDConfig(Config):
                               help="paper mode's published sensitivity formula")
     start_align: float = param(1.0, low=0.0,
                                help="epochs of source-only pre-training before alignment (fraction of the run at most 1)")
+    design: str = param("per-step", choices=("per-step", "marginals"),
+                        help="'per-step': the paper's noisy target projections at every alignment step; 'marginals': "
+                             "the target releases its sliced marginals ONCE under the source's frozen extractor, "
+                             "then the source adapts for free (dpadapt.deep.swd_marginals)")
+    bins: int = param(32, low=2, help="marginals design: fixed public bins per direction on [-4, 4] source stds")
+    adapt_steps: int = param(1000, low=0, help="marginals design: source-side adaptation steps (post-processing)")
+    map_form: str = param("affine", choices=("affine", "mlp"),
+                          help="marginals design: residual feature map T (affine: chosen on a synthetic MNIST shift)")
+    marginal_weight: float = param(1.0, low=0.0, help="marginals design: weight of the sliced-marginal matching term")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -51,6 +51,8 @@ from dpadapt.transport import swd
 from dpadapt.validation import check_fitted_features
 
 MODES = ("sound", "paper", "non-private", "source-only")
+#: public bin range of the marginals design, in units of the source's projection std per direction
+MARGINAL_WIDTH = 4.0
 
 
 # --- networks ---------------------------------------------------------------------------------
@@ -354,6 +356,8 @@ class DPSWDAdapter(ConfigEstimator):
         """Fit on labelled (public) source and unlabelled private target (``yt`` is ignored)."""
         Xs, ys, Xt, _ = self._check_domains(Xs, ys, Xt, yt)
         cfg = self.make_config()
+        if cfg.design == "marginals" and cfg.epsilon is not None and cfg.privacy_mode == "paper":
+            raise ValueError("design='marginals' is a sound design with no published counterpart; use privacy_mode='sound'")
         self.config_ = cfg
         if cfg.classes is not None:
             classes = np.asarray(cfg.classes)
@@ -389,11 +393,31 @@ class DPSWDAdapter(ConfigEstimator):
             clip_norm=cfg.clip_norm, sensitivity=cfg.sensitivity, paper_method=cfg.paper_method, q=int(cfg.q),
             steps_per_epoch=spe,
         )
-        self.train_result_ = train_swd_da(self._transform(Xs), y_idx, self._transform(Xt), g, h, run, rng, noise)
+        if cfg.design == "marginals" and run.mode in ("sound", "non-private"):
+            self.train_result_ = self._fit_marginals(cfg, run, self._transform(Xs), y_idx, self._transform(Xt), g, h,
+                                                     rng, noise)
+        else:
+            self.train_result_ = train_swd_da(self._transform(Xs), y_idx, self._transform(Xt), g, h, run, rng, noise)
         self.n_features_in_ = Xs.shape[1]
         g_target = self.train_result_.guarantee
         self._set_guarantees(*([g_target] if g_target is not None else []))
         return self
+
+    def _fit_marginals(self, cfg: DPSWDConfig, run: SWDDAConfig, Xs, ys, Xt, g, h, rng, noise) -> TrainResult:
+        """``design="marginals"``: source-only training, ONE release of the target's sliced marginals
+        under the frozen g, then source-side adaptation (:mod:`dpadapt.deep.swd_marginals`)."""
+        from dpadapt.deep import swd_marginals as sm
+
+        t0 = time.perf_counter()
+        pre = train_swd_da(Xs, ys, Xt, g, h, dataclasses.replace(run, mode="source-only"), rng, noise)
+        slices = sm.public_slices(pre.g, Xs, k=run.k, bins=cfg.bins, width=MARGINAL_WIDTH, rng=rng)
+        plan = sm.plan_marginals(cfg.epsilon, run.delta, n=Xt.shape[0], k=run.k, bins=cfg.bins)
+        release = sm.release_marginals(plan, slices, Xt, noise)
+        adapted = sm.adapt_marginals(release, slices, Xs, ys, pre.h, sm.AdaptConfig(
+            steps=cfg.adapt_steps, weight=float(cfg.marginal_weight), form=cfg.map_form), rng)
+        self.release_, self.slices_, self.map_ = release, slices, adapted.T
+        return TrainResult(slices.g, adapted.h, plan.guarantee, pre.steps + int(cfg.adapt_steps), 1,
+                           time.perf_counter() - t0, plan.sigma)
 
     def decision_function(self, X) -> np.ndarray:
         X = check_fitted_features(self, X, "train_result_")

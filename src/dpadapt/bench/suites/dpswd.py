@@ -92,10 +92,11 @@ def build_toy(quick: bool, epsilons=None) -> list[BenchTask]:
 
 @functools.lru_cache(maxsize=4)
 def _digits(source: str, target: str, quick: bool):
-    """Subsets (fixed seed 0): source ≤ 10000 rows, target train ≤ 10000, full target test (quick: 2000/2000/1000)."""
+    """Subsets (fixed seed 0): source ≤ 10000 rows, target train ≤ 10000, full target test (quick: 2000/2000/1000);
+    ``$DPADAPT_DPSWD_ROWS`` overrides the 10000 of the full suite."""
     pair = cached_pair("digits", source, target, resize=28)
     rng = np.random.default_rng(0)
-    cap = 2000 if quick else 10000
+    cap = 2000 if quick else int(os.environ.get("DPADAPT_DPSWD_ROWS", 10000))
 
     def sub(X, y, m):
         idx = rng.choice(X.shape[0], size=min(m, X.shape[0]), replace=False)
@@ -108,12 +109,14 @@ def _digits(source: str, target: str, quick: bool):
 
 
 def _digits_config(source: str, target: str, quick: bool) -> dict:
-    """Reference-code settings; ``$DPADAPT_DPSWD_LAMBDA`` overrides λ (for the documented λ = 1 re-run) and
-    ``$DPADAPT_DPSWD_SENSITIVITY`` the sound sensitivity bound (default ``spectral``)."""
+    """Reference-code settings; ``$DPADAPT_DPSWD_LAMBDA`` overrides λ (for the documented λ = 1 re-run),
+    ``$DPADAPT_DPSWD_SENSITIVITY`` the sound sensitivity bound (default ``spectral``) and
+    ``$DPADAPT_DPSWD_EPOCHS`` the 10 epochs of the full suite."""
     lr, lam = DIGITS_HP[(source, target)]
     lam = float(os.environ.get("DPADAPT_DPSWD_LAMBDA", lam))
     sensitivity = os.environ.get("DPADAPT_DPSWD_SENSITIVITY", "spectral")
-    return {"network": "digits", "epochs": 3 if quick else 10, "min_steps": 0, "start_align": 1, "batch_size": 64 if quick else 128,
+    return {"network": "digits", "adapt_steps": 300 if quick else 1000,
+            "epochs": 3 if quick else int(os.environ.get("DPADAPT_DPSWD_EPOCHS", 10)), "min_steps": 0, "start_align": 1, "batch_size": 64 if quick else 128,
                 "lr": lr, "lam": lam, "k": 200, "epsilon": EPS, "delta": DELTA, "sensitivity": sensitivity}
 
 
@@ -129,14 +132,16 @@ def _da_outcome(model, Xte, yte, t0: float) -> RunOutcome:
     return RunOutcome(100.0 * model.score(Xte, yte), guarantees, extra)
 
 
-def _swd_da_runner(data, config: dict, mode: str):
+def _swd_da_runner(data, config: dict, mode: str, design: str = "per-step", **extra):
+    """``design="marginals"``: one release of the target's sliced marginals (``extra``: e.g. the
+    ``marginal_weight=0`` control, source-only + the same head fine-tuning and no alignment)."""
     def run(seed: int) -> RunOutcome:
         from dpadapt.deep.swd_da import DPSWDAdapter
 
         _threads()
         Xs, ys, Xt, _, Xte, yte = data()
         t0 = time.perf_counter()
-        params = dict(config, random_state=seed)
+        params = dict(config, random_state=seed, design=design, **extra)
         if mode in ("source-only", "non-private"):  # non-private: epsilon=None; source-only: also λ = 0
             params.update(epsilon=None, delta=None, **({"lam": 0.0} if mode == "source-only" else {}))
         else:
@@ -185,13 +190,21 @@ def _dann_runner(data, config: dict):
     return run
 
 
-def _da_tasks(suite: str, name: str, data, config: dict, paper: dict, dann: bool = True) -> list[BenchTask]:
+def _da_tasks(suite: str, name: str, data, config: dict, paper: dict, dann: bool = True,
+              quick: bool = False) -> list[BenchTask]:
     rows = [
         ("source-only", "non-private", _swd_da_runner(data, config, "source-only"), None, math.inf),
         ("swd", "non-private", _swd_da_runner(data, config, "non-private"), paper.get("swd"), math.inf),
         ("dpswd", "sound", _swd_da_runner(data, config, "sound"), paper.get("dpswd"), EPS),
         ("dpswd", "paper", _swd_da_runner(data, config, "paper"), paper.get("dpswd"), EPS),
+        ("dp-swd-marginals", "sound", _swd_da_runner(data, config, "sound", "marginals"), paper.get("dpswd"), EPS),
     ]
+    if not quick:  # controls of the marginals design: exact marginals; source-only + the same head fine-tuning
+        rows += [
+            ("swd-marginals", "non-private", _swd_da_runner(data, config, "non-private", "marginals"), None, math.inf),
+            ("source-only-finetuned", "non-private",
+             _swd_da_runner(data, config, "non-private", "marginals", marginal_weight=0.0), None, math.inf),
+        ]
     if dann:
         rows.append(("dann", "non-private", _dann_runner(data, config), paper.get("dann"), math.inf))
     return [
@@ -208,7 +221,8 @@ def build_digits(quick: bool, epsilons=None) -> list[BenchTask]:
     for s, t in (("mnist", "usps"),) if quick else (("mnist", "usps"), ("usps", "mnist")):
         data = functools.partial(_digits, s, t, quick)
         name = f"digits:{s[0].upper()}->{t[0].upper()}"
-        tasks += _da_tasks("dpswd-digits", name, data, _digits_config(s, t, quick), PAPER_DIGITS[(s, t)], dann=not quick)
+        tasks += _da_tasks("dpswd-digits", name, data, _digits_config(s, t, quick), PAPER_DIGITS[(s, t)], dann=not quick,
+                           quick=quick)
     return tasks
 
 
@@ -229,7 +243,7 @@ def build_office(quick: bool, epsilons=None) -> list[BenchTask]:
     tasks = []
     for ds, s, t in pairs:
         data = functools.partial(_office, ds, s, t)
-        for task in _da_tasks("dpswd-office", task_name(ds, s, t), data, config, {}, dann=not quick):
+        for task in _da_tasks("dpswd-office", task_name(ds, s, t), data, config, {}, dann=not quick, quick=quick):
             task.delta = 1e-3 if task.mode != "non-private" else None
             tasks.append(task)
     return tasks
