@@ -139,7 +139,7 @@ def test_min_steps_floor_and_small_target_batch(rng):
     Xs, ys, Xt = _toy(rng, n=100)
     m = DPSWDAdapter(epsilon=None, epochs=1, min_steps=30, k=8, random_state=0).fit_domains(Xs, ys, Xt)
     assert m.train_result_.steps == 30  # 1 epoch of 100 rows at B = 100 would be a single step
-    p = DPSWDAdapter(epsilon=5.0, epochs=1, min_steps=6, k=8, random_state=0).fit_domains(Xs, ys, Xt)
+    p = DPSWDAdapter(epsilon=5.0, design="per-step", epochs=1, min_steps=6, k=8, random_state=0).fit_domains(Xs, ys, Xt)
     assert p.guarantee_.valid and p.guarantee_.details["batch_size"] == 100
     d = dann_mod.DANN(epochs=1, min_steps=25, batch_size=50, hidden=(3,), random_state=0).fit_domains(Xs, ys, Xt)
     assert d.n_steps_ == 25

@@ -248,7 +248,8 @@ def test_estimator_modes(rng):
     Xt, yt = _blobs(rng, n=40, shift=0.5)  # B = n_t keeps the accounting fast
     common = {"epochs": 3, "min_steps": 0, "batch_size": 40, "lr": 5e-3, "lam": 0.5, "k": 20, "start_align": 1,
               "random_state": 0, "reproducible_noise": True}
-    sound = swd_da.DPSWDAdapter(privacy_mode="sound", epsilon=3.0, delta=1e-4, **common).fit_domains(Xs, ys, Xt)
+    sound = swd_da.DPSWDAdapter(privacy_mode="sound", design="per-step", epsilon=3.0, delta=1e-4,
+                                **common).fit_domains(Xs, ys, Xt)
     g = sound.guarantee_
     assert g.valid and g.epsilon <= 3.0 + 1e-6 and g.details["steps"] == sound.train_result_.releases == 12
     assert sound.train_result_.sigma_mean > 0

@@ -130,3 +130,16 @@ def test_marginals_design_has_no_paper_mode():
     with pytest.raises(ValueError, match="sound design"):
         swd_da.DPSWDAdapter(design="marginals", privacy_mode="paper", epochs=1, min_steps=1).fit_domains(
             X, np.arange(40) % 2, X)
+
+
+def test_auto_design_is_marginals_when_private_and_sound_only():
+    from dpadapt.deep.configs import DPSWDConfig
+
+    assert DPSWDConfig(epsilon=2.0).resolved_design() == "marginals"
+    assert DPSWDConfig(epsilon=2.0, privacy_mode="paper").resolved_design() == "per-step"
+    assert DPSWDConfig(epsilon=None).resolved_design() == "per-step"  # non-private SWD is the per-step baseline
+    assert DPSWDConfig(epsilon=2.0, design="per-step").resolved_design() == "per-step"
+    X = np.random.default_rng(0).random((60, 4)).astype(np.float32)
+    est = swd_da.DPSWDAdapter(epsilon=2.0, delta=1e-3, k=8, bins=8, epochs=1, min_steps=2, adapt_steps=3,
+                              batch_size=30, random_state=0).fit_domains(X, np.arange(60) % 2, X[::-1].copy())
+    assert est.train_result_.releases == 1

@@ -356,7 +356,8 @@ class DPSWDAdapter(ConfigEstimator):
         """Fit on labelled (public) source and unlabelled private target (``yt`` is ignored)."""
         Xs, ys, Xt, _ = self._check_domains(Xs, ys, Xt, yt)
         cfg = self.make_config()
-        if cfg.design == "marginals" and cfg.epsilon is not None and cfg.privacy_mode == "paper":
+        design = cfg.resolved_design()
+        if design == "marginals" and cfg.epsilon is not None and cfg.privacy_mode == "paper":
             raise ValueError("design='marginals' is a sound design with no published counterpart; use privacy_mode='sound'")
         self.config_ = cfg
         if cfg.classes is not None:
@@ -393,7 +394,7 @@ class DPSWDAdapter(ConfigEstimator):
             clip_norm=cfg.clip_norm, sensitivity=cfg.sensitivity, paper_method=cfg.paper_method, q=int(cfg.q),
             steps_per_epoch=spe,
         )
-        if cfg.design == "marginals" and run.mode in ("sound", "non-private"):
+        if design == "marginals" and run.mode in ("sound", "non-private"):
             self.train_result_ = self._fit_marginals(cfg, run, self._transform(Xs), y_idx, self._transform(Xt), g, h,
                                                      rng, noise)
         else:
