@@ -214,3 +214,47 @@ def test_a_registered_toy_family_is_run_by_the_registry(monkeypatch):
     api.register(toy_family())
     assert "toy" in _contract_families()
     assert contract_violations(api.families()["toy"]) == []
+
+
+# --- every family's mechanism is audited, with an under-noised control ---------------------------
+
+#: For each family, the statistical audits of the mechanisms its sound releases go through: a test
+#: that passes at the claimed ε AND a control (same or separate test) that under-noises and fails.
+MECHANISM_AUDITS = {
+    "dpot": ["test_class_statistics_mechanism.py::test_class_statistics_audit_passes_and_undernoised_control_fails",
+             "test_dpot.py::test_row_release_audit_worst_case_and_undernoised_control"],
+    "classstats": ["test_class_statistics_mechanism.py::test_class_statistics_audit_passes_and_undernoised_control_fails"],
+    "prima": ["test_class_statistics_mechanism.py::test_class_statistics_audit_passes_and_undernoised_control_fails",
+              "test_prima.py::test_covariance_release_audit_and_underconfigured_control"],
+    "discrepancy": ["test_discrepancy.py::test_report_noisy_min_step_audit",
+                    "test_mechanisms_audit.py::test_gaussian_mechanism_audit",
+                    "test_mechanisms_audit.py::test_gaussian_mechanism_audit_catches_under_noise"],
+    "dpswd": ["test_dpswd.py::test_projection_release_audit",
+              "test_deep_mechanisms.py::test_sliced_histogram_release_audit",
+              "test_deep_mechanisms.py::test_sliced_histogram_release_audit_fails_when_under_noised"],
+    "dpda": ["test_dpda.py::test_audit_one_step_neighbouring_target_sets"],
+}
+
+
+def _test_source(node: str) -> str:
+    import ast
+    from pathlib import Path
+
+    module, name = node.split("::")
+    tree = ast.parse((Path(__file__).parent / module).read_text(encoding="utf-8"))
+    found = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name]
+    assert found, f"{node} does not exist"
+    return ast.unparse(found[0])
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_family_mechanisms_have_an_audit_and_an_under_noised_control(name):
+    """The audits run as their own tests; here: every family names them, and they include a failing control."""
+    assert name in api.families() and name in MECHANISM_AUDITS, f"no mechanism audit declared for family {name!r}"
+    sources = [_test_source(node) for node in MECHANISM_AUDITS[name]]
+    assert any("epsilon_lower_bound" in s or "_audit(" in s or "audit(" in s for s in sources)
+    assert any("assert not" in s or "under_noised" in s for s in sources), f"{name}: no under-noised control"
+
+
+def test_every_registered_family_declares_its_audits():
+    assert set(api.families()) <= set(MECHANISM_AUDITS)
