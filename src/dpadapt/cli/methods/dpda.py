@@ -30,7 +30,9 @@ import argparse
 import numpy as np
 import scipy.sparse as sp
 
+from dpadapt.cli.config_options import add_config_options, add_option, config_from_args
 from dpadapt.cli.methods import AdaptOutcome, PlannedRelease, register_module
+from dpadapt.deep.configs import DPDAConfig
 from dpadapt.deep.dpda import DPDA
 from dpadapt.io import Table
 from dpadapt.privacy.guarantee import Guarantee
@@ -40,15 +42,8 @@ from dpadapt.validation import check_features, check_labels
 PUBLIC_REASON = "DPDA treats the labelled source as public: its rows are sent in the clear (declared by the source owner)"
 
 
-def _add(parser: argparse.ArgumentParser, *flags, **kwargs) -> None:
-    """Add an option unless the generic driver already defined it (e.g. --epsilon, --seed)."""
-    if any(f in parser._option_string_actions for f in flags):
-        return
-    parser.add_argument(*flags, **kwargs)
-
-
 def add_release_arguments(parser: argparse.ArgumentParser) -> None:
-    _add(
+    add_option(
         parser,
         "--declare-public",
         action="store_true",
@@ -92,18 +87,16 @@ def source_from_release(release: Release):
     return X, release["y"]
 
 
+#: the target's options, declared once in :class:`~dpadapt.deep.configs.DPDAConfig` (``--hidden 50,20``)
+ADAPT_OPTIONS = ("privacy_mode", "noise_multiplier", "max_grad_norm", "epochs", "min_steps", "batch_size", "hidden",
+                 "activation", "lr", "lr_domain", "per_example")
+
+
 def add_adapt_arguments(parser: argparse.ArgumentParser) -> None:
-    _add(parser, "--epsilon", type=float, default=8.0, help="target budget ε (paper: 8)")
-    _add(parser, "--delta", type=float, default=1e-5, help="target δ (paper: 1e-5)")
-    _add(parser, "--seed", type=int, default=None, help="seed of initialisation, sampling and noise")
-    _add(parser, "--privacy-mode", choices=("sound", "paper"), default="sound")
-    _add(parser, "--noise-multiplier", type=float, default=8.0, help="σ (paper: 8); 0 or negative = calibrate to --epochs")
-    _add(parser, "--max-grad-norm", type=float, default=4.0, help="clipping bound C (paper: 4)")
-    _add(parser, "--epochs", type=int, default=30, help="a-priori training length (capped by the budget)")
-    _add(parser, "--batch-size", type=int, default=32)
-    _add(parser, "--hidden", type=int, nargs="+", default=[50], help="hidden widths of the feature extractor")
-    _add(parser, "--lr", type=float, default=0.05)
-    _add(parser, "--lr-domain", type=float, default=1e-3)
+    add_option(parser, "--epsilon", type=float, default=8.0, help="target budget ε (paper: 8)")
+    add_option(parser, "--delta", type=float, default=1e-5, help="target δ (paper: 1e-5)")
+    add_option(parser, "--seed", type=int, default=None, help="seed of the public randomness (initialisation)")
+    add_config_options(parser, DPDAConfig, ADAPT_OPTIONS)
 
 
 def model_release(model: DPDA, guarantee: Guarantee) -> Release:
@@ -121,12 +114,10 @@ def adapt(args: argparse.Namespace, table: Table, releases: list[Release]) -> Ad
         raise ValueError(f"adapt dpda needs exactly one dpda public_source release, got {len(public)}")
     Xs, ys = source_from_release(public[0])
     Xt = check_features(table.X, "target data", allow_sparse=True)
-    sigma = None if args.noise_multiplier is not None and args.noise_multiplier <= 0 else args.noise_multiplier
-    model = DPDA(
-        epsilon=args.epsilon, delta=args.delta, noise_multiplier=sigma, max_grad_norm=args.max_grad_norm,
-        privacy_mode=args.privacy_mode, hidden=tuple(args.hidden), epochs=args.epochs, batch_size=args.batch_size,
-        lr=args.lr, lr_domain=args.lr_domain, random_state=args.seed,
-    )
+    if args.epsilon is None:
+        raise ValueError("adapt dpda needs the target's budget --epsilon (its non-private counterpart is DANN)")
+    config = config_from_args(DPDAConfig, args)
+    model = DPDA(**config.to_dict())
     planned = model.plan(Xs.shape[0], Xt.shape[0])["target"]
     guarantee = planned.guarantee(planned.max_steps)  # fixed before any target row is read
     model.fit_domains(Xs, ys, Xt)

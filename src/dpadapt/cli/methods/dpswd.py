@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
+from dpadapt.cli.config_options import add_option
 from dpadapt.cli.methods import AdaptOutcome, PlannedRelease, register_module
 from dpadapt.io import Table
 from dpadapt.release import Release
@@ -43,19 +44,12 @@ from dpadapt.transport import swd
 from dpadapt.validation import check_features, check_random_state
 
 
-def _add(parser: argparse.ArgumentParser, *flags, **kwargs) -> None:
-    """Add an option unless the generic driver already defined it (e.g. --epsilon, --seed)."""
-    if any(f in parser._option_string_actions for f in flags):
-        return
-    parser.add_argument(*flags, **kwargs)
-
-
 def add_release_arguments(parser: argparse.ArgumentParser) -> None:
-    _add(parser, "--epsilon", type=float, required=True, help="target budget ε of the release")
-    _add(parser, "--delta", type=float, default=1e-5, help="δ")
-    _add(parser, "--seed", type=int, default=None, help="seed of the public directions U and of the noise")
-    _add(parser, "--k", type=int, default=200, help="number of random directions")
-    _add(parser, "--clip-norm", type=float, default=1.0, help="public row-norm bound R (rows are clipped to it)")
+    add_option(parser, "--epsilon", type=float, required=True, help="target budget ε of the release")
+    add_option(parser, "--delta", type=float, default=1e-5, help="δ")
+    add_option(parser, "--seed", type=int, default=None, help="seed of the public directions U and of the noise")
+    add_option(parser, "--k", type=int, default=200, help="number of random directions")
+    add_option(parser, "--clip-norm", type=float, default=1.0, help="public row-norm bound R (rows are clipped to it)")
 
 
 def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
@@ -69,9 +63,9 @@ def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
 
 
 def add_adapt_arguments(parser: argparse.ArgumentParser) -> None:
-    _add(parser, "--seed", type=int, default=None, help="seed of this party's smoothing noise")
-    _add(parser, "--q", type=int, default=2, help="order q of the sliced Wasserstein distance")
-    _add(parser, "--no-smooth", action="store_true", help="do not add N(0, σ²) to this party's projections")
+    add_option(parser, "--seed", type=int, default=None, help="seed of this party's smoothing noise")
+    add_option(parser, "--q", type=int, default=2, help="order q of the sliced Wasserstein distance")
+    add_option(parser, "--no-smooth", action="store_true", help="do not add N(0, σ²) to this party's projections")
 
 
 @dataclasses.dataclass(frozen=True)
