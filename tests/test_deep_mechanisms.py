@@ -44,6 +44,34 @@ def test_sliced_histogram_sensitivity_brute_force(rng):
     assert worst == pytest.approx(math.sqrt(2 * k))  # tight: the bound does not grow with n
 
 
+def test_per_class_sliced_histogram_sensitivity_brute_force(rng):
+    """Per-class counts: replacing a row by any other row *and any other label* moves ‖Δ‖₂ ≤ sqrt(2k), attained;
+    the release is charged with that sensitivity (k directions, not the K·k histograms)."""
+    k, n_classes = 4, 3
+    U = rng.standard_normal((3, k))
+    U /= np.linalg.norm(U, axis=0)
+    X = rng.uniform(-1, 1, size=(6, 3))
+    y = np.array([0, 1, 2, 0, 1, 2])
+    base = sliced_histogram(X, U, EDGES, y, n_classes)
+    assert base.shape == (n_classes, k, EDGES.size - 1)
+    assert np.array_equal(base.sum(axis=(1, 2)), np.bincount(y, minlength=n_classes) * k)
+    assert np.array_equal(base.sum(axis=0), sliced_histogram(X, U, EDGES))
+    grid = [np.array(v) for v in itertools.product(np.linspace(-3, 3, 4), repeat=3)]
+    worst = 0.0
+    for i in range(X.shape[0]):
+        for z in grid:
+            for label in range(n_classes):
+                Y, yy = X.copy(), y.copy()
+                Y[i], yy[i] = z, label
+                worst = max(worst, float(np.linalg.norm(sliced_histogram(Y, U, EDGES, yy, n_classes) - base)))
+    assert worst == pytest.approx(math.sqrt(2 * k))
+    rel = sliced_histogram_release(X, U, EDGES, sigma=2.0, noise=NoiseSource(0, reproducible=True), labels=y,
+                                   n_classes=n_classes)
+    assert rel.event == accounting.gaussian_event(2.0 / math.sqrt(2 * k))
+    with pytest.raises(ValueError, match="label set"):
+        sliced_histogram(X, U, EDGES, y + 1, n_classes)  # a label outside the public set
+
+
 def _audit(rng, stated_sensitivity_scale):
     k, n_draws = 3, 100_000
     U = np.eye(3)[:, :k]

@@ -167,10 +167,16 @@ class MarginalsConfig:
     lr: float = 1e-3
     label_scale: float = 5.0
     classes: tuple | None = None
+    #: True: one histogram per class of the images alone (same sqrt(2k) sensitivity, the label set
+    #: public); False: one histogram of the joint rows [x, a·onehot(y)]
+    per_class: bool = False
 
 
 def marginal_quantiles(counts: np.ndarray, edges: np.ndarray, levels: np.ndarray) -> np.ndarray:
-    """Quantiles (k × L) of each released histogram (negative noisy counts set to 0; post-processing)."""
+    """Quantiles (k × L) of each released histogram (negative noisy counts set to 0; post-processing);
+    for per-class counts (K × k × b), a K × k × L array."""
+    if counts.ndim == 3:
+        return marginal_quantiles(counts.reshape(-1, counts.shape[-1]), edges, levels).reshape(*counts.shape[:2], -1)
     c = np.maximum(counts, 0.0)
     cdf = np.cumsum(c, axis=1)
     cdf = np.hstack([np.zeros((c.shape[0], 1)), cdf / np.maximum(cdf[:, -1:], 1e-12)])
@@ -184,15 +190,18 @@ def train_generator_from_marginals(
 
     Data party: joint rows r = [x, a·onehot(y)] (public label set ``cfg.classes``), k directions U
     from the public stream, the k×b histogram of rU in fixed public bins + N(0, σ²) with
-    σ = z·sqrt(2k) (:func:`~dpadapt.privacy.families.dpswd.plan_sliced_marginals`). Receiver: each
-    step draws a batch from G, sorts its projections on every direction and moves them towards
-    the released marginals' quantiles at the same levels (1-D W2 per direction) — any number of
-    steps, no further privacy cost.
+    σ = z·sqrt(2k) (:func:`~dpadapt.privacy.families.dpswd.plan_sliced_marginals`). With
+    ``cfg.per_class`` the rows are the images alone and the histograms are kept per class (one
+    release, same σ: a record still moves one count per direction, in its own class). Receiver:
+    each step draws a batch from G, sorts its projections on every direction (per class) and
+    moves them towards the released marginals' quantiles at the same levels (1-D W2 per
+    direction) — any number of steps, no further privacy cost.
     """
     noise = NoiseSource() if noise is None else noise
     y = label_indices(y, cfg.classes)
     n_classes = len(cfg.classes)
-    R = joint_rows(X, y, n_classes, cfg.label_scale)
+    R = np.asarray(X, dtype=np.float32) if cfg.per_class else joint_rows(X, y, n_classes, cfg.label_scale)
+    labels = (y, n_classes) if cfg.per_class else (None, None)
     n, d = R.shape
     U = swd.directions(d, cfg.k, rng)
     edges = np.linspace(cfg.low, cfg.high, cfg.bins + 1)
@@ -200,13 +209,17 @@ def train_generator_from_marginals(
     if cfg.epsilon is None:
         from dpadapt.privacy.mechanisms import sliced_histogram
 
-        counts = sliced_histogram(R, U, edges)
+        counts = sliced_histogram(R, U, edges, *labels)
     else:
         sigma, guarantee = plan_sliced_marginals(cfg.epsilon, cfg.delta, n=n, k=cfg.k, bins=cfg.bins)
-        counts = sliced_histogram_release(R, U, edges, sigma=sigma, noise=noise).value
-    B = int(cfg.batch_size)
-    levels = (np.arange(B) + 0.5) / B
-    target = torch.as_tensor(marginal_quantiles(counts, edges, levels).T, dtype=torch.float32)  # (B, k)
+        counts = sliced_histogram_release(R, U, edges, sigma=sigma, noise=noise, labels=labels[0],
+                                          n_classes=labels[1]).value
+    # per class: m generated rows of each class per step, matched to that class's quantiles
+    m = max(int(cfg.batch_size) // n_classes, 1) if cfg.per_class else int(cfg.batch_size)
+    levels = (np.arange(m) + 0.5) / m
+    q = marginal_quantiles(counts, edges, levels)  # (k, m) or (K, k, m)
+    target = torch.as_tensor(np.swapaxes(q, -1, -2), dtype=torch.float32)  # (m, k) or (K, m, k)
+    B = m * n_classes if cfg.per_class else m
     torch.manual_seed(int(rng.integers(2**31)))
     G = ConditionalGenerator(n_classes=n_classes)
     opt = torch.optim.Adam(G.parameters(), lr=cfg.lr, betas=(0.5, 0.999))
@@ -215,9 +228,14 @@ def train_generator_from_marginals(
     eye = torch.eye(n_classes) * cfg.label_scale
     t0 = time.perf_counter()
     for _ in range(int(cfg.steps)):
-        labels = torch.randint(0, n_classes, (B,), generator=gen)
-        fake = torch.cat([G(torch.randn(B, G.code_dim, generator=gen), labels), eye[labels]], dim=1)
-        P = torch.sort(fake @ Ut, dim=0).values
+        if cfg.per_class:
+            labels = torch.arange(n_classes).repeat_interleave(m)
+            fake = G(torch.randn(B, G.code_dim, generator=gen), labels)
+            P = torch.sort((fake @ Ut).reshape(n_classes, m, -1), dim=1).values
+        else:
+            labels = torch.randint(0, n_classes, (B,), generator=gen)
+            fake = torch.cat([G(torch.randn(B, G.code_dim, generator=gen), labels), eye[labels]], dim=1)
+            P = torch.sort(fake @ Ut, dim=0).values
         loss = ((P - target) ** 2).mean()
         opt.zero_grad()
         loss.backward()

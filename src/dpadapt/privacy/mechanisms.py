@@ -479,12 +479,17 @@ def torch_gaussian_noise(total, std: float, noise):
     return total + std * torch.randn(total.shape, generator=g, dtype=total.dtype)
 
 
-def sliced_histogram(F, U, edges) -> np.ndarray:
+def sliced_histogram(F, U, edges, labels=None, n_classes: int | None = None) -> np.ndarray:
     """Counts of the projections ``F U`` in fixed public bins, per direction: (k, bins) array.
 
     Each row adds exactly one count to each of the k directions (values outside the public range
     are put in the first/last bin), so under replace-one the ℓ2 sensitivity is sqrt(2k) whatever n
     is, and under add/remove it is sqrt(k).
+
+    With ``labels`` (indices into a *public* label set of size ``n_classes``) the counts are kept
+    per class, a (n_classes, k, bins) array: a row still adds one count per direction, to its own
+    class's histograms, so a replacement (whatever its old and new label) changes at most two
+    counts per direction by one each — the same sqrt(2k) (add/remove: sqrt(k)).
     """
     P = np.asarray(F, dtype=np.float64) @ np.asarray(U, dtype=np.float64)
     edges = np.asarray(edges, dtype=np.float64)
@@ -492,17 +497,25 @@ def sliced_histogram(F, U, edges) -> np.ndarray:
     idx = np.clip(np.searchsorted(edges, P, side="right") - 1, 0, nb - 1)
     k = P.shape[1]
     flat = idx + nb * np.arange(k)[None, :]
-    return np.bincount(flat.ravel(), minlength=k * nb).reshape(k, nb).astype(np.float64)
+    if labels is None:
+        return np.bincount(flat.ravel(), minlength=k * nb).reshape(k, nb).astype(np.float64)
+    labels = np.asarray(labels)
+    if n_classes is None or labels.shape != (P.shape[0],) or labels.size and not (0 <= labels.min() and labels.max() < n_classes):
+        raise ValueError("labels must be one index per row into the public label set of size n_classes")
+    flat = flat + (k * nb) * labels.astype(np.int64)[:, None]
+    return np.bincount(flat.ravel(), minlength=n_classes * k * nb).reshape(n_classes, k, nb).astype(np.float64)
 
 
-def sliced_histogram_release(F, U, edges, *, sigma: float, noise: NoiseSource) -> Noised:
-    """One Gaussian release of :func:`sliced_histogram` (replace-one, ℓ2 sensitivity sqrt(2k)).
+def sliced_histogram_release(F, U, edges, *, sigma: float, noise: NoiseSource, labels=None,
+                             n_classes: int | None = None) -> Noised:
+    """One Gaussian release of :func:`sliced_histogram` (replace-one, ℓ2 sensitivity sqrt(2k)),
+    per class when ``labels`` are given (same sensitivity; the label set is public).
 
     The event is ``GaussianDpEvent(σ / sqrt(2k))``; σ comes from the caller's plan. Everything
     computed from it afterwards (training a generator against the marginals) is post-processing.
     """
-    counts = sliced_histogram(F, U, edges)
-    return gaussian(counts, sigma=sigma, sensitivity=math.sqrt(2.0 * counts.shape[0]), noise=noise)
+    counts = sliced_histogram(F, U, edges, labels, n_classes)
+    return gaussian(counts, sigma=sigma, sensitivity=math.sqrt(2.0 * np.asarray(U).shape[1]), noise=noise)
 
 
 def unbias_randomized_response_counts(noisy_labels, num_classes: int, epsilon: float) -> np.ndarray:
