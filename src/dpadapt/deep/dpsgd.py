@@ -229,7 +229,8 @@ class _VmapGradients:
         for b in blocks:
             other = BLOCK_PARTS[b][1]
             fn = label_loss if b == "label" else domain_loss
-            gf, go = vmap(grad(fn, argnums=(0, 1)), in_dims=(None, None, 0, 0))(
+            # randomness="different": each example draws its own dropout mask, as in a batched forward
+            gf, go = vmap(grad(fn, argnums=(0, 1)), in_dims=(None, None, 0, 0), randomness="different")(
                 {k: v.detach() for k, v in self.params["feature"].items()},
                 {k: v.detach() for k, v in self.params[other].items()},
                 x,
@@ -379,7 +380,7 @@ def per_example_clipped_sum(
         out = functional_call(module, ({**p, **frozen}, buffers), (xi[None],))
         return loss_fn(out, yi[None])
 
-    grads = vmap(grad(one), in_dims=(None, 0, 0))(params, x, y)
+    grads = vmap(grad(one), in_dims=(None, 0, 0), randomness="different")(params, x, y)
     sq = sum(g.flatten(1).pow(2).sum(1) for g in grads.values())
     w = clip_weights(sq, clip)
     return {n: torch.einsum("i,i...->...", w, g) for n, g in grads.items()}, torch.sqrt(sq)
