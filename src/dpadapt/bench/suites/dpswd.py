@@ -302,7 +302,10 @@ def _mnist(quick: bool):
     return np.asarray(tr.X, dtype=np.float32), tr.y, Xte, yte
 
 
-def _gen_runner(mode: str, head: str, quick: bool):
+def _gen_runner(mode: str, head: str, quick: bool, design: str = "per-step"):
+    """``design``: "per-step" (the paper's DP-SWD generator, a release per step), "marginals" (ONE release
+    of per-class sliced marginals, then free training) or "marginals-joint" (one release of the joint
+    rows' marginals)."""
     def run(seed: int) -> RunOutcome:
         from dpadapt.deep import generator as gen
         from dpadapt.models import make_classifier
@@ -310,14 +313,19 @@ def _gen_runner(mode: str, head: str, quick: bool):
         _threads()
         X, y, Xte, yte = _mnist(quick)
         rng = np.random.default_rng(seed)
-        cfg = gen.GeneratorConfig(mode=mode, steps=_gen_steps(quick), epsilon=EPS, delta=DELTA, classes=tuple(range(10)))
+        if design == "per-step":
+            cfg = gen.GeneratorConfig(mode=mode, steps=_gen_steps(quick), epsilon=EPS, delta=DELTA, classes=tuple(range(10)))
+        else:
+            cfg = gen.MarginalsConfig(epsilon=EPS if mode == "sound" else None, delta=DELTA, steps=60 if quick else 2000,
+                                      k=200 if quick else 1000, classes=tuple(range(10)), per_class=design == "marginals")
         t0 = time.perf_counter()
-        res = _trained_generator(mode, quick, seed, cfg, X, y)
+        res = _trained_generator(mode, design, quick, seed, cfg, X, y)
         Xg, yg = gen.sample(res.generator, 100 if quick else int(os.environ.get("DPADAPT_DPSWD_GEN_PER_CLASS", 1000)), rng)
         clf = make_classifier(head, random_state=seed).fit(Xg, yg)
         acc = 100.0 * clf.score(Xte, yte)
         out_dir = os.environ.get("DPADAPT_ARTIFACTS", "benchmarks/results")
-        grid = gen.save_grid(res.generator, os.path.join(out_dir, f"dpswd-gen-{mode}{'-quick' if quick else ''}-seed{seed}.png"), rng)
+        tag = "" if design == "per-step" else f"-{design}"
+        grid = gen.save_grid(res.generator, os.path.join(out_dir, f"dpswd-gen{tag}-{mode}{'-quick' if quick else ''}-seed{seed}.png"), rng)
         g = res.guarantee
         return RunOutcome(acc, {"target": g} if g else {}, {
             "train_seconds": res.seconds, "wall_seconds": time.perf_counter() - t0, "steps": res.steps,
@@ -336,25 +344,35 @@ def _gen_steps(quick: bool) -> int:
     return 60 if quick else int(os.environ.get("DPADAPT_DPSWD_GEN_STEPS", 3000))
 
 
-def _trained_generator(mode, quick, seed, cfg, X, y):
-    """Train once per (mode, quick, seed); the MLP and LogReg rows share the generator."""
+def _trained_generator(mode, design, quick, seed, cfg, X, y):
+    """Train once per (mode, design, quick, seed); the MLP and LogReg rows share the generator."""
     from dpadapt.deep import generator as gen
+    from dpadapt.privacy.mechanisms import random_streams
 
-    key = (mode, quick, seed)
+    key = (mode, design, quick, seed)
     if key not in _GENERATORS:
-        _GENERATORS[key] = gen.train_generator(X, y, cfg, np.random.default_rng(1000 + seed))
+        if design == "per-step":
+            _GENERATORS[key] = gen.train_generator(X, y, cfg, np.random.default_rng(1000 + seed))
+        else:
+            _GENERATORS[key] = gen.train_generator_from_marginals(X, y, cfg, *random_streams(1000 + seed))
     return _GENERATORS[key]
 
 
 @register_suite("dpswd-gen", "DP-SWD conditional generator on MNIST at (10, 1e-5): MLP/LogReg trained on generated data")
 def build_gen(quick: bool, epsilons=None) -> list[BenchTask]:
+    rows = [("sound", "dpswd", "per-step"), ("non-private", "swd", "per-step"), ("sound", "dp-gen-marginals", "marginals")]
+    if not quick:  # the joint-rows release of round 4, and the per-class design without noise (its ceiling)
+        rows += [("sound", "dp-gen-marginals-joint", "marginals-joint"), ("non-private", "gen-marginals", "marginals")]
     tasks = []
-    for mode, method in (("sound", "dpswd"), ("non-private", "swd")):
+    for mode, method, design in rows:
         for head in ("mlp", "logreg"):
+            paper = PAPER_GEN.get(("dpswd" if mode == "sound" else "swd", head)) if design == "per-step" or mode == "sound" else None
+            params = ({"steps": _gen_steps(quick), "batch_size": 100, "k": 1000} if design == "per-step" else
+                      {"steps": 60 if quick else 2000, "batch_size": 500, "k": 200 if quick else 1000, "releases": 1})
             tasks.append(BenchTask(
-                suite="dpswd-gen", task=f"mnist-gen:{head}", method=method, mode=mode, run=_gen_runner(mode, head, quick),
-                epsilon=EPS if mode == "sound" else math.inf, delta=DELTA if mode == "sound" else None,
-                paper_value=PAPER_GEN[(method, head)], params={"steps": _gen_steps(quick), "batch_size": 100, "k": 1000},
+                suite="dpswd-gen", task=f"mnist-gen:{head}", method=method, mode=mode,
+                run=_gen_runner(mode, head, quick, design), epsilon=EPS if mode == "sound" else math.inf,
+                delta=DELTA if mode == "sound" else None, paper_value=paper, params=params,
             ))
     return tasks
 
