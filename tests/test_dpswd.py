@@ -372,3 +372,17 @@ def test_per_class_marginals_generator_learns_each_class(rng):
     private = gen.train_generator_from_marginals(X, y, dataclasses.replace(cfg, epsilon=2.0, delta=1e-4, steps=1),
                                                  np.random.default_rng(0))
     assert private.guarantee.sensitivity == pytest.approx(math.sqrt(2 * 40))
+
+
+def test_adversarial_alignment_is_the_papers_dann_row(rng):
+    """alignment='adversarial': DANN's domain loss behind a gradient reversal in SWD's loop; it changes the
+    model against the same loop with λ = 0, releases nothing and is non-private only."""
+    Xs, ys = _blobs(rng, 120)
+    Xt, _ = _blobs(rng, 120, shift=1.5)
+    common = {"epochs": 6, "min_steps": 0, "batch_size": 40, "lr": 5e-3, "random_state": 0, "epsilon": None}
+    dann = swd_da.DPSWDAdapter(alignment="adversarial", lam=1.0, start_align=2, **common).fit_domains(Xs, ys, Xt)
+    source_only = swd_da.DPSWDAdapter(lam=0.0, start_align=2, **common).fit_domains(Xs, ys, Xt)
+    assert dann.guarantee_ is None and dann.train_result_.releases == 0
+    assert np.abs(dann.decision_function(Xt) - source_only.decision_function(Xt)).max() > 1e-3
+    with pytest.raises(ValueError, match="non-private"):
+        swd_da.DPSWDAdapter(alignment="adversarial", epsilon=5.0, epochs=1, min_steps=2).fit_domains(Xs, ys, Xt)

@@ -65,6 +65,9 @@ class DPSWDConfig(Config):
                              "'per-step': the paper's noisy target projections at every alignment step; 'marginals': "
                              "the target releases its sliced marginals ONCE under the source's frozen extractor, "
                              "then the source adapts for free (dpadapt.deep.swd_marginals)")
+    alignment: str = param("swd", choices=("swd", "adversarial"),
+                           help="non-private only: 'adversarial' replaces λ·SWD by DANN's domain loss behind a "
+                                "gradient-reversal layer in the same loop (the paper's DANN row)")
     bins: int = param(32, low=2, help="marginals design: fixed public bins per direction on [-4, 4] source stds")
     adapt_steps: int = param(1000, low=0, help="marginals design: source-side adaptation steps (post-processing)")
     map_form: str = param("affine", choices=("affine", "mlp"),

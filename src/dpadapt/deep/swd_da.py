@@ -21,7 +21,10 @@ multiplied back by the max norm, and the accountant charging ⌈N_t/B⌉+1 steps
 Guarantee is marked invalid with the reasons (spec 02, soundness 1–3, 5).
 
 ``"non-private"`` — plain SWD-DA (no clipping, no noise, gradients through both branches);
-``"source-only"`` — λ = 0.
+``"source-only"`` — λ = 0; ``"dann"`` — the paper's non-private DANN row (§5: the methods "differ
+only on how distance between distributions have been computed"): the same loop, optimiser and
+pre-training, with λ·(domain cross-entropy of a discriminator 320→100→2 behind a gradient-reversal
+layer) in place of λ·SWD.
 
 Iterative protocol messages (one round; see also :mod:`dpadapt.cli.methods.dpswd`):
 source → target: g's ``state_dict`` and U (d × k, public randomness);
@@ -43,6 +46,7 @@ from torch import nn
 
 from dpadapt.api import ConfigEstimator
 from dpadapt.deep.configs import DPSWDConfig, training_steps
+from dpadapt.deep.dann import GradientReversal
 from dpadapt.privacy.families.dpswd import rounds_guarantee
 from dpadapt.privacy.guarantee import Guarantee
 from dpadapt.privacy.mechanisms import NoiseSource, noisy_projections, random_streams, secret_subsample, torch_gaussian_noise
@@ -50,7 +54,7 @@ from dpadapt.release import Release
 from dpadapt.transport import swd
 from dpadapt.validation import check_fitted_features
 
-MODES = ("sound", "paper", "non-private", "source-only")
+MODES = ("sound", "paper", "non-private", "source-only", "dann")
 #: public bin range of the marginals design, in units of the source's projection std per direction
 MARGINAL_WIDTH = 4.0
 
@@ -263,7 +267,12 @@ def train_swd_da(
         d_feat = int(g(Xs_t[:2]).shape[1])
     plan = _plan(cfg, n_t, d_feat, max(releases, 1)) if align else None
     smooth = noise.torch_generator()
-    opt = torch.optim.Adam(list(g.parameters()) + list(h.parameters()), lr=cfg.lr, betas=(0.5, 0.999))
+    params = list(g.parameters()) + list(h.parameters())
+    if cfg.mode == "dann":
+        discriminator = nn.Sequential(nn.Linear(d_feat, 100), nn.ReLU(), nn.Linear(100, 2))
+        params += list(discriminator.parameters())
+        domains = torch.cat([torch.zeros(B, dtype=torch.long), torch.ones(B, dtype=torch.long)])
+    opt = torch.optim.Adam(params, lr=cfg.lr, betas=(0.5, 0.999))
     ce = nn.CrossEntropyLoss()
     ys_t = torch.as_tensor(ys, dtype=torch.long)
     sigmas: list[float] = []
@@ -279,7 +288,11 @@ def train_swd_da(
         g.train(), h.train()
         Fs = g(Xs_t[rows])
         loss = ce(h(Fs), ys_t[rows])
-        if align and step >= align_from:
+        if align and step >= align_from and cfg.mode == "dann":
+            Ft = g(Xt_t[torch.as_tensor(rng.choice(n_t, size=B, replace=False))])
+            reversed_ = GradientReversal.apply(torch.cat([Fs, Ft]), 1.0)
+            loss = loss + cfg.lam * ce(discriminator(reversed_), domains)
+        elif align and step >= align_from:
             U = swd.directions(d_feat, cfg.k, rng)
             loss = loss + cfg.lam * _alignment(cfg, plan, g, Fs, Xt_t, U, rng, noise, smooth, sigmas)
             made += 1
@@ -328,6 +341,7 @@ class DPSWDAdapter(ConfigEstimator):
 
     Hyper-parameters: :class:`~dpadapt.deep.configs.DPSWDConfig`. ``epsilon=None`` is the
     non-private SWD-DA (no clipping, no noise), and with ``lam=0`` the source-only network.
+    ``alignment="adversarial"`` (non-private) trains the paper's DANN row in the same loop.
     ``network="digits"`` is the paper's CNN for 28×28 images (rows of 784 pixels; other sizes are
     refused); ``"mlp"`` the paper's Office MLP on source-standardised features. The training
     length is ``epochs`` over the source with at least ``min_steps`` steps, of which the first
@@ -348,6 +362,10 @@ class DPSWDAdapter(ConfigEstimator):
         return X if self.network == "digits" else (X - self.mean_) / self.scale_
 
     def _mode(self, cfg: DPSWDConfig) -> str:
+        if cfg.alignment == "adversarial":
+            if cfg.epsilon is not None:
+                raise ValueError("alignment='adversarial' (DANN) is non-private here: set epsilon=None, or use DPDA")
+            return "dann"
         if cfg.epsilon is None:
             return "source-only" if cfg.lam == 0 else "non-private"
         return cfg.privacy_mode

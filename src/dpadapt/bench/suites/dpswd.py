@@ -261,6 +261,11 @@ def build_digits_paper(quick: bool, epsilons=None) -> list[BenchTask]:
         name = f"digits-paper:{s[0].upper()}->{t[0].upper()}"
         tasks += [task for task in _da_tasks("dpswd-digits-paper", name, data, config, PAPER_DIGITS[(s, t)], dann=True)
                   if task.method != "dpswd"]  # the per-step design at this length: ~10^4 releases, σ ≫ signal
+        # the paper's DANN row: SWD's loop, optimiser, λ and pre-training with the adversarial domain loss
+        tasks.append(BenchTask(suite="dpswd-digits-paper", task=name, method="dann-adam", mode="non-private",
+                               run=_swd_da_runner(data, config, "non-private", alignment="adversarial"),
+                               epsilon=math.inf, delta=None, paper_value=PAPER_DIGITS[(s, t)]["dann"],
+                               params={k: v for k, v in config.items() if k != "network"}))
     return tasks
 
 
