@@ -33,7 +33,8 @@ torch network is saved as its ``state_dict`` arrays plus an architecture name fr
 
 Built-in kinds: JSON values, ndarrays, flat dataclass records, scikit-learn ``Pipeline``,
 ``StandardScaler``, ``LogisticRegression``, ``MLPClassifier``, ``LinearRegression``/``Ridge``;
-DANN-family networks (``network_`` built by ``mlp_network``), linear regressors with ``coef_``
+DANN-family networks (``network_`` built by ``mlp_network``), DP-SWD's g → h networks
+(architecture ``"dpswd-net"``, :mod:`dpadapt.deep.swd_publicmap`), linear regressors with ``coef_``
 only (discrepancy), and classifiers that wrap a :class:`~dpadapt.release.Release` (PRIMA vote).
 """
 
@@ -432,6 +433,15 @@ def _dann_mlp(n_features: int, n_classes: int, hidden: list[int], activation: st
 
 
 register_architecture("dann-mlp", _dann_mlp)
+
+
+def _dpswd_net(network: str, n_features: int, n_classes: int) -> Any:
+    from dpadapt.deep.swd_publicmap import build_network
+
+    return build_network(network, n_features, n_classes)
+
+
+register_architecture("dpswd-net", _dpswd_net)
 
 
 def _is_dann_mlp(o: Any) -> bool:

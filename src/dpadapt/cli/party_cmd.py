@@ -311,8 +311,8 @@ def run_adapt(args: argparse.Namespace) -> int:
         raise ValueError("give the other party's --release FILE (or --exchange/--connect for an iterative method)")
     trusted = trusted_keys(args)
     args.sign_key = sign_key(args)
-    releases = [Release.load(p, expect_method=commands.name, trusted=trusted) for p in args.release]
-    releases += [Release.load(p, expect_method=commands.name) for p in args.own_release]
+    releases = [Release.load(p, expect_method=commands.file_method(), trusted=trusted) for p in args.release]
+    releases += [Release.load(p, expect_method=commands.file_method()) for p in args.own_release]
     table = load_table(args.data, args.label_column)
     check_release_dimensions(releases, table)
     out = _check_out(args.out, args.force)

@@ -103,6 +103,22 @@ def mlp_classifier(in_features: int, n_classes: int, hidden: int = 50) -> nn.Mod
     return nn.Sequential(nn.Linear(in_features, hidden), nn.ReLU(), nn.Linear(hidden, n_classes))
 
 
+def networks(network: str, n_features: int, n_classes: int) -> tuple[nn.Module, nn.Module]:
+    """The untrained (g, h) of ``network``: ``"digits"`` the paper's CNN (28×28 images only), ``"mlp"`` the Office MLP."""
+    if network == "digits":
+        if n_features != 784:
+            side = math.isqrt(n_features)
+            shape = f"{side}×{side} images" if side * side == n_features else f"{n_features} features"
+            raise ValueError(
+                f"network='digits' is the paper's CNN for 28×28 images (784 pixels per row); got {shape}. "
+                "Resize the images to 28×28 (dpadapt.datasets.loaders.resize_images) or use network='mlp'."
+            )
+        return DigitsFeatureExtractor(28), digits_classifier(n_classes, 320)
+    if network != "mlp":
+        raise ValueError(f"network must be 'mlp' or 'digits', got {network!r}")
+    return mlp_feature_extractor(n_features), mlp_classifier(50, n_classes)
+
+
 # --- torch pieces of the distance -------------------------------------------------------------
 
 
@@ -243,18 +259,21 @@ def _plan(cfg: SWDDAConfig, n_t: int, d_feat: int, releases: int) -> swd.DPSWDPl
 
 
 def train_swd_da(
-    Xs: np.ndarray, ys: np.ndarray, Xt: np.ndarray, g: nn.Module, h: nn.Module, cfg: SWDDAConfig,
+    Xs: np.ndarray, ys: np.ndarray, Xt: np.ndarray | None, g: nn.Module, h: nn.Module, cfg: SWDDAConfig,
     rng: np.random.Generator, noise: NoiseSource | None = None,
 ) -> TrainResult:
     """Algorithm 2 in the chosen mode (see the module docstring); one Adam step on g and h per step.
 
     ``rng`` is the public stream (source batches, directions U); ``noise`` the secret one (target
     samples and noise). Steps before ``cfg.align_from`` are source-only pre-training (no release).
+    ``Xt=None`` (no target rows at all) is allowed in ``"source-only"`` mode only.
     """
     if cfg.mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {cfg.mode!r}")
+    if Xt is None and cfg.mode != "source-only":
+        raise ValueError(f"mode {cfg.mode!r} needs the target rows Xt (only 'source-only' trains without them)")
     noise = NoiseSource() if noise is None else noise
-    n_s, n_t = Xs.shape[0], Xt.shape[0]
+    n_s, n_t = Xs.shape[0], (Xs if Xt is None else Xt).shape[0]
     B = int(cfg.batch_size)
     if not 1 <= B <= min(n_s, n_t):
         raise ValueError(f"batch_size must be in [1, min(n_s, n_t) = {min(n_s, n_t)}], got {B}")
@@ -262,7 +281,7 @@ def train_swd_da(
     align_from = min(int(cfg.align_from), int(cfg.steps))
     releases = int(cfg.steps) - align_from if align else 0
     Xs_t = torch.as_tensor(np.asarray(Xs, dtype=np.float32))
-    Xt_t = torch.as_tensor(np.asarray(Xt, dtype=np.float32))
+    Xt_t = None if Xt is None else torch.as_tensor(np.asarray(Xt, dtype=np.float32))
     with torch.no_grad():
         d_feat = int(g(Xs_t[:2]).shape[1])
     plan = _plan(cfg, n_t, d_feat, max(releases, 1)) if align else None
@@ -390,18 +409,7 @@ class DPSWDAdapter(ConfigEstimator):
         self.mean_ = Xs.mean(axis=0).astype(np.float32)  # source (public) statistics only
         self.scale_ = (Xs.std(axis=0) + 1e-6).astype(np.float32)
         torch.manual_seed(int(rng.integers(2**31)))  # weight init and dropout: public randomness
-        if cfg.network == "digits":
-            if Xs.shape[1] != 784:
-                side = math.isqrt(Xs.shape[1])
-                shape = f"{side}×{side} images" if side * side == Xs.shape[1] else f"{Xs.shape[1]} features"
-                raise ValueError(
-                    f"network='digits' is the paper's CNN for 28×28 images (784 pixels per row); got {shape}. "
-                    "Resize the images to 28×28 (dpadapt.datasets.loaders.resize_images) or use network='mlp'."
-                )
-            g, h = DigitsFeatureExtractor(28), digits_classifier(len(self.classes_), 320)
-        else:
-            g = mlp_feature_extractor(Xs.shape[1])
-            h = mlp_classifier(50, len(self.classes_))
+        g, h = networks(cfg.network, Xs.shape[1], len(self.classes_))
         B = min(int(cfg.batch_size), Xs.shape[0], Xt.shape[0])
         spe = math.ceil(Xs.shape[0] / B)
         steps = training_steps(cfg.epochs, cfg.min_steps, spe)

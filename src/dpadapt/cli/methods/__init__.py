@@ -84,6 +84,13 @@ class MethodCommands:
     #: "target": unlabelled .npz}`` (same features), the method's ``release`` arguments
     #: (``--data`` included; ``--epsilon/--delta/--out/--seed`` are added). Default: ``--data source``.
     example_release_args: Callable[[dict[str, Path]], list[str]] | None = None
+    #: The ``method`` its Release files carry when it differs from ``name`` (``dpswd-marginals`` reads and
+    #: writes ``dpswd`` releases); ``adapt`` accepts only releases of this method.
+    release_method: str | None = None
+
+    def file_method(self) -> str:
+        """The ``method`` of this method's Release files."""
+        return self.release_method or self.name
 
 
 _METHODS: dict[str, MethodCommands] = {}

@@ -278,3 +278,17 @@ def projections_guarantee(epsilon: float, delta: float, *, sigma: float, clip_no
         accounting="analytic_gaussian", theorem="Analytic Gaussian mechanism on clip(X)U, sensitivity 2R‖U‖op",
         sensitivity=None, details={"sigma": sigma, "clip_norm": clip_norm, "k": k},
     )
+
+
+# --- the source's public map (first message of the marginals protocol) -----------------------------
+
+PUBLIC_MAP_REASON = (
+    "the source is public in DP-SWD: its source-only extractor g, head h, standardisation, centre, "
+    "directions and bins are functions of the source's own rows and of public randomness, sent in the "
+    "clear; only the target is protected (by its one sliced-marginals release)"
+)
+
+
+def public_map_disclosure() -> Guarantee:
+    """The record of the source's public map: ε = ∞ (a disclosure, not a DP claim), with the reason."""
+    return Guarantee.non_private("source", PUBLIC_MAP_REASON)
