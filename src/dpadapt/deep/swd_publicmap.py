@@ -192,7 +192,7 @@ def load_map(release: Release, n_features: int | None = None) -> PublicMap:
             raise ReleaseError(f"the map's {name} must be finite floats of shape {shape}, got {a.dtype} {tuple(a.shape)}")
     if not np.all(np.diff(release["edges"]) > 0):
         raise ReleaseError("the map's bin edges must increase")
-    for q in net.parameters():
+    for q in net.g.parameters():  # g is frozen (as public_slices leaves it); h stays trainable for adaptation
         q.requires_grad_(False)
     slices = PublicSlices(net.g, release["center"], release["directions"], release["edges"])
     if slices.digest() != p.get("map_digest"):
