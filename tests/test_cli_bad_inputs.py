@@ -95,6 +95,8 @@ def _cases(bad):
             yield ["budget", "set", "--party", "source", "--data", f, "--epsilon", "1", "--delta", "1e-5"]
         yield ["report", "good.release", "--trust", f]
         yield ["release", "noisy-mean", "--data", "source.npz", "--epsilon", "1", "--delta", "1e-5", "--out", out, "--sign", f]
+        yield ["slices", "--data", f, "--min-steps", "1", "--epochs", "1", "--out", out]
+        yield ["release", "dpswd-marginals", "--map", f, "--data", "target.npz", "--epsilon", "1", "--delta", "1e-5", "--out", out]
     for eps in ("nan", "inf", "-1", "0", "1e308", "3000"):
         yield ["release", "noisy-mean", "--data", "source.npz", f"--epsilon={eps}", "--delta", "1e-5", "--out", out]
         if eps in ("nan", "inf", "-1", "0"):  # a large finite budget is the owner's choice

@@ -191,3 +191,29 @@ def _redirect(release: Release) -> None:
     slices = load_map(release).slices
     release.arrays["directions"] = 2 * release["directions"]
     release.params["map_digest"] = type(slices)(slices.g, slices.center, 2 * slices.directions, slices.edges).digest()
+
+
+def test_readme_dpswd_block_runs_as_written(tmp_path, monkeypatch, capsys):
+    """The README's DP-SWD block, in order, on the files `dpadapt demo` writes (seed 0)."""
+    import shlex
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    block = next(b for b in re.findall(r"```bash\n(.*?)```", readme, flags=re.S) if "release dpswd-marginals" in b)
+    lines = [shlex.split(line, comments=True) for line in block.replace("\\\n", " ").splitlines()]
+    monkeypatch.chdir(tmp_path)
+    Xs, ys, Xt, yt = make_shifted_blobs(np.random.default_rng(0))
+    half = Xt.shape[0] // 2
+    for folder in ("demo/source", "demo/target", "exchange"):
+        (tmp_path / folder).mkdir(parents=True)
+    save_table(tmp_path / "demo/source/source.npz", Xs, ys)
+    save_table(tmp_path / "demo/target/target.npz", Xt[:half])
+    save_table(tmp_path / "demo/target/target_test.npz", Xt[half:], yt[half:])
+    for line in filter(None, lines):
+        if line[0] == "export":
+            name, value = line[1].split("=", 1)
+            monkeypatch.setenv(name, value.replace("$PWD", str(tmp_path)))
+            continue
+        assert line[0] == "dpadapt", line
+        assert main(line[1:]) == 0, " ".join(line)
+    accuracy = float(re.search(r"score (\d\.\d+)", capsys.readouterr().out).group(1))
+    assert accuracy > 0.8  # README: "about 0.92"; the source-only network 0.70

@@ -25,6 +25,12 @@ Protocol
    features with the source labels. T carries the source onto the target's feature
    distribution, so the target applies **g → h** to its own rows (its features already follow the
    released marginals; the map is the identity on the target side).
+
+Across two processes (:mod:`dpadapt.cli.methods.dpswd_marginals`): message 1 is the file written
+by ``dpadapt slices`` (:mod:`dpadapt.deep.swd_publicmap`: a Release ``dpswd``/``public_map``, a
+disclosure with ε = ∞), message 2 the file of ``dpadapt release dpswd-marginals`` (this module's
+:func:`release_marginals`, charged to the target's ledger), and the source's ``dpadapt adapt
+dpswd-marginals`` writes the model g → adapted h that the target uses with ``dpadapt predict``.
 """
 
 from __future__ import annotations
