@@ -217,3 +217,32 @@ def test_readme_dpswd_block_runs_as_written(tmp_path, monkeypatch, capsys):
         assert main(line[1:]) == 0, " ".join(line)
     accuracy = float(re.search(r"score (\d\.\d+)", capsys.readouterr().out).group(1))
     assert accuracy > 0.8  # README: "about 0.92"; the source-only network 0.70
+
+
+def test_the_target_can_require_a_map_signed_by_the_source(world, ledger, tmp_path, capsys):
+    from dpadapt import keys
+
+    secret, public = keys.new_keypair(tmp_path / "keys")
+    signed = tmp_path / "signed.map"
+    Release.load(world / "map.release").save(signed, sign_key=keys.load_private_key(secret))
+    out = tmp_path / "hist.release"
+    assert _release(world, out, "--trust", str(public)) == 1  # the unsigned map
+    assert "sign" in _one_line_error(capsys) and not out.exists()
+    assert _release(world, out, "--trust", str(public), map_=signed) == 0
+
+
+def test_digits_network_map_and_its_refusals(tmp_path, capsys):
+    from dpadapt.deep.swd_publicmap import load_map
+
+    rng = np.random.default_rng(1)
+    y = np.repeat([0, 1], 20)
+    X = (np.where(y[:, None] == 0, 0.2, 0.8) + rng.uniform(-0.1, 0.1, size=(40, 784))).astype(np.float32)
+    save_table(tmp_path / "digits.npz", X, y)
+    save_table(tmp_path / "blobs.npz", rng.normal(size=(40, 20)), y)
+    args = ["--network", "digits", "--epochs", "1", "--min-steps", "2", "--batch-size", "20", "--k", "8", "--bins", "4"]
+    assert main(["slices", "--data", str(tmp_path / "digits.npz"), *args, "--out", str(tmp_path / "digits.map")]) == 0
+    public_map = load_map(Release.load(tmp_path / "digits.map"), 784)
+    assert public_map.slices.features(X[:3]).shape == (3, 320) and public_map.classifier().predict(X[:3]).shape == (3,)
+    capsys.readouterr()
+    assert main(["slices", "--data", str(tmp_path / "blobs.npz"), *args, "--out", str(tmp_path / "blobs.map")]) == 1
+    assert "28×28" in _one_line_error(capsys) and not (tmp_path / "blobs.map").exists()
