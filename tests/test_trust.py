@@ -240,6 +240,7 @@ def test_the_library_drops_dp_accounting_log_noise_but_not_other_absl_logs(caplo
     from dp_accounting.rdp import rdp_privacy_accountant as rdp
 
     from dpadapt import privacy
+    from dpadapt.bench.suites import dpda, dpot, dpswd, prima  # noqa: F401 - importing a suite must not mute absl
 
     logger = absl.logging.get_absl_logger()
     with caplog.at_level("WARNING"):

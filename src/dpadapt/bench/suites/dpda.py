@@ -14,7 +14,6 @@ exactly. Nothing is tuned on target labels.
 
 from __future__ import annotations
 
-import logging
 import math
 
 import numpy as np
@@ -22,9 +21,6 @@ import scipy.sparse as sp
 
 from dpadapt.bench.common import amazon_pairs, cached_pair, task_name
 from dpadapt.bench.registry import BenchTask, RunOutcome, register_suite
-
-# dp-accounting logs a convergence warning for every RDP order it drops while calibrating σ.
-logging.getLogger("absl").setLevel(logging.ERROR)
 
 EPOCHS = 20
 QUICK_EPOCHS = 3

@@ -20,7 +20,6 @@ mean) and ``dp-logreg`` (noisy full-batch GD), and the weak sound per-row releas
 
 from __future__ import annotations
 
-import logging
 import math
 from collections.abc import Sequence
 
@@ -44,10 +43,6 @@ from dpadapt.transport.dpot import (
 def noisy_projection(X, M, sigma, noise: NoiseSource):
     """X M + N(0, σ²) through the Gaussian mechanism (Fig. 2 study of the debiased cost)."""
     return gaussian(X @ M, sigma=sigma, sensitivity=1.0, noise=noise).value
-
-logging.getLogger("absl").setLevel(
-    logging.ERROR
-)  # dp-accounting's RDP warnings at large q
 
 #: The paper's ε per source domain (Table 1: ε = 20 when the source is DSLR or Webcam, else 8).
 PAPER_EPSILON = {"dslr": 20.0, "webcam": 20.0, "amazon": 8.0, "caltech": 8.0}

@@ -47,10 +47,8 @@ RESULTS = Path(__file__).resolve().parents[4] / "benchmarks" / "results"
 
 def _quiet() -> None:
     import torch
-    from absl import logging as absl_logging
 
     torch.set_num_threads(1)
-    absl_logging.set_verbosity(absl_logging.ERROR)  # dp-accounting's non-converging RDP order notices
 
 
 def _is_bow(dataset: str) -> bool:
