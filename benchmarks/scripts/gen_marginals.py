@@ -1,7 +1,8 @@
 """DP generator from ONE release of sliced marginals on full MNIST (60 000 train rows), downstream
 MLP / LogReg on real MNIST test.
 Usage: python benchmarks/scripts/gen_marginals.py EPS|none STEPS SEED OUT.json [joint|per-class] [mnist|usps]
-(``per-class``: one histogram per class of the images, ``MarginalsConfig.per_class``; default joint rows;
+(``per-class``, the default: one histogram per class of the images, ``MarginalsConfig.per_class``; ``joint``:
+round 4's one histogram of the joint rows;
 ``usps``: the dev check on other data — USPS train (7291) bilinearly resized to 28×28, downstream on USPS test)."""
 
 import json
@@ -20,7 +21,7 @@ from dpadapt.privacy.mechanisms import random_streams
 torch.set_num_threads(int(os.environ.get("DPADAPT_TORCH_THREADS", "2")))
 eps = None if sys.argv[1] == "none" else float(sys.argv[1])
 steps, seed, out = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-design = sys.argv[5] if len(sys.argv) > 5 else "joint"
+design = sys.argv[5] if len(sys.argv) > 5 else "per-class"
 domain = sys.argv[6] if len(sys.argv) > 6 else "mnist"
 tr, te = load_domain("digits", domain, split="train"), load_domain("digits", domain, split="test")
 X, y, Xte = np.asarray(tr.X, dtype=np.float32), tr.y, np.asarray(te.X, dtype=np.float32)
