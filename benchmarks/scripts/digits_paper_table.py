@@ -23,7 +23,7 @@ print("| task | method | mode | accuracy % (mean ± std) | seeds | paper | ε sp
 print("|---|---|---|---|---|---|---|---|---|---|")
 for (task, method, mode), rs in sorted(rows.items()):
     eps = {round(r["epsilon_spent"], 2) for r in rs if r.get("epsilon_spent") is not None}
-    rel = {r.get("releases") for r in rs if r.get("releases") is not None}
+    rel = {r.get("releases") for r in rs if r.get("epsilon_spent") is not None}  # private rows only
     print(f"| {task} | {method} | {mode} | {ms([r['accuracy'] for r in rs])} | {','.join(str(r['seed']) for r in rs)} | "
           f"{rs[0].get('paper') or '—'} | {'/'.join(map(str, sorted(eps))) or '—'} | {'/'.join(map(str, sorted(rel))) or '—'} | "
           f"{rs[0].get('steps', '—')} | {max(r['seconds'] for r in rs) / 60:.1f} |")
