@@ -321,8 +321,9 @@ def _gen_runner(mode: str, head: str, quick: bool, design: str = "per-step"):
         if design == "per-step":
             cfg = gen.GeneratorConfig(mode=mode, steps=_gen_steps(quick), epsilon=EPS, delta=DELTA, classes=tuple(range(10)))
         else:
-            cfg = gen.MarginalsConfig(epsilon=EPS if mode == "sound" else None, delta=DELTA, steps=60 if quick else 2000,
-                                      k=200 if quick else 1000, classes=tuple(range(10)), per_class=design == "marginals")
+            steps, k = _marginals_gen_size(quick)
+            cfg = gen.MarginalsConfig(epsilon=EPS if mode == "sound" else None, delta=DELTA, steps=steps, k=k,
+                                      classes=tuple(range(10)), per_class=design == "marginals")
         t0 = time.perf_counter()
         res = _trained_generator(mode, design, quick, seed, cfg, X, y)
         Xg, yg = gen.sample(res.generator, 100 if quick else int(os.environ.get("DPADAPT_DPSWD_GEN_PER_CLASS", 1000)), rng)
@@ -349,6 +350,11 @@ def _gen_steps(quick: bool) -> int:
     return 60 if quick else int(os.environ.get("DPADAPT_DPSWD_GEN_STEPS", 3000))
 
 
+def _marginals_gen_size(quick: bool) -> tuple[int, int]:
+    """(steps, k) of the one-release generators: 60 steps on 200 directions (quick) or 2000 on 1000."""
+    return (60, 200) if quick else (2000, 1000)
+
+
 def _trained_generator(mode, design, quick, seed, cfg, X, y):
     """Train once per (mode, design, quick, seed); the MLP and LogReg rows share the generator."""
     from dpadapt.deep import generator as gen
@@ -373,7 +379,7 @@ def build_gen(quick: bool, epsilons=None) -> list[BenchTask]:
         for head in ("mlp", "logreg"):
             paper = PAPER_GEN.get(("dpswd" if mode == "sound" else "swd", head)) if design == "per-step" or mode == "sound" else None
             params = ({"steps": _gen_steps(quick), "batch_size": 100, "k": 1000} if design == "per-step" else
-                      {"steps": 60 if quick else 2000, "batch_size": 500, "k": 200 if quick else 1000, "releases": 1})
+                      dict(zip(("steps", "k"), _marginals_gen_size(quick)), batch_size=500, releases=1))
             tasks.append(BenchTask(
                 suite="dpswd-gen", task=f"mnist-gen:{head}", method=method, mode=mode,
                 run=_gen_runner(mode, head, quick, design), epsilon=EPS if mode == "sound" else math.inf,
