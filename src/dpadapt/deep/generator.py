@@ -31,6 +31,7 @@ from dpadapt.deep.swd_da import (
     sliced_wasserstein_torch,
     target_projections,
 )
+from dpadapt.deep.threads import blas_like_torch
 from dpadapt.privacy.guarantee import Guarantee
 from dpadapt.privacy.families.dpswd import plan_sliced_marginals
 from dpadapt.privacy.mechanisms import NoiseSource, sliced_histogram_release, torch_gaussian_noise
@@ -130,24 +131,25 @@ def train_generator(
     identity = nn.Identity()
     eye = torch.eye(n_classes) * cfg.label_scale
     t0 = time.perf_counter()
-    for _ in range(cfg.steps):
-        U = swd.directions(d, cfg.k, rng)
-        Ut = torch.as_tensor(U, dtype=torch.float32)
-        labels = torch.randint(0, n_classes, (cfg.batch_size,), generator=gen)
-        fake = torch.cat([G(torch.randn(cfg.batch_size, G.code_dim, generator=gen), labels), eye[labels]], dim=1)
-        if plan is not None:
-            sigma = plan.sigma(U)
-            P = torch.as_tensor(target_projections(identity, R, U, batch_size=cfg.batch_size, sigma=sigma,
-                                                   clip_norm=cfg.clip_norm, noise=noise), dtype=torch.float32)
-            Pf = torch_gaussian_noise(clip_rows_torch(fake, cfg.clip_norm) @ Ut, sigma, smooth)
-        else:
-            rows = rng.choice(n, size=cfg.batch_size, replace=False)
-            P = torch.as_tensor(R[rows]) @ Ut
-            Pf = fake @ Ut
-        loss = sliced_wasserstein_torch(Pf, P)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+    with blas_like_torch():  # numpy BLAS on every step (‖U‖op, the noisy projections)
+        for _ in range(cfg.steps):
+            U = swd.directions(d, cfg.k, rng)
+            Ut = torch.as_tensor(U, dtype=torch.float32)
+            labels = torch.randint(0, n_classes, (cfg.batch_size,), generator=gen)
+            fake = torch.cat([G(torch.randn(cfg.batch_size, G.code_dim, generator=gen), labels), eye[labels]], dim=1)
+            if plan is not None:
+                sigma = plan.sigma(U)
+                P = torch.as_tensor(target_projections(identity, R, U, batch_size=cfg.batch_size, sigma=sigma,
+                                                       clip_norm=cfg.clip_norm, noise=noise), dtype=torch.float32)
+                Pf = torch_gaussian_noise(clip_rows_torch(fake, cfg.clip_norm) @ Ut, sigma, smooth)
+            else:
+                rows = rng.choice(n, size=cfg.batch_size, replace=False)
+                P = torch.as_tensor(R[rows]) @ Ut
+                Pf = fake @ Ut
+            loss = sliced_wasserstein_torch(Pf, P)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
     G.eval()
     return GeneratorResult(G, plan.guarantee if plan else None, time.perf_counter() - t0, cfg.steps)
 

@@ -46,6 +46,7 @@ from torch import nn
 
 from dpadapt.api import ConfigEstimator
 from dpadapt.deep.configs import DPSWDConfig, training_steps
+from dpadapt.deep.threads import blas_like_torch
 from dpadapt.deep.dann import GradientReversal
 from dpadapt.privacy.families.dpswd import rounds_guarantee
 from dpadapt.privacy.guarantee import Guarantee
@@ -299,25 +300,26 @@ def train_swd_da(
     made = 0
     order = rng.permutation(n_s)
     pos = 0
-    for step in range(int(cfg.steps)):
-        if pos + B > n_s:  # next pass over the public source (equal batch sizes for sorted matching)
-            order, pos = rng.permutation(n_s), 0
-        rows = torch.as_tensor(order[pos : pos + B])
-        pos += B
-        g.train(), h.train()
-        Fs = g(Xs_t[rows])
-        loss = ce(h(Fs), ys_t[rows])
-        if align and step >= align_from and cfg.mode == "dann":
-            Ft = g(Xt_t[torch.as_tensor(rng.choice(n_t, size=B, replace=False))])
-            reversed_ = GradientReversal.apply(torch.cat([Fs, Ft]), 1.0)
-            loss = loss + cfg.lam * ce(discriminator(reversed_), domains)
-        elif align and step >= align_from:
-            U = swd.directions(d_feat, cfg.k, rng)
-            loss = loss + cfg.lam * _alignment(cfg, plan, g, Fs, Xt_t, U, rng, noise, smooth, sigmas)
-            made += 1
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+    with blas_like_torch():  # the per-step designs call numpy BLAS on every step
+        for step in range(int(cfg.steps)):
+            if pos + B > n_s:  # next pass over the public source (equal batch sizes for sorted matching)
+                order, pos = rng.permutation(n_s), 0
+            rows = torch.as_tensor(order[pos : pos + B])
+            pos += B
+            g.train(), h.train()
+            Fs = g(Xs_t[rows])
+            loss = ce(h(Fs), ys_t[rows])
+            if align and step >= align_from and cfg.mode == "dann":
+                Ft = g(Xt_t[torch.as_tensor(rng.choice(n_t, size=B, replace=False))])
+                reversed_ = GradientReversal.apply(torch.cat([Fs, Ft]), 1.0)
+                loss = loss + cfg.lam * ce(discriminator(reversed_), domains)
+            elif align and step >= align_from:
+                U = swd.directions(d_feat, cfg.k, rng)
+                loss = loss + cfg.lam * _alignment(cfg, plan, g, Fs, Xt_t, U, rng, noise, smooth, sigmas)
+                made += 1
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
     g.eval(), h.eval()
     return TrainResult(g, h, plan.guarantee if plan else None, int(cfg.steps), made,
                        time.perf_counter() - t0, float(np.mean(sigmas)) if sigmas else 0.0)
