@@ -13,6 +13,7 @@ from dp_accounting import rdp
 
 from dpadapt.datasets.synthetic import gaussian_mean_shift
 from dpadapt.deep import swd_da
+from dpadapt.deep.swd_marginals import marginal_quantiles
 from dpadapt.privacy import accounting
 from dpadapt.privacy.audit import epsilon_lower_bound
 from dpadapt.privacy.mechanisms import NoiseSource
@@ -352,8 +353,13 @@ def test_generator_from_one_release_of_sliced_marginals(tmp_path, rng):
     with pytest.raises(ValueError, match="classes"):
         gen.train_generator_from_marginals(X, y, gen.MarginalsConfig(steps=1, k=5), rng)
     counts = np.array([[0.0, 10.0, -3.0, 10.0]])
-    q = gen.marginal_quantiles(counts, np.array([0.0, 1, 2, 3, 4]), np.array([0.25, 0.75]))
-    np.testing.assert_allclose(q, [[1.5, 3.5]])  # negative noisy counts are read as 0
+    edges, levels = np.array([0.0, 1, 2, 3, 4]), np.array([0.25, 0.75])
+    np.testing.assert_allclose(marginal_quantiles(counts, edges, levels), [[1.5, 3.5]])  # negative counts read as 0
+    tail = np.array([[2.0, 10.0, 0.0, 10.0]])  # a noise-sized count in an empty tail bin
+    np.testing.assert_allclose(marginal_quantiles(tail, edges, levels, floor=3.0), [[1.5, 3.5]])
+    assert marginal_quantiles(tail, edges, levels)[0, 0] < 1.5
+    per_class = marginal_quantiles(np.stack([counts, tail]), edges, levels, floor=3.0)  # K × k × b
+    np.testing.assert_allclose(per_class, [[[1.5, 3.5]], [[1.5, 3.5]]])
 
 
 def test_per_class_marginals_generator_learns_each_class(rng):

@@ -31,6 +31,7 @@ from dpadapt.deep.swd_da import (
     sliced_wasserstein_torch,
     target_projections,
 )
+from dpadapt.deep.swd_marginals import marginal_quantiles
 from dpadapt.deep.threads import blas_like_torch
 from dpadapt.privacy.guarantee import Guarantee
 from dpadapt.privacy.families.dpswd import plan_sliced_marginals
@@ -173,17 +174,9 @@ class MarginalsConfig:
     #: label set public); False: one histogram of the joint rows [x, a·onehot(y)] (round 4). Chosen on a
     #: USPS dev check by a rule fixed before it ran (benchmarks/dpswd.md, round 5), not on MNIST.
     per_class: bool = True
-
-
-def marginal_quantiles(counts: np.ndarray, edges: np.ndarray, levels: np.ndarray) -> np.ndarray:
-    """Quantiles (k × L) of each released histogram (negative noisy counts set to 0; post-processing);
-    for per-class counts (K × k × b), a K × k × L array."""
-    if counts.ndim == 3:
-        return marginal_quantiles(counts.reshape(-1, counts.shape[-1]), edges, levels).reshape(*counts.shape[:2], -1)
-    c = np.maximum(counts, 0.0)
-    cdf = np.cumsum(c, axis=1)
-    cdf = np.hstack([np.zeros((c.shape[0], 1)), cdf / np.maximum(cdf[:, -1:], 1e-12)])
-    return np.stack([np.interp(levels, row, edges) for row in cdf])
+    #: counts ≤ floor·σ are read as empty before the quantiles are taken (post-processing; the DA
+    #: receiver reads counts ≤ σ as empty). 0: only negative counts are dropped.
+    floor: float = 0.0
 
 
 def train_generator_from_marginals(
@@ -210,7 +203,7 @@ def train_generator_from_marginals(
     n, d = R.shape
     U = swd.directions(d, cfg.k, rng)
     edges = np.linspace(cfg.low, cfg.high, cfg.bins + 1)
-    guarantee = None
+    guarantee, sigma = None, 0.0
     if cfg.epsilon is None:
         from dpadapt.privacy.mechanisms import sliced_histogram
 
@@ -222,7 +215,7 @@ def train_generator_from_marginals(
     # per class: m generated rows of each class per step, matched to that class's quantiles
     m = max(int(cfg.batch_size) // n_classes, 1) if cfg.per_class else int(cfg.batch_size)
     levels = (np.arange(m) + 0.5) / m
-    q = marginal_quantiles(counts, edges, levels)  # (k, m) or (K, k, m)
+    q = marginal_quantiles(counts, edges, levels, cfg.floor * sigma)  # (k, m) or (K, k, m)
     target = torch.as_tensor(np.swapaxes(q, -1, -2), dtype=torch.float32)  # (m, k) or (K, m, k)
     B = m * n_classes if cfg.per_class else m
     torch.manual_seed(int(rng.integers(2**31)))

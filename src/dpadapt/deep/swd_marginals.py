@@ -168,13 +168,17 @@ def check_release(release: Release, slices: PublicSlices) -> None:
         raise ReleaseError(f"counts must be {slices.k} × {slices.bins}, got {release['counts'].shape}")
 
 
-def marginal_quantiles(counts: np.ndarray, edges: np.ndarray, levels: np.ndarray, floor: float) -> np.ndarray:
-    """Quantiles (k × L) of the released histograms; counts ≤ ``floor`` are read as empty (post-processing).
+def marginal_quantiles(counts: np.ndarray, edges: np.ndarray, levels: np.ndarray, floor: float = 0.0) -> np.ndarray:
+    """Quantiles (k × L) of released histograms (k × b); per-class counts (K × k × b) give K × k × L.
 
-    With a positive floor (one noise std) the bins that are empty but came out positive by noise
-    do not spread spurious mass into the tails.
+    Post-processing: counts ≤ ``floor`` are read as empty (negative noisy counts always are). With a
+    positive floor (one noise std) the bins that are empty but came out positive by noise do not
+    spread spurious mass into the tails.
     """
-    c = np.where(counts > floor, counts, 0.0)
+    if counts.ndim == 3:
+        flat = marginal_quantiles(counts.reshape(-1, counts.shape[-1]), edges, levels, floor)
+        return flat.reshape(*counts.shape[:2], -1)
+    c = np.where(counts > max(floor, 0.0), counts, 0.0)
     cdf = np.cumsum(c, axis=1)
     cdf = np.hstack([np.zeros((c.shape[0], 1)), cdf / np.maximum(cdf[:, -1:], 1e-12)])
     return np.stack([np.interp(levels, row, edges) for row in cdf])
