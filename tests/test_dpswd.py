@@ -393,16 +393,3 @@ def test_adversarial_alignment_is_the_papers_dann_row(rng):
     with pytest.raises(ValueError, match="non-private"):
         swd_da.DPSWDAdapter(alignment="adversarial", epsilon=5.0, epochs=1, min_steps=2).fit_domains(Xs, ys, Xt)
 
-
-def test_training_loops_size_blas_like_torch(monkeypatch):
-    """The per-step loops run numpy BLAS between torch steps; its pool must not outnumber torch's."""
-    from threadpoolctl import threadpool_info
-
-    from dpadapt.deep.threads import blas_like_torch
-
-    pools = [p for p in threadpool_info() if p["user_api"] == "blas"]
-    if not pools:
-        pytest.skip("numpy links no BLAS that threadpoolctl can see")
-    monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
-    with blas_like_torch():
-        assert {p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"} == {1}

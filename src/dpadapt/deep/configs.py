@@ -19,6 +19,9 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from dpadapt.api import Config, param
+from dpadapt.deep.runtime import check_device
+
+_DEVICE_HELP = "'auto': train on the GPU when torch sees one (CUDA), else the CPU; or 'cpu', 'cuda', 'cuda:1'"
 
 
 def _widths(value: Any) -> tuple[int, ...]:
@@ -73,6 +76,7 @@ class DPSWDConfig(Config):
     map_form: str = param("affine", choices=("affine", "mlp"),
                           help="marginals design: residual feature map T (affine: chosen on a synthetic MNIST shift)")
     marginal_weight: float = param(1.0, low=0.0, help="marginals design: weight of the sliced-marginal matching term")
+    device: str = param("auto", check=check_device, help=_DEVICE_HELP)
 
     def resolved_design(self) -> str:
         """``"marginals"`` for a private sound run under ``design="auto"`` (it beat the per-step design on a
@@ -93,6 +97,7 @@ class _NetworkConfig(Config):
     batch_size: int = param(32, low=1, help="expected batch size M of every stream (Poisson rate M/N)")
     lr: float = param(0.05, low=0.0, help="SGD step size of the label phase")
     lr_domain: float = param(1e-3, low=0.0, help="SGD step size of the domain-confusion phase")
+    device: str = param("auto", check=check_device, help=_DEVICE_HELP)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

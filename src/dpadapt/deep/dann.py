@@ -30,6 +30,7 @@ from torch import nn
 from dpadapt.api import ConfigEstimator
 from dpadapt.deep.configs import DANNConfig, training_steps
 from dpadapt.deep.dpsgd import PrivacySpec, clipped_block_sums
+from dpadapt.deep.runtime import training_device
 from dpadapt.privacy.mechanisms import NoiseSource, poisson_subsample, random_streams, torch_gaussian_noise
 from dpadapt.validation import check_fitted_features
 
@@ -131,7 +132,7 @@ def public_block_gradients(net: DANNNetwork, x, y, domain: int, blocks: Sequence
         if b == "label":
             loss = nn.functional.cross_entropy(net.label_head(h), y, reduction="sum")
         else:
-            d = torch.full((x.shape[0],), domain, dtype=torch.long)
+            d = torch.full((x.shape[0],), domain, dtype=torch.long, device=x.device)
             loss = nn.functional.cross_entropy(net.domain_head(GradientReversal.apply(h, nu)), d, reduction="sum")
         params = [p for p in net.parameters() if p.requires_grad]
         grads = torch.autograd.grad(loss, params, retain_graph=i < len(blocks) - 1, allow_unused=True)
@@ -169,6 +170,7 @@ def train_streams(
     rng: np.random.Generator,
     noise: NoiseSource | torch.Generator,
     per_example: str = "auto",
+    device: torch.device | str = "cpu",
 ) -> TrainLog:
     """Run ``steps`` SGD iterations; every stream samples, computes its (noisy) gradients, one update.
 
@@ -180,12 +182,15 @@ def train_streams(
     Σ_k a_k·N_k with independent N_k ~ N(0, σ_k²C_k²I) and a_k = lr_k/M_k; that sum is drawn as
     one Gaussian with variance Σ_k a_k²σ_k²C_k² — the same distribution, so the released model
     is distributed exactly as under separate draws, at a fraction of the sampling cost.
+    ``device``: where the batches go (the network must already be there); the noise is drawn on the CPU.
     """
     lrs = {"label": lr, "domain": lr_domain}
     noise_gen = noise.torch_generator() if isinstance(noise, NoiseSource) else noise
     sampler = noise if isinstance(noise, NoiseSource) else None
-    tensors = {s.name: None if s.y is None else torch.from_numpy(np.asarray(s.y, dtype=np.int64)) for s in streams}
-    dense = {s.name: s.X if sp.issparse(s.X) else torch.from_numpy(np.ascontiguousarray(s.X, dtype=np.float32)) for s in streams}
+    tensors = {s.name: None if s.y is None else torch.from_numpy(np.asarray(s.y, dtype=np.int64)).to(device)
+               for s in streams}
+    dense = {s.name: s.X if sp.issparse(s.X) else torch.from_numpy(np.ascontiguousarray(s.X, dtype=np.float32)).to(device)
+             for s in streams}
     net.train()
     start = time.perf_counter()
     for t in range(steps):
@@ -199,9 +204,9 @@ def train_streams(
                 if sampler is None:
                     raise ValueError("private streams need a NoiseSource (their sample is secret)")
                 rows = poisson_subsample(s.X.shape[0], s.rate, sampler)
-            X = dense[s.name]
-            x = to_tensor(X, rows) if sp.issparse(X) else X[torch.from_numpy(rows)]
-            y = None if tensors[s.name] is None else tensors[s.name][rows]
+            X, idx = dense[s.name], torch.from_numpy(rows).to(device)
+            x = to_tensor(X, rows).to(device) if sp.issparse(X) else X[idx]
+            y = None if tensors[s.name] is None else tensors[s.name][idx]
             if s.privacy is None:
                 grads = public_block_gradients(net, x, y, s.domain, s.blocks, nu, s.expected_batch)
             else:
@@ -282,10 +287,12 @@ class DANN(ConfigEstimator):
     def _train(self, net, streams, steps, steps_per_epoch, rng, noise, per_example="auto"):
         self.network_ = net
         self.n_steps_ = int(steps)
+        device = training_device(self.device)
+        net.to(device)
         self.train_log_ = train_streams(
-            net, streams, steps, steps_per_epoch, self.lr, self.lr_domain, rng, noise, per_example
+            net, streams, steps, steps_per_epoch, self.lr, self.lr_domain, rng, noise, per_example, device
         )
-        net.eval()
+        net.eval().cpu()  # trained wherever, used on the CPU (prediction, releases, saved models)
         return self
 
     def fit_domains(self, Xs, ys, Xt, yt=None):

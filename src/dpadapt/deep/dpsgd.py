@@ -138,7 +138,7 @@ def _block_losses(net: nn.Module, x: torch.Tensor, y: torch.Tensor | None, domai
     if "label" in blocks:
         out["label"] = nn.functional.cross_entropy(net.label_head(h), y, reduction="sum")
     if "domain" in blocks:
-        d = torch.full((x.shape[0],), domain, dtype=torch.long)
+        d = torch.full((x.shape[0],), domain, dtype=torch.long, device=x.device)
         out["domain"] = nn.functional.cross_entropy(net.domain_head(h), d, reduction="sum")
     return out
 
@@ -222,9 +222,9 @@ class _VmapGradients:
 
         def domain_loss(pf, pd, xi, yi):
             h = call("feature", pf, xi[None])
-            return nn.functional.cross_entropy(call("domain", pd, h), torch.full((1,), domain, dtype=torch.long))
+            return nn.functional.cross_entropy(call("domain", pd, h), torch.full((1,), domain, dtype=torch.long, device=xi.device))
 
-        yv = torch.zeros(x.shape[0], dtype=torch.long) if y is None else y
+        yv = torch.zeros(x.shape[0], dtype=torch.long, device=x.device) if y is None else y
         self.grads: dict[tuple[str, str], dict[str, torch.Tensor]] = {}
         for b in blocks:
             other = BLOCK_PARTS[b][1]
@@ -296,7 +296,7 @@ def clipped_block_sums(
     params = {key: [p for _, p in trainable(net, key[1])] for key in keys}
     if per_example not in ("auto", "ghost", "vmap"):
         raise ValueError(f"per_example must be 'auto', 'ghost' or 'vmap', got {per_example!r}")
-    norms_before = norms_after = torch.zeros(0)
+    norms_before = norms_after = torch.zeros(0, device=x.device)
     if x.shape[0] == 0:
         sums = {key: {p: torch.zeros_like(p) for p in params[key]} for key in keys}
     else:

@@ -32,7 +32,7 @@ from dpadapt.deep.swd_da import (
     target_projections,
 )
 from dpadapt.deep.swd_marginals import marginal_quantiles
-from dpadapt.deep.threads import blas_like_torch
+from dpadapt.deep.runtime import blas_like_torch, training_device
 from dpadapt.privacy.guarantee import Guarantee
 from dpadapt.privacy.families.dpswd import plan_sliced_marginals
 from dpadapt.privacy.mechanisms import NoiseSource, sliced_histogram_release, torch_gaussian_noise
@@ -83,6 +83,7 @@ class GeneratorConfig:
     label_scale: float = 5.0
     sensitivity: str = "spectral"
     classes: tuple | None = None  # the public label set (required; never inferred from private labels)
+    device: str = "auto"  # see dpadapt.deep.runtime.training_device
 
 
 @dataclasses.dataclass
@@ -124,34 +125,37 @@ def train_generator(
     if cfg.mode == "sound":
         plan = swd.plan_releases(cfg.epsilon, cfg.delta, n=n, batch_size=cfg.batch_size, steps=cfg.steps, k=cfg.k,
                                  d=d, clip_norm=cfg.clip_norm, method=cfg.sensitivity)
+    device = training_device(cfg.device)
     torch.manual_seed(int(rng.integers(2**31)))
-    G = ConditionalGenerator(n_classes=n_classes)
+    G = ConditionalGenerator(n_classes=n_classes).to(device)
     opt = torch.optim.Adam(G.parameters(), lr=cfg.lr, betas=(0.5, 0.999))
     gen = torch.Generator().manual_seed(int(rng.integers(2**62)))  # public: latent codes and generated labels
     smooth = noise.torch_generator()
     identity = nn.Identity()
-    eye = torch.eye(n_classes) * cfg.label_scale
+    eye = torch.eye(n_classes, device=device) * cfg.label_scale
     t0 = time.perf_counter()
     with blas_like_torch():  # numpy BLAS on every step (‖U‖op, the noisy projections)
         for _ in range(cfg.steps):
             U = swd.directions(d, cfg.k, rng)
-            Ut = torch.as_tensor(U, dtype=torch.float32)
-            labels = torch.randint(0, n_classes, (cfg.batch_size,), generator=gen)
-            fake = torch.cat([G(torch.randn(cfg.batch_size, G.code_dim, generator=gen), labels), eye[labels]], dim=1)
+            Ut = torch.as_tensor(U, dtype=torch.float32, device=device)
+            labels = torch.randint(0, n_classes, (cfg.batch_size,), generator=gen).to(device)
+            code = torch.randn(cfg.batch_size, G.code_dim, generator=gen).to(device)
+            fake = torch.cat([G(code, labels), eye[labels]], dim=1)
             if plan is not None:
                 sigma = plan.sigma(U)
                 P = torch.as_tensor(target_projections(identity, R, U, batch_size=cfg.batch_size, sigma=sigma,
-                                                       clip_norm=cfg.clip_norm, noise=noise), dtype=torch.float32)
+                                                       clip_norm=cfg.clip_norm, noise=noise), dtype=torch.float32,
+                                    device=device)
                 Pf = torch_gaussian_noise(clip_rows_torch(fake, cfg.clip_norm) @ Ut, sigma, smooth)
             else:
                 rows = rng.choice(n, size=cfg.batch_size, replace=False)
-                P = torch.as_tensor(R[rows]) @ Ut
+                P = torch.as_tensor(R[rows], device=device) @ Ut
                 Pf = fake @ Ut
             loss = sliced_wasserstein_torch(Pf, P)
             opt.zero_grad()
             loss.backward()
             opt.step()
-    G.eval()
+    G.eval().cpu()
     return GeneratorResult(G, plan.guarantee if plan else None, time.perf_counter() - t0, cfg.steps)
 
 
@@ -177,6 +181,7 @@ class MarginalsConfig:
     #: counts ≤ floor·σ are read as empty before the quantiles are taken (post-processing; the DA
     #: receiver reads counts ≤ σ as empty). 0: only negative counts are dropped.
     floor: float = 0.0
+    device: str = "auto"  # see dpadapt.deep.runtime.training_device
 
 
 def train_generator_from_marginals(
@@ -216,29 +221,30 @@ def train_generator_from_marginals(
     m = max(int(cfg.batch_size) // n_classes, 1) if cfg.per_class else int(cfg.batch_size)
     levels = (np.arange(m) + 0.5) / m
     q = marginal_quantiles(counts, edges, levels, cfg.floor * sigma)  # (k, m) or (K, k, m)
-    target = torch.as_tensor(np.swapaxes(q, -1, -2), dtype=torch.float32)  # (m, k) or (K, m, k)
+    device = training_device(cfg.device)
+    target = torch.as_tensor(np.swapaxes(q, -1, -2), dtype=torch.float32, device=device)  # (m, k) or (K, m, k)
     B = m * n_classes if cfg.per_class else m
     torch.manual_seed(int(rng.integers(2**31)))
-    G = ConditionalGenerator(n_classes=n_classes)
+    G = ConditionalGenerator(n_classes=n_classes).to(device)
     opt = torch.optim.Adam(G.parameters(), lr=cfg.lr, betas=(0.5, 0.999))
     gen = torch.Generator().manual_seed(int(rng.integers(2**62)))  # public: latent codes and generated labels
-    Ut = torch.as_tensor(U, dtype=torch.float32)
-    eye = torch.eye(n_classes) * cfg.label_scale
+    Ut = torch.as_tensor(U, dtype=torch.float32, device=device)
+    eye = torch.eye(n_classes, device=device) * cfg.label_scale
     t0 = time.perf_counter()
     for _ in range(int(cfg.steps)):
         if cfg.per_class:
-            labels = torch.arange(n_classes).repeat_interleave(m)
-            fake = G(torch.randn(B, G.code_dim, generator=gen), labels)
+            labels = torch.arange(n_classes, device=device).repeat_interleave(m)
+            fake = G(torch.randn(B, G.code_dim, generator=gen).to(device), labels)
             P = torch.sort((fake @ Ut).reshape(n_classes, m, -1), dim=1).values
         else:
-            labels = torch.randint(0, n_classes, (B,), generator=gen)
-            fake = torch.cat([G(torch.randn(B, G.code_dim, generator=gen), labels), eye[labels]], dim=1)
+            labels = torch.randint(0, n_classes, (B,), generator=gen).to(device)
+            fake = torch.cat([G(torch.randn(B, G.code_dim, generator=gen).to(device), labels), eye[labels]], dim=1)
             P = torch.sort(fake @ Ut, dim=0).values
         loss = ((P - target) ** 2).mean()
         opt.zero_grad()
         loss.backward()
         opt.step()
-    G.eval()
+    G.eval().cpu()
     return GeneratorResult(G, guarantee, time.perf_counter() - t0, int(cfg.steps))
 
 

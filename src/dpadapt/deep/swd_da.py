@@ -46,7 +46,7 @@ from torch import nn
 
 from dpadapt.api import ConfigEstimator
 from dpadapt.deep.configs import DPSWDConfig, training_steps
-from dpadapt.deep.threads import blas_like_torch
+from dpadapt.deep.runtime import blas_like_torch, training_device
 from dpadapt.deep.dann import GradientReversal
 from dpadapt.privacy.families.dpswd import rounds_guarantee
 from dpadapt.privacy.guarantee import Guarantee
@@ -139,7 +139,7 @@ def sliced_wasserstein_torch(Ps: torch.Tensor, Pt: torch.Tensor, q: int = 2) -> 
 
 def _features(g: nn.Module, X, rows) -> torch.Tensor:
     X = X if isinstance(X, torch.Tensor) else torch.as_tensor(np.asarray(X, dtype=np.float32))
-    return g(X[torch.as_tensor(rows)])
+    return g(X[torch.as_tensor(rows, device=X.device)])
 
 
 # --- target party -----------------------------------------------------------------------------
@@ -158,7 +158,7 @@ def target_projections(
     was_training = g.training
     g.eval()
     with torch.no_grad():
-        F = clip_rows_torch(_features(g, Xt, rows), clip_norm).double().numpy()
+        F = clip_rows_torch(_features(g, Xt, rows), clip_norm).double().cpu().numpy()
     g.train(was_training)
     return noisy_projections(F, U, sigma=sigma, noise=noise)
 
@@ -225,6 +225,7 @@ class SWDDAConfig:
     paper_method: str = "bernstein_code"
     q: int = 2
     steps_per_epoch: int = 1
+    device: str = "auto"  # see dpadapt.deep.runtime.training_device
 
 
 @dataclasses.dataclass
@@ -281,20 +282,22 @@ def train_swd_da(
     align = cfg.mode != "source-only" and cfg.lam > 0
     align_from = min(int(cfg.align_from), int(cfg.steps))
     releases = int(cfg.steps) - align_from if align else 0
-    Xs_t = torch.as_tensor(np.asarray(Xs, dtype=np.float32))
-    Xt_t = None if Xt is None else torch.as_tensor(np.asarray(Xt, dtype=np.float32))
+    device = training_device(cfg.device)
+    g.to(device), h.to(device)
+    Xs_t = torch.as_tensor(np.asarray(Xs, dtype=np.float32), device=device)
+    Xt_t = None if Xt is None else torch.as_tensor(np.asarray(Xt, dtype=np.float32), device=device)
     with torch.no_grad():
         d_feat = int(g(Xs_t[:2]).shape[1])
     plan = _plan(cfg, n_t, d_feat, max(releases, 1)) if align else None
     smooth = noise.torch_generator()
     params = list(g.parameters()) + list(h.parameters())
     if cfg.mode == "dann":
-        discriminator = nn.Sequential(nn.Linear(d_feat, 100), nn.ReLU(), nn.Linear(100, 2))
+        discriminator = nn.Sequential(nn.Linear(d_feat, 100), nn.ReLU(), nn.Linear(100, 2)).to(device)
         params += list(discriminator.parameters())
-        domains = torch.cat([torch.zeros(B, dtype=torch.long), torch.ones(B, dtype=torch.long)])
+        domains = torch.cat([torch.zeros(B, dtype=torch.long), torch.ones(B, dtype=torch.long)]).to(device)
     opt = torch.optim.Adam(params, lr=cfg.lr, betas=(0.5, 0.999))
     ce = nn.CrossEntropyLoss()
-    ys_t = torch.as_tensor(ys, dtype=torch.long)
+    ys_t = torch.as_tensor(ys, dtype=torch.long, device=device)
     sigmas: list[float] = []
     t0 = time.perf_counter()
     made = 0
@@ -304,13 +307,13 @@ def train_swd_da(
         for step in range(int(cfg.steps)):
             if pos + B > n_s:  # next pass over the public source (equal batch sizes for sorted matching)
                 order, pos = rng.permutation(n_s), 0
-            rows = torch.as_tensor(order[pos : pos + B])
+            rows = torch.as_tensor(order[pos : pos + B], device=device)
             pos += B
             g.train(), h.train()
             Fs = g(Xs_t[rows])
             loss = ce(h(Fs), ys_t[rows])
             if align and step >= align_from and cfg.mode == "dann":
-                Ft = g(Xt_t[torch.as_tensor(rng.choice(n_t, size=B, replace=False))])
+                Ft = g(Xt_t[torch.as_tensor(rng.choice(n_t, size=B, replace=False), device=device)])
                 reversed_ = GradientReversal.apply(torch.cat([Fs, Ft]), 1.0)
                 loss = loss + cfg.lam * ce(discriminator(reversed_), domains)
             elif align and step >= align_from:
@@ -321,17 +324,19 @@ def train_swd_da(
             loss.backward()
             opt.step()
     g.eval(), h.eval()
+    g.cpu(), h.cpu()  # trained wherever, used on the CPU (prediction, releases, saved models)
     return TrainResult(g, h, plan.guarantee if plan else None, int(cfg.steps), made,
                        time.perf_counter() - t0, float(np.mean(sigmas)) if sigmas else 0.0)
 
 
 def _alignment(cfg, plan, g, Fs, Xt, U, rng, noise, smooth, sigmas) -> torch.Tensor:
     B = Fs.shape[0]
-    Ut = torch.as_tensor(U)
+    Ut = torch.as_tensor(U, device=Fs.device)
     if cfg.mode == "sound":
         sigma = plan.sigma(U)  # the target party draws U itself here (same process)
         sigmas.append(sigma)
-        P_t = torch.as_tensor(target_projections(g, Xt, U, batch_size=B, sigma=sigma, clip_norm=plan.clip_norm, noise=noise))
+        P_t = torch.as_tensor(target_projections(g, Xt, U, batch_size=B, sigma=sigma, clip_norm=plan.clip_norm,
+                                                 noise=noise), device=Fs.device)
         return source_alignment_loss(Fs, P_t, Ut, sigma=sigma, clip_norm=plan.clip_norm, generator=smooth, q=cfg.q)
     rows_t = rng.choice(Xt.shape[0], size=B, replace=False)
     Ft = _features(g, Xt, rows_t).double()
@@ -420,7 +425,7 @@ class DPSWDAdapter(ConfigEstimator):
             batch_size=B, lr=float(cfg.lr), lam=float(cfg.lam), k=int(cfg.k),
             epsilon=float(cfg.epsilon or 0.0), delta=cfg.resolved_delta(Xt.shape[0]) if cfg.epsilon else 1e-5,
             clip_norm=cfg.clip_norm, sensitivity=cfg.sensitivity, paper_method=cfg.paper_method, q=int(cfg.q),
-            steps_per_epoch=spe,
+            steps_per_epoch=spe, device=cfg.device,
         )
         if design == "marginals" and run.mode in ("sound", "non-private"):
             self.train_result_ = self._fit_marginals(cfg, run, self._transform(Xs), y_idx, self._transform(Xt), g, h,

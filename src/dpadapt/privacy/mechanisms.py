@@ -475,8 +475,8 @@ def torch_gaussian_noise(total, std: float, noise):
         raise ValueError(f"noise std must be a finite number ≥ 0, got {std}")
     if std == 0:
         return total
-    g = torch_noise_generator(noise)
-    return total + std * torch.randn(total.shape, generator=g, dtype=total.dtype)
+    g = torch_noise_generator(noise)  # a CPU generator: drawn on the CPU, then moved to the tensor's device
+    return total + std * torch.randn(total.shape, generator=g, dtype=total.dtype).to(total.device)
 
 
 def sliced_histogram(F, U, edges, labels=None, n_classes: int | None = None) -> np.ndarray:
