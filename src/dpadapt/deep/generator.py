@@ -26,13 +26,13 @@ import numpy as np
 import torch
 from torch import nn
 
+from dpadapt.deep.runtime import blas_like_torch, training_device
 from dpadapt.deep.swd_da import (
     clip_rows_torch,
     sliced_wasserstein_torch,
     target_projections,
 )
 from dpadapt.deep.swd_marginals import marginal_quantiles
-from dpadapt.deep.runtime import blas_like_torch, training_device
 from dpadapt.privacy.guarantee import Guarantee
 from dpadapt.privacy.families.dpswd import plan_sliced_marginals
 from dpadapt.privacy.mechanisms import NoiseSource, sliced_histogram_release, torch_gaussian_noise

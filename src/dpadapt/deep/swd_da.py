@@ -46,8 +46,8 @@ from torch import nn
 
 from dpadapt.api import ConfigEstimator
 from dpadapt.deep.configs import DPSWDConfig, training_steps
-from dpadapt.deep.runtime import blas_like_torch, training_device
 from dpadapt.deep.dann import GradientReversal
+from dpadapt.deep.runtime import blas_like_torch, training_device
 from dpadapt.privacy.families.dpswd import rounds_guarantee
 from dpadapt.privacy.guarantee import Guarantee
 from dpadapt.privacy.mechanisms import NoiseSource, noisy_projections, random_streams, secret_subsample, torch_gaussian_noise
