@@ -124,7 +124,7 @@ def _load_frame(path: Path, label_column: str):
         try:
             import pyarrow.parquet as pq
         except ImportError as exc:  # pragma: no cover - optional dependency
-            raise ValueError("reading .parquet needs pyarrow: pip install 'dpadapt[parquet]'") from exc
+            raise ValueError("reading .parquet needs pyarrow (a dependency of dpadapt): pip install pyarrow") from exc
         table = pq.read_table(path)
         names = table.column_names
         columns = {n: table.column(n).to_numpy() for n in names}
