@@ -103,25 +103,41 @@ def _check_basis(rel: Release | None, family: str) -> tuple[np.ndarray | None, n
     return mean, comp, rel.params["sha256"]
 
 
-def release(plan_: Plan, Xs, ys=None, noise=None, *, basis_release: Release | None = None) -> Release:
+def _class_sums(Xs, ys, classes, row_map_: RowMap, *, client, label_column: str) -> ClassSums:
+    """Exact class sums of the source's rows: chunk by chunk here, or per partition on a Dask cluster."""
+    if hasattr(Xs, "__dask_graph__"):  # a dask collection: sums on the workers
+        from dpadapt.stream import dask_engine
+
+        if hasattr(Xs, "columns"):
+            return dask_engine.class_sums_frame(Xs, label_column, classes, row_map_, client=client)
+        return dask_engine.class_sums_array(Xs, ys, classes, row_map_, client=client)
+    return accumulate(ClassSums(classes, row_map_), Xs)
+
+
+def release(plan_: Plan, Xs, ys=None, noise=None, *, basis_release: Release | None = None, client=None,
+            label_column: str = "y") -> Release:
     """The source's step: class statistics of its mapped rows (in the basis) as ONE Gaussian.
 
-    ``Xs`` is an array / sparse matrix (with labels ``ys``) or a :class:`~dpadapt.stream.ChunkedSource`
-    (labels in its chunks; ``ys`` None): either way the rows are read in chunks, mapped per chunk and
-    summed exactly (:class:`~dpadapt.stream.ClassSums`), and the noise is drawn once at the end.
+    ``Xs`` is an array / sparse matrix with labels ``ys``; a :class:`~dpadapt.stream.ChunkedSource`
+    (labels in its chunks); or a Dask collection — a ``dask.array`` with labels ``ys``, or a
+    ``dask.dataframe`` with a ``label_column`` — summed per partition on the Dask cluster of
+    ``client`` (default: the current one). Either way every row goes through the public per-row map
+    and the clipping of :func:`dpadapt.privacy.mechanisms.class_sums`, the exact sums are added over
+    chunks / partitions (:class:`~dpadapt.stream.ClassSums`), and the noise is drawn once, here.
     """
     config: Config = plan_.config
+    n_plan = int(plan_.facts["n_source"])
     if isinstance(Xs, ChunkedSource):
         if ys is not None:
             raise ValueError("a chunked source carries its labels; pass ys=None")
-        source = Xs
-    else:
-        source = from_arrays(Xs, None, name="Xs (source)")  # features checked chunk by chunk
-        source = from_arrays(Xs, check_labels(ys, source.n_rows, "ys (source labels)"), name="Xs (source)")
-    if source.n_rows != int(plan_.facts["n_source"]):
-        raise ValueError(f"the plan is for {plan_.facts['n_source']} source rows, got {source.n_rows}")
-    if not source.labelled:
-        raise ValueError(f"{source.name}: the source's rows need labels")
+        if not Xs.labelled:
+            raise ValueError(f"{Xs.name}: the source's rows need labels")
+    elif not hasattr(Xs, "__dask_graph__"):
+        source = from_arrays(Xs, None, name="Xs (source)")  # features are checked chunk by chunk
+        Xs = from_arrays(Xs, check_labels(ys, source.n_rows, "ys (source labels)"), name="Xs (source)")
+    n_rows = getattr(Xs, "n_rows", None) or (Xs.shape[0] if not hasattr(Xs, "columns") else None)
+    if n_rows is not None and int(n_rows) != n_plan:
+        raise ValueError(f"the plan is for {n_plan} source rows, got {n_rows}")
     mean, comp, digest = _check_basis(basis_release, plan_.family)
     if config.k and comp is None:
         raise ReleaseError(f"k={config.k} needs the receiver's basis release (or set k=0)")
@@ -129,9 +145,14 @@ def release(plan_: Plan, Xs, ys=None, noise=None, *, basis_release: Release | No
         classes = config.required_classes()
     elif config.classes:
         classes = tuple(config.classes)
-    else:  # non-private counterpart: the label set may come from the data
-        classes = tuple(np.unique(np.concatenate([np.unique(y) for _, y in source])).tolist())
-    acc = accumulate(ClassSums(classes, RowMap(config.use_log1p(), mean, comp)), source)
+    elif isinstance(Xs, ChunkedSource):  # non-private counterpart: the label set may come from the data
+        classes = tuple(np.unique(np.concatenate([np.unique(y) for _, y in Xs])).tolist())
+    else:
+        raise ValueError("the non-private counterpart on a Dask collection needs the public label set (classes=...)")
+    acc = _class_sums(Xs, ys, classes, RowMap(config.use_log1p(), mean, comp), client=client, label_column=label_column)
+    if acc.n_rows != n_plan:
+        raise ValueError(f"the plan is for {n_plan} source rows, got {acc.n_rows}")
+    n_features = int(comp.shape[0]) if comp is not None else (Xs.n_features if isinstance(Xs, ChunkedSource) else acc.sums.shape[1])
     if config.private:
         st = acc.release(sigma=plan_.calibration["sigma"], relation=config.relation, noise=noise)
         sums, counts, guarantee = st.sums, st.counts, plan_.guarantee
@@ -142,7 +163,7 @@ def release(plan_: Plan, Xs, ys=None, noise=None, *, basis_release: Release | No
         method=plan_.family, kind=STATS_KIND, owner="source", arrays={"sums": sums, "counts": counts},
         guarantee=guarantee,
         params={"classes": list(classes), "log1p": config.use_log1p(), "basis_sha256": digest,
-                "n_features": int(source.n_features), "sigma": float(plan_.calibration.get("sigma", 0.0)),
+                "n_features": n_features, "sigma": float(plan_.calibration.get("sigma", 0.0)),
                 "relation": config.relation},
     )
 
