@@ -138,7 +138,7 @@ def clip_rows(X: np.ndarray, max_norm: float) -> np.ndarray:
     """
     check_positive(max_norm, "max_norm")
     X = np.asarray(X, dtype=np.float64)
-    norms = np.linalg.norm(X, axis=1, keepdims=True)
+    norms = np.sqrt(np.einsum("ij,ij->i", X, X))[:, None] if X.ndim == 2 else np.linalg.norm(X, axis=1, keepdims=True)
     scale = np.ones_like(norms)
     over = norms > max_norm
     scale[over] = max_norm / norms[over]
@@ -357,7 +357,7 @@ def class_sums(Z, labels, num_classes: int) -> tuple[np.ndarray, np.ndarray]:
     if labels.size and (not np.issubdtype(labels.dtype, np.integer) or labels.min() < 0 or labels.max() >= num_classes):
         raise ValueError(f"labels must be indices into the public label set 0..{num_classes - 1}")
     n = labels.size
-    onehot = sp.csr_matrix((np.ones(n), (labels.astype(np.int64), np.arange(n))), shape=(num_classes, n))
+    onehot = sp.csc_matrix((np.ones(n), labels.astype(np.int64), np.arange(n + 1)), shape=(num_classes, n))
     sums = onehot @ Z
     sums = np.asarray(sums.toarray() if sp.issparse(sums) else sums, dtype=np.float64)
     return sums, np.bincount(labels, minlength=num_classes).astype(np.float64)

@@ -25,6 +25,11 @@ def label_indices(ys, classes: tuple) -> np.ndarray:
     """Positions of the labels in the public label set; a label outside it is an error."""
     ys = np.asarray(ys)
     cls = np.asarray(classes)
+    if ys.dtype.kind in "iu" and cls.dtype.kind in "iu" and np.array_equal(cls, np.arange(cls.size)):
+        if ys.size and (ys.min() < 0 or ys.max() >= cls.size):  # labels are already the indices 0..K-1
+            bad = ys[(ys < 0) | (ys >= cls.size)]
+            raise ValueError(f"label(s) {sorted(set(bad.tolist()))[:5]} are not in the public label set classes={list(classes)}")
+        return ys.astype(np.int64, copy=False)
     order = np.argsort(cls, kind="stable")
     pos = np.searchsorted(cls[order], ys)
     pos = np.clip(pos, 0, len(cls) - 1)
