@@ -11,8 +11,12 @@ import argparse
 import json
 import math
 
+from typing import TYPE_CHECKING
+
 from dpadapt.cli.main import add_command
-from dpadapt.privacy.ledger import Ledger, fingerprint, short_id
+
+if TYPE_CHECKING:
+    from dpadapt.privacy.ledger import Ledger
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -38,6 +42,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _dataset_id(args) -> str | None:
+    from dpadapt.privacy.ledger import fingerprint  # here, not at import: `--help` stays fast
+
     if args.data and args.dataset_id:
         raise ValueError("give --data or --dataset-id, not both")
     return fingerprint(args.data) if args.data else args.dataset_id
@@ -48,6 +54,8 @@ def _eps(x: float) -> str:
 
 
 def run_set(args) -> int:
+    from dpadapt.privacy.ledger import Ledger, short_id  # here, not at import: `--help` stays fast
+
     dataset_id = _dataset_id(args)
     if dataset_id is None:
         raise ValueError("give --data FILE or --dataset-id ID")
@@ -66,6 +74,8 @@ def run_set(args) -> int:
 
 
 def run_show(args) -> int:
+    from dpadapt.privacy.ledger import Ledger, short_id  # here, not at import: `--help` stays fast
+
     ledger = Ledger(args.ledger)
     dataset_id = _dataset_id(args)
     rows = []
@@ -112,6 +122,8 @@ def run_show(args) -> int:
 
 
 def run_history(args) -> int:
+    from dpadapt.privacy.ledger import Ledger  # here, not at import: `--help` stays fast
+
     ledger = Ledger(args.ledger)
     if args.json:
         entries = ledger.history(args.party, _dataset_id(args))
@@ -122,6 +134,8 @@ def run_history(args) -> int:
 
 
 def _print_history(ledger: Ledger, party: str | None, dataset_id: str | None) -> None:
+    from dpadapt.privacy.ledger import short_id  # here, not at import: `--help` stays fast
+
     entries = ledger.history(party, dataset_id)
     print(f"  {len(entries)} release(s) recorded")
     for e in entries:
