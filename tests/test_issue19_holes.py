@@ -85,3 +85,63 @@ def test_item1_non_finite_rows_never_reach_the_noise():
         class_statistics(bad, np.array([0, 1]), 2, sigma=1.0, relation="replace_one", noise=_NoNoise())
     with pytest.raises(NonFiniteError):
         moment_statistics(bad, sigma=1.0, relation="replace_one", noise=_NoNoise())
+
+
+# --- item 3: clipping enforced in the dtype the computation runs in ---------------------------
+
+
+def test_item3_dpda_row_finite_in_float64_but_inf_in_float32_is_refused(rng):
+    from dpadapt.deep.dpda import DPDA
+
+    Xs, Xt = rng.normal(size=(20, 4)), rng.normal(size=(20, 4))
+    ys = np.arange(20) % 2
+    Xt_prime = Xt.copy()
+    Xt_prime[3, 1] = 1e39  # passes the float64 check; ∞ once the network casts to float32
+    kw = dict(epsilon=5.0, delta=1e-5, noise_multiplier=1.0, epochs=1, batch_size=5, hidden=(3,), random_state=0)
+    model = DPDA(**kw).fit_domains(Xs, ys, Xt)
+    assert all(np.all(np.isfinite(p.detach().numpy())) for p in model.network_.parameters())
+    with pytest.raises(ValueError, match="float32"):  # before: NaN parameters exactly when the row was used
+        DPDA(**kw).fit_domains(Xs, ys, Xt_prime)
+
+
+def test_item3_dpswd_target_round_and_dpsgd_norms_refuse_overflow(rng):
+    import torch
+
+    from dpadapt.deep import swd_da
+    from dpadapt.deep.dpsgd import clip_weights
+    from dpadapt.privacy.mechanisms import torch_gaussian_noise
+    from dpadapt.transport import swd
+
+    g = swd_da.mlp_feature_extractor(6, hidden=(8,), out=4)
+    Xt = rng.standard_normal((32, 6))
+    Xt[5, 0] = 1e39
+    U = swd.directions(4, 10, rng)
+    with pytest.raises(ValueError, match="float32"):  # before: NaN rows in the release iff row 5 was sampled
+        swd_da.target_projections(g, Xt, U, batch_size=8, sigma=0.5, clip_norm=1.0, noise=_NoNoise())
+    with pytest.raises(NonFiniteError):  # clamp keeps NaN: the clip would not bound this example
+        clip_weights(torch.tensor([1.0, float("nan"), float("inf")]), 1.0)
+    with pytest.raises(NonFiniteError):
+        torch_gaussian_noise(torch.tensor([1.0, float("inf")]), 1.0, _NoNoise())
+
+
+def test_item3_prima_hostile_target_covariance_is_refused(rng):
+    from dpadapt.alignment import prima
+
+    Xs, Xt = np.abs(rng.normal(size=(40, 6))), np.abs(rng.normal(size=(40, 6)))
+    ys = np.arange(40) % 3
+    config = prima.PrimaConfig(source_release="dpsgd_heads", epsilon=2.0, delta=1e-5, classes=CL, subspace_size=3, epochs=1)
+    plan = prima.plan(config, {"n_source": 40, "n_target": 40, "n_features": 6})
+    public, noise = random_streams(0)
+    target = prima.release_target(plan, Xt, public, noise)
+    hostile = dict(target.arrays)
+    C = hostile["cov_0"].copy()
+    C[0, 0] = 1e78  # shape-checked only before: NaN heads on D′ (8/10), never on D
+    hostile["cov_0"] = C
+    bad = Release(method=target.method, kind=target.kind, owner="target", arrays=hostile, guarantee=target.guarantee,
+                  params=target.params)
+    with pytest.raises(ReleaseError, match="norm"):
+        prima.release_source_heads(plan, bad, Xs, ys, public, noise)
+    nan = dict(target.arrays, cov_0=np.full_like(target["cov_0"], np.nan))
+    with pytest.raises(ReleaseError, match="NaN"):
+        prima.release_source_heads(plan, Release(method=target.method, kind=target.kind, owner="target", arrays=nan,
+                                                 guarantee=target.guarantee, params=target.params), Xs, ys, public, noise)
