@@ -145,3 +145,45 @@ def test_item3_prima_hostile_target_covariance_is_refused(rng):
     with pytest.raises(ReleaseError, match="NaN"):
         prima.release_source_heads(plan, Release(method=target.method, kind=target.kind, owner="target", arrays=nan,
                                                  guarantee=target.guarantee, params=target.params), Xs, ys, public, noise)
+
+
+# --- item 4: a one-class source is a valid input wherever the label set is public -------------
+
+
+def _one_record_of_class_1(rng, n=30, d=6):
+    X = np.abs(rng.normal(size=(n, d)))
+    y = np.zeros(n, dtype=int)
+    y[0] = 1  # D: one record of class 1; D′: that record relabelled 0 (a one-class source)
+    return X, y, np.zeros(n, dtype=int), np.abs(rng.normal(size=(n, d)))
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("name", ["ClassStatsDA", "DPNearestClassMean", "DPLogisticRegression", "DPOTAdapter", "PRIMA"])
+def test_item4_one_class_neighbour_is_released_too(rng, name):
+    from dpadapt.alignment.estimators import PRIMA
+    from dpadapt.classstats import ClassStatsDA, DPLogisticRegression, DPNearestClassMean
+    from dpadapt.transport.da import DPOTAdapter
+
+    cls = {"ClassStatsDA": ClassStatsDA, "DPNearestClassMean": DPNearestClassMean,
+           "DPLogisticRegression": DPLogisticRegression, "DPOTAdapter": DPOTAdapter, "PRIMA": PRIMA}[name]
+    kw = {"epsilon": 2.0, "delta": 1e-5, "classes": (0, 1), "random_state": 0}
+    if name in ("ClassStatsDA", "DPOTAdapter"):
+        kw["k"] = 3
+    if name == "PRIMA":
+        kw.update(source_release="dpsgd_heads", subspace_size=3, epochs=1)
+    X, y, y_prime, Xt = _one_record_of_class_1(rng)
+    guarantees = []
+    for labels in (y, y_prime):  # before: D released, D′ raised "at least 2 classes" — δ = 1 for that pair
+        est = cls(**kw).fit_domains(X, labels, Xt)
+        guarantees.append(est.guarantee_ if name != "PRIMA" else est.guarantees_["source"])
+    assert guarantees[0].to_dict() == guarantees[1].to_dict() and guarantees[0].valid
+
+
+def test_item4_check_labels_with_a_public_label_set():
+    from dpadapt.validation import check_labels
+
+    assert check_labels([0, 0, 0], 3, classes=(0, 1)).tolist() == [0, 0, 0]
+    with pytest.raises(ValueError, match="public label set"):
+        check_labels([0, 2], 2, classes=(0, 1))
+    with pytest.raises(ValueError, match="at least 2"):
+        check_labels([0, 0], 2)  # non-private fits that infer the label set keep the requirement

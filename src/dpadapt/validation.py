@@ -111,8 +111,14 @@ def check_fitted_features(estimator, X, fitted: str | None = None, *, allow_spar
     return X
 
 
-def check_labels(y, n: int, name: str = "y", min_classes: int = 2) -> np.ndarray:
-    """Return integer labels of length n with at least ``min_classes`` classes."""
+def check_labels(y, n: int, name: str = "y", min_classes: int = 2, *, classes=None) -> np.ndarray:
+    """Return integer labels of length n.
+
+    With a public label set ``classes`` every label must belong to it, and any number of observed
+    classes (one included) is valid: refusing a one-class source would make the refusal itself
+    depend on one record (δ = 1 for a record alone in its class). Without ``classes`` (a
+    non-private fit reading the label set off the labels) at least ``min_classes`` must be present.
+    """
     y = np.asarray(y)
     if y.ndim != 1:
         y = y.ravel()
@@ -123,10 +129,17 @@ def check_labels(y, n: int, name: str = "y", min_classes: int = 2) -> np.ndarray
     if y.size and not np.all(np.equal(np.mod(y.astype(float), 1), 0)):
         raise ValueError(f"{name} must hold integer class labels")
     y = y.astype(np.int64)
-    classes = np.unique(y)
-    if classes.size < min_classes:
+    if classes is not None:
+        public = np.asarray(list(classes)).ravel()
+        outside = np.setdiff1d(np.unique(y), public)
+        if outside.size:
+            raise ValueError(f"{name}: label(s) {outside[:5].tolist()} are not in the public label set classes={public.tolist()}")
+        return y
+    observed = np.unique(y)
+    if observed.size < min_classes:
         raise ValueError(
-            f"{name} has {classes.size} class(es) ({classes.tolist()}); at least {min_classes} are needed to train a classifier"
+            f"{name} has {observed.size} class(es) ({observed.tolist()}); at least {min_classes} are needed to train a "
+            "classifier (give the public label set, classes=, if a source may hold one class)"
         )
     return y
 

@@ -216,7 +216,7 @@ def release_source_statistics(plan_: Plan, Xs, ys, public: np.random.Generator, 
     d = int(plan_.facts["n_features"])
     if Xs.shape[1] != d:
         raise ValueError(f"source has {Xs.shape[1]} features, the plan {d}")
-    classes, y_idx = class_indices(check_labels(ys, Xs.shape[0], "ys (source labels)"), config)
+    classes, y_idx = class_indices(check_labels(ys, Xs.shape[0], "ys (source labels)", classes=config.classes), config)
     basis_seed = int(public.integers(2**63 - 1))
     Z = embed(Xs, log_counts=config.log_counts, basis=public_basis(d, config.basis_dim, basis_seed))
     if config.private:
@@ -398,7 +398,7 @@ def release_source_heads(plan_: Plan, target_release: Release, Xs, ys, public: n
     d = int(target_release.params["n_features"])
     if Xs.shape[1] != d:
         raise ValueError(f"source has {Xs.shape[1]} features, the target release {d}")
-    classes, y_idx = class_indices(check_labels(ys, Xs.shape[0], "ys (source labels)"), config)
+    classes, y_idx = class_indices(check_labels(ys, Xs.shape[0], "ys (source labels)", classes=config.classes), config)
     n = Xs.shape[0]
     mode = config.privacy_mode
     repair = target_release.params["psd_repair"]

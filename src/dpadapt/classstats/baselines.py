@@ -102,7 +102,7 @@ class DPLogisticRegression(_SourceOnly):
     def fit_domains(self, Xs, ys, Xt=None, yt=None):
         self.config_ = c = self.make_config()
         Xs = check_features(Xs, "Xs (source)", allow_sparse=True)
-        ys = check_labels(ys, Xs.shape[0], "ys (source labels)")
+        ys = check_labels(ys, Xs.shape[0], "ys (source labels)", classes=c.classes)
         from dpadapt.classstats import label_indices
 
         classes = self._classes(ys)

@@ -527,7 +527,7 @@ def execute_dpot_source(plan: DPOTSourcePlan, Xs, ys, noise: NoiseSource) -> Rel
     Laplace histogram, the secret row order — is drawn from ``noise`` by :mod:`dpadapt.privacy.mechanisms`.
     """
     Xs = check_features(Xs, "Xs (source)")
-    ys = check_labels(ys, Xs.shape[0], "ys (source labels)")
+    ys = check_labels(ys, Xs.shape[0], "ys (source labels)", classes=range(plan.n_classes))
     if Xs.shape != (plan.n_samples, plan.n_features):
         raise ValueError(
             f"the plan is for a {plan.n_samples}×{plan.n_features} source, got {Xs.shape}"
@@ -595,7 +595,7 @@ def release_dpot_source(
     from dpadapt.classstats import label_indices
 
     Xs = check_features(Xs, "Xs (source)")
-    ys = check_labels(ys, Xs.shape[0], "ys (source labels)")
+    ys = check_labels(ys, Xs.shape[0], "ys (source labels)", classes=classes)
     if classes is None:
         if privacy_mode == "sound":
             raise ValueError(

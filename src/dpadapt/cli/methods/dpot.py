@@ -65,7 +65,7 @@ def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
     if table.y is None:
         raise ValueError(f"{table.path}: the source data needs labels (column 'y')")
     X = check_features(table.X, "source data", allow_sparse=True)
-    y = check_labels(table.y, X.shape[0], "source labels")
+    y = check_labels(table.y, X.shape[0], "source labels", classes=_classes(args))
     n = X.shape[0]
     basis = Release.load(args.basis, expect_method="dpot") if args.basis else None
     if basis is not None:  # untrusted input, checked before the ledger is touched or a private row mapped
