@@ -14,8 +14,10 @@ to a public norm with :func:`clip_rows`, by counting, ...) and returns the noisy
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
+from collections.abc import Iterator
 from typing import Any
 
 import dp_accounting
@@ -55,6 +57,7 @@ class NoiseSource:
 
     def spawn(self) -> NoiseSource:
         """An independent child stream (for a worker or a torch generator)."""
+        _announce_draw()  # the child may draw where no hook runs (another thread or process)
         child = NoiseSource.__new__(NoiseSource)
         child._generator = self._generator.spawn(1)[0]
         child.reproducible = self.reproducible
@@ -65,7 +68,7 @@ class NoiseSource:
         import torch
 
         g = torch.Generator()
-        g.manual_seed(int(self._generator.integers(2**63 - 1)))
+        g.manual_seed(int(_noise_generator(self).integers(2**63 - 1)))
         return g
 
 
@@ -91,8 +94,30 @@ def random_streams(random_state=None, *, reproducible_noise: bool = False) -> tu
     return public, NoiseSource(seq, reproducible=True)
 
 
+#: Callbacks run before the first secret draw of the process (a stack: the innermost runs). The
+#: privacy ledger registers :meth:`~dpadapt.privacy.ledger.Reservation.publish` here, so a spend is
+#: final before any noise exists: a process that dies after drawing is never refunded.
+_BEFORE_NOISE: list = []
+
+
+@contextlib.contextmanager
+def before_noise(callback) -> Iterator[None]:
+    """Run ``callback()`` before every secret draw made inside the block (it must be idempotent)."""
+    _BEFORE_NOISE.append(callback)
+    try:
+        yield
+    finally:
+        _BEFORE_NOISE.remove(callback)
+
+
+def _announce_draw() -> None:
+    for callback in _BEFORE_NOISE:
+        callback()
+
+
 def _noise_generator(noise: NoiseSource | np.random.Generator) -> np.random.Generator:
-    """The generator behind a noise source (a bare Generator is accepted during the migration)."""
+    """The generator behind a noise source, for one secret draw (announced to :func:`before_noise` first)."""
+    _announce_draw()
     if isinstance(noise, NoiseSource):
         return noise._generator
     if isinstance(noise, np.random.Generator):
