@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("bench_cmd", "run a benchmark suite and print measured vs paper numbers"),
     "basis": ("basis_cmd", "unprotected target: disclose its mean and PCA basis for the source's class statistics"),
     "slices": ("slices_cmd", "public source (DP-SWD): disclose its trained extractor, directions and bins for dpswd-marginals"),
+    "schema": ("schema_cmd", "draft a table schema from public facts (column names), or check one"),
     "keys": ("keys_cmd", "create a signing key pair (give the public key to the other party)"),
     "release": ("party_cmd", "data owner: compute a private release of your data for the other party (budgeted)"),
     "adapt": ("party_cmd", "receiver: adapt a model to your data using the other party's release(s)"),

@@ -176,6 +176,7 @@ def _add_adapt_common(p: argparse.ArgumentParser) -> None:
 def run_release(args: argparse.Namespace) -> int:
     commands = methods()[args.method_name]
     check_epsilon(args.epsilon)
+    check_delta(args.delta)
     key = sign_key(args)
     table = load_data(args)
     check_release_delta(args, table)
