@@ -34,7 +34,7 @@ from dpadapt.privacy.mechanisms import random_streams
 from dpadapt.stream.readers import ChunkedSource, from_arrays
 from dpadapt.stream.sums import ClassSums, RowMap, accumulate, label_indices
 from dpadapt.release import Release, ReleaseError
-from dpadapt.validation import check_features, check_labels
+from dpadapt.validation import check_basis, check_features, check_labels
 
 BASIS_KIND = "target_basis"
 STATS_KIND = "class_statistics"
@@ -92,14 +92,22 @@ def basis(Xt, config: Config, *, family: str | None = None) -> Release:
     )
 
 
-def _check_basis(rel: Release | None, family: str) -> tuple[np.ndarray | None, np.ndarray | None, str | None]:
+def _check_basis(
+    rel: Release | None, family: str, n_features: int | None = None
+) -> tuple[np.ndarray | None, np.ndarray | None, str | None]:
+    """The other party's basis, checked as untrusted input (:func:`dpadapt.validation.check_basis`:
+    finite, orthonormal columns, ‖mean‖ ≤ 1, ``n_features`` rows) before it touches private rows."""
     if rel is None:
         return None, None, None
     if rel.method != family or rel.kind != BASIS_KIND:
         raise ReleaseError(f"expected a {family}/{BASIS_KIND} release, got {rel.method}/{rel.kind}")
-    mean, comp = rel["mean"], rel["components"]
-    if _digest(mean, comp) != rel.params["sha256"]:
-        raise ReleaseError("the basis arrays do not match their digest")
+    try:
+        mean, comp = rel["mean"], rel["components"]
+        if _digest(mean, comp) != rel.params.get("sha256"):
+            raise ReleaseError("the basis arrays do not match their digest")
+        mean, comp = check_basis(mean, comp, n_features)
+    except (KeyError, ValueError) as exc:
+        raise ReleaseError(f"basis release: {exc}") from None
     return mean, comp, rel.params["sha256"]
 
 
@@ -134,11 +142,16 @@ def release(plan_: Plan, Xs, ys=None, noise=None, *, basis_release: Release | No
             raise ValueError(f"{Xs.name}: the source's rows need labels")
     elif not hasattr(Xs, "__dask_graph__"):
         source = from_arrays(Xs, None, name="Xs (source)")  # features are checked chunk by chunk
-        Xs = from_arrays(Xs, check_labels(ys, source.n_rows, "ys (source labels)"), name="Xs (source)")
+        ys = check_labels(ys, source.n_rows, "ys (source labels)", classes=config.classes)
+        Xs = from_arrays(Xs, ys, name="Xs (source)")
     n_rows = getattr(Xs, "n_rows", None) or (Xs.shape[0] if not hasattr(Xs, "columns") else None)
     if n_rows is not None and int(n_rows) != n_plan:
         raise ValueError(f"the plan is for {n_plan} source rows, got {n_rows}")
-    mean, comp, digest = _check_basis(basis_release, plan_.family)
+    if isinstance(Xs, ChunkedSource):
+        n_features = Xs.n_features
+    else:  # a dask collection: an array's columns, or a frame's columns but the label
+        n_features = int(Xs.shape[1]) if not hasattr(Xs, "columns") else len(Xs.columns) - 1
+    mean, comp, digest = _check_basis(basis_release, plan_.family, n_features)
     if config.k and comp is None:
         raise ReleaseError(f"k={config.k} needs the receiver's basis release (or set k=0)")
     if config.private:
@@ -152,7 +165,6 @@ def release(plan_: Plan, Xs, ys=None, noise=None, *, basis_release: Release | No
     acc = _class_sums(Xs, ys, classes, RowMap(config.use_log1p(), mean, comp), client=client, label_column=label_column)
     if acc.n_rows != n_plan:
         raise ValueError(f"the plan is for {n_plan} source rows, got {acc.n_rows}")
-    n_features = int(comp.shape[0]) if comp is not None else (Xs.n_features if isinstance(Xs, ChunkedSource) else acc.sums.shape[1])
     if config.private:
         st = acc.release(sigma=plan_.calibration["sigma"], relation=config.relation, noise=noise)
         sums, counts, guarantee = st.sums, st.counts, plan_.guarantee
@@ -251,9 +263,18 @@ class ClassStatsDA(ConfigEstimator):
     config_class = Config
 
     def fit_domains(self, Xs, ys, Xt, yt=None):
+        """Fit; ``ys`` may hold any labels of the public label set ``classes`` (strings included)."""
+        self.config_ = config = self.make_config()
+        names = None
+        if config.classes is not None and not all(isinstance(c, int) for c in config.classes):
+            # labels that are not integers (e.g. "healthy"): released as indices into the public label set
+            names = np.asarray(config.classes)
+            ys = encode_labels(np.asarray(ys).ravel(), config.classes)
+            config = config.replace(classes=tuple(range(len(names))))
         Xs, ys, Xt, _ = self._check_domains(Xs, ys, Xt, None, allow_sparse=True)
-        self.config_ = self.make_config()
-        self.basis_release_, self.release_, self.model_ = run_parties(self.config_, Xs, ys, Xt)
+        self.basis_release_, self.release_, self.model_ = run_parties(config, Xs, ys, Xt)
+        if names is not None:
+            self.model_ = dataclasses.replace(self.model_, classes=names)
         self.classes_ = self.model_.classes_
         self._set_guarantees(*([] if not self.config_.private else [self.release_.guarantee]))
         return self
@@ -265,7 +286,7 @@ class ClassStatsDA(ConfigEstimator):
         return self.model_.predict_proba(X)
 
 
-from dpadapt.classstats.baselines import DPLogisticRegression, DPNearestClassMean  # noqa: E402
+from dpadapt.classstats.baselines import DPLogisticRegression, DPNearestClassMean, encode_labels  # noqa: E402
 
 register(Family(
     name="classstats", config=Config, protected=("source",), plan=plan, release=release, adapt=adapt,
