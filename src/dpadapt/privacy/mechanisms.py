@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import math
 from collections.abc import Iterator
 from typing import Any
@@ -142,18 +143,97 @@ class Noised:
     event: "dp_accounting.DpEvent"
 
 
-def gaussian(value, *, sigma: float, sensitivity: float, noise: NoiseSource, symmetric: bool = False) -> Noised:
+# --- the vetted samplers (issue 19, item 11) --------------------------------------------------
+#
+# Every one-release mechanism adds its noise with OpenDP's measurements (``make_gaussian`` /
+# ``make_laplace`` on float vectors, OpenDP 0.16): the value itself goes in, is rounded onto
+# OpenDP's lattice and gets exactly sampled discrete noise (Canonne, Kamath & Steinke 2020 for
+# the Gaussian), so the output has none of the support gaps of ``value + float noise`` that
+# Mironov (CCS 2012) turned into an attack on the Laplace mechanism. With the default
+# granularity the rounding costs nothing: OpenDP's own privacy map gives ρ = Δ²/(2σ²) exactly,
+# the zCDP of the continuous Gaussian our accounting (σ/Δ) assumes. OpenDP draws from OS
+# entropy; reproducible noise (``NoiseSource(reproducible=True)``, already marked invalid in the
+# Guarantee) and iterative mechanisms that add noise at every step (noisy GD, Frank–Wolfe,
+# DP-SWD rounds, DP-SGD: their per-step draws would cost minutes with OpenDP, see
+# ``docs/notes/issue-19.md``) use numpy's / torch's float samplers and say so in their theorems.
+
+#: Words for the theorem text of mechanisms that keep numpy's or torch's float sampler.
+FAST_SAMPLER_WORDS = ("noise from numpy's/torch's float Gaussian samplers (not floating-point vetted; "
+                      "OpenDP's per-draw cost is prohibitive for per-step noise)")
+
+
+@functools.lru_cache(maxsize=64)
+def _opendp_measurement(kind: str, scale: float):
+    """OpenDP's Gaussian (ℓ2) or Laplace (ℓ1) measurement on float vectors of any length, at ``scale``."""
+    import opendp.prelude as dp
+
+    dp.enable_features("contrib")
+    domain = dp.vector_domain(dp.atom_domain(T=float, nan=False))
+    if kind == "gaussian":
+        return dp.m.make_gaussian(domain, dp.l2_distance(T=float), scale=scale)
+    return dp.m.make_laplace(domain, dp.l1_distance(T=float), scale=scale)
+
+
+def _reproducible(noise) -> bool:
+    return isinstance(noise, np.random.Generator) or getattr(noise, "reproducible", False)
+
+
+def vetted_gaussian(values, sigma: float, noise: NoiseSource) -> np.ndarray:
+    """``values + N(0, σ²)`` element-wise through OpenDP's floating-point-safe Gaussian measurement.
+
+    ``noise`` only announces the draw (and, when reproducible, supplies numpy's sampler instead).
+    """
+    values = np.asarray(values, dtype=np.float64)
+    _require_finite(values, "the values to release")
+    gen = _noise_generator(noise)
+    if _reproducible(noise) or values.size == 0:
+        return values + gen.normal(0.0, sigma, size=values.shape)
+    meas = _opendp_measurement("gaussian", float(sigma))
+    return np.asarray(meas(values.ravel()), dtype=np.float64).reshape(values.shape)
+
+
+def vetted_laplace(values, scale: float, noise: NoiseSource) -> np.ndarray:
+    """``values + Lap(b)`` element-wise through OpenDP's floating-point-safe Laplace measurement."""
+    values = np.asarray(values, dtype=np.float64)
+    _require_finite(values, "the values to release")
+    gen = _noise_generator(noise)
+    if _reproducible(noise) or values.size == 0:
+        return values + gen.laplace(0.0, scale, size=values.shape)
+    meas = _opendp_measurement("laplace", float(scale))
+    return np.asarray(meas(values.ravel()), dtype=np.float64).reshape(values.shape)
+
+
+def gaussian(
+    value, *, sigma: float, sensitivity: float, noise: NoiseSource, symmetric: bool = False, vetted: bool = True
+) -> Noised:
     """Release ``value + N(0, σ²)`` for a σ fixed by a plan; the event is ``GaussianDpEvent(σ/Δ)``.
 
     ``sensitivity`` is the ℓ2 sensitivity Δ of ``value`` under the plan's neighbouring relation
     (for ``symmetric``, of the upper triangle with diagonal); the caller's plan must have enforced it.
+    The noise comes from the vetted sampler (:func:`vetted_gaussian`); ``vetted=False`` is for
+    iterative mechanisms only (one draw per step), whose theorem text says so (:data:`FAST_SAMPLER_WORDS`).
     """
     check_positive(sigma, "sigma")
     check_positive(sensitivity, "sensitivity")
     value = np.asarray(value, dtype=np.float64)
     _require_finite(value, "the values to release")
-    noisy = value + gaussian_noise(value.shape, sigma, noise, symmetric=symmetric)
+    if not vetted:
+        noisy = value + _noise_generator(noise).normal(0.0, sigma, size=value.shape)
+    elif symmetric:
+        noisy = _symmetric(value, lambda upper: vetted_gaussian(upper, sigma, noise))
+    else:
+        noisy = vetted_gaussian(value, sigma, noise)
     return Noised(noisy, accounting.gaussian_event(sigma / sensitivity))
+
+
+def _symmetric(value: np.ndarray, release) -> np.ndarray:
+    """A symmetric matrix whose upper triangle (with diagonal) is released once and mirrored."""
+    if value.ndim != 2 or value.shape[0] != value.shape[1]:
+        raise ValueError(f"symmetric noise needs a square matrix, got shape {value.shape}")
+    iu = np.triu_indices(value.shape[0])
+    out = np.zeros_like(value)
+    out[iu] = release(value[iu])
+    return np.triu(out) + np.triu(out, 1).T
 
 
 class NonFiniteError(ValueError):
@@ -223,24 +303,12 @@ def gaussian_mechanism(
     """
     check_positive(sensitivity, "sensitivity")
     sigma = gaussian_sigma_for(epsilon, delta, sensitivity)
-    value = np.asarray(value, dtype=np.float64)
-    _require_finite(value, "the values to release")
-    noise = gaussian_noise(value.shape, sigma, rng, symmetric=symmetric)
+    noisy = gaussian(value, sigma=sigma, sensitivity=sensitivity, noise=rng, symmetric=symmetric).value
     guarantee = analytic_gaussian_guarantee(
         epsilon, delta, sigma / sensitivity, party=party, unit=unit, relation=relation, theorem=theorem,
         sensitivity=float(sensitivity), details={"sigma": sigma},
     )
-    return MechanismOutput(value + noise, sigma, guarantee)
-
-
-def gaussian_noise(shape: tuple[int, ...], sigma: float, rng: np.random.Generator, symmetric: bool = False) -> np.ndarray:
-    """i.i.d. N(0, σ²) noise; symmetric (mirrored upper triangle) for square matrices when asked."""
-    if not symmetric:
-        return _noise_generator(rng).normal(0.0, sigma, size=shape)
-    if len(shape) != 2 or shape[0] != shape[1]:
-        raise ValueError(f"symmetric noise needs a square matrix, got shape {shape}")
-    upper = np.triu(_noise_generator(rng).normal(0.0, sigma, size=shape))
-    return upper + np.triu(upper, 1).T
+    return MechanismOutput(noisy, sigma, guarantee)
 
 
 def gaussian_matrix_release(
@@ -266,8 +334,7 @@ def laplace_mechanism(
     check_epsilon(epsilon)
     check_positive(l1_sensitivity, "l1_sensitivity")
     scale = l1_sensitivity / epsilon
-    value = np.asarray(value, dtype=np.float64)
-    noisy = value + _noise_generator(rng).laplace(0.0, scale, size=value.shape)
+    noisy = vetted_laplace(value, scale, rng)
     guarantee = closed_form_guarantee(
         float(epsilon), 0.0, party=party, unit=unit, relation=relation, accounting="pure",
         events=(accounting.laplace_event(1.0 / epsilon),), theorem="Laplace mechanism (Dwork, McSherry, Nissim, Smith 2006)",
@@ -331,9 +398,7 @@ def report_noisy_min(
     check_epsilon(epsilon)
     check_positive(sensitivity, "sensitivity")
     scale = (1.0 if monotone else 2.0) * sensitivity / epsilon
-    scores = np.asarray(scores, dtype=np.float64)
-    _require_finite(scores, "the scores")
-    noisy = scores + _noise_generator(rng).laplace(0.0, scale, size=scores.shape)
+    noisy = vetted_laplace(scores, scale, rng)
     return int(np.argmin(noisy)), scale
 
 
