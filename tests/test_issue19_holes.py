@@ -209,7 +209,7 @@ def test_item11_vetted_samplers_have_no_support_gap():
     n = 2000
     old = np.random.default_rng(0)  # the old ``value + numpy noise`` samplers
     for draw in (lambda v: v + old.laplace(0.0, 1.0, n), lambda v: v + old.normal(0.0, 1.0, n)):
-        assert _gap_fraction(draw(np.zeros(n))) > 0.5 and _gap_fraction(draw(np.ones(n))) == 0.0
+        assert _gap_fraction(draw(np.zeros(n))) > 0.2 and _gap_fraction(draw(np.ones(n))) == 0.0
     for draw in (
         lambda v: laplace_mechanism(v, 1.0, 1.0, NoiseSource(), party="source").value,
         lambda v: vetted_gaussian(v, 1.0, NoiseSource()),
