@@ -236,9 +236,18 @@ class ClassStatsDA(ConfigEstimator):
     config_class = Config
 
     def fit_domains(self, Xs, ys, Xt, yt=None):
+        """Fit; ``ys`` may hold any labels of the public label set ``classes`` (strings included)."""
+        self.config_ = config = self.make_config()
+        names = None
+        if config.classes is not None and not all(isinstance(c, int) for c in config.classes):
+            # labels that are not integers (e.g. "healthy"): released as indices into the public label set
+            names = np.asarray(config.classes)
+            ys = encode_labels(np.asarray(ys).ravel(), config.classes)
+            config = config.replace(classes=tuple(range(len(names))))
         Xs, ys, Xt, _ = self._check_domains(Xs, ys, Xt, None, allow_sparse=True)
-        self.config_ = self.make_config()
-        self.basis_release_, self.release_, self.model_ = run_parties(self.config_, Xs, ys, Xt)
+        self.basis_release_, self.release_, self.model_ = run_parties(config, Xs, ys, Xt)
+        if names is not None:
+            self.model_ = dataclasses.replace(self.model_, classes=names)
         self.classes_ = self.model_.classes_
         self._set_guarantees(*([] if not self.config_.private else [self.release_.guarantee]))
         return self
@@ -250,7 +259,7 @@ class ClassStatsDA(ConfigEstimator):
         return self.model_.predict_proba(X)
 
 
-from dpadapt.classstats.baselines import DPLogisticRegression, DPNearestClassMean  # noqa: E402
+from dpadapt.classstats.baselines import DPLogisticRegression, DPNearestClassMean, encode_labels  # noqa: E402
 
 register(Family(
     name="classstats", config=Config, protected=("source",), plan=plan, release=release, adapt=adapt,
