@@ -96,7 +96,8 @@ def iter_chunks(
 def _resolve(schema: Schema, present: list[str], where: str) -> list[str]:
     """The columns to read, after checking ``present`` (the data's columns) against the schema."""
     needed = [c.name for c in schema.columns]
-    if present and all(_looks_numeric(p) for p in present) and any(n not in present for n in needed):
+    numeric = sum(_looks_numeric(p) for p in present)
+    if present and numeric >= max(1, len(present) // 2) and any(n not in present for n in needed):
         raise TableError(f"{where}: the first line looks like data, not a header: set header = false and list "
                          "table.names in the schema")
     seen: set[str] = set()
