@@ -245,7 +245,7 @@ def budgeted_release(
         release.release_id = release_id
         release.params[N_FEATURES_PARAM] = int(table.X.shape[1])
         reservation.kind = release.kind
-        # the ledger marks the spend final just before the file gets its name: never refunded after
+        # the spend was marked final before the first noise draw (and again before any byte is written)
         release.save(out, sign_key=getattr(args, "sign_key", None), before_publish=reservation.publish)
     budget = ledger.budget(party, dataset_id)
     print(
