@@ -283,3 +283,27 @@ def test_readme_heart_example_runs_as_written(data_root, tmp_path, monkeypatch, 
     accuracy = float(re.search(r"score (\d\.\d+) on 294 labelled rows", out).group(1))
     assert accuracy > 0.75  # README: 0.816 ± 0.007 at ε = 1 (5 runs); all-healthy would score 0.64
     assert (tmp_path / "heart-report.html").is_file() and (tmp_path / "heart-predictions.csv").read_text().startswith("row,")
+
+
+def test_source_side_mismatch_and_broken_pipe(tmp_path, capsys, monkeypatch):
+    rng = np.random.default_rng(0)
+    np.savez(tmp_path / "s5.npz", X=rng.normal(size=(200, 5)), y=np.arange(200) % 2)
+    np.savez(tmp_path / "t6.npz", X=rng.normal(size=(100, 6)))
+    monkeypatch.setenv("DPADAPT_LEDGER", str(tmp_path / "ledger.sqlite"))
+    assert main(["basis", "--data", str(tmp_path / "t6.npz"), "--k", "3", "--out", str(tmp_path / "b6.release")]) == 0
+    assert main(["budget", "set", "--party", "source", "--data", str(tmp_path / "s5.npz"), "--epsilon", "4", "--delta", "1e-5"]) == 0
+    capsys.readouterr()
+    argv = ["release", "dpot", "--basis", str(tmp_path / "b6.release"), "--data", str(tmp_path / "s5.npz"),
+            "--n-classes", "2", "--epsilon", "1", "--delta", "1e-5", "--out", str(tmp_path / "x.release")]
+    assert main(argv) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "s5.npz has 5 features but the basis" in err and "with 6" in err
+    assert not (tmp_path / "x.release").exists()
+    # `dpadapt report FILE... | head -1`: the reader goes away; no traceback, no "Broken pipe"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen([sys.executable, "-m", "dpadapt.cli.main", "report", *[str(tmp_path / "b6.release")] * 400],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    first = proc.stdout.readline()
+    proc.stdout.close()
+    assert proc.wait(timeout=120) == 0 and first.startswith(b"Release")
+    assert proc.stderr.read() == b""
