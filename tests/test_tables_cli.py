@@ -307,3 +307,23 @@ def test_source_side_mismatch_and_broken_pipe(tmp_path, capsys, monkeypatch):
     proc.stdout.close()
     assert proc.wait(timeout=120) == 0 and first.startswith(b"Release")
     assert proc.stderr.read() == b""
+
+
+def test_schema_draft_reads_only_the_header(tmp_path, capsys):
+    export = tmp_path / "export.csv"
+    export.write_bytes(b"patient_id;age;cp;diagnosis\n\xff\xfe not even text;;;\n")  # rows are never read
+    out = tmp_path / "draft.toml"
+    assert main(["schema", "draft", "--header-of", str(export), "--label", "diagnosis", "--classes", "healthy,disease",
+                 "--id", "patient_id", "--categorical", "cp", "--out", str(out)]) == 0
+    assert "fill in 2 place(s)" in capsys.readouterr().out
+    assert main(["schema", "check", str(out)]) == 1  # ranges and codes are left to fill: it does not load yet
+    assert "columns.age.range: a numeric column needs its public range" in capsys.readouterr().err
+    text = out.read_text().replace("range = []", "range = [0, 110]").replace("categories = []", "categories = [1, 2, 3, 4]")
+    out.write_text(text)
+    from dpadapt.tables import load_schema
+
+    schema = load_schema(out)
+    assert schema.delimiter == ";" and schema.id_column == "patient_id" and schema.classes == ("healthy", "disease")
+    assert schema.feature_names == ["age", "cp=1", "cp=2", "cp=3", "cp=4"]
+    assert main(["schema", "draft", "--columns", "a,b,a", "--out", str(tmp_path / "x.toml")]) == 1
+    assert "names a column twice: 'a'" in capsys.readouterr().err and not (tmp_path / "x.toml").exists()
