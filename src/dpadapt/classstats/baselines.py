@@ -161,6 +161,7 @@ class GDConfig(SourceOnlyConfig):
 def _features(X, log1p: bool) -> np.ndarray:
     """Mapped rows with a bias coordinate, scaled to norm ≤ 1 (a public per-row map)."""
     M = row_map(X, log1p)
+    M = M.toarray() if hasattr(M, "toarray") else M  # the per-example gradients below are dense anyway
     return np.hstack([M, np.ones((M.shape[0], 1))]) / np.sqrt(2.0)
 
 
