@@ -31,8 +31,16 @@ ROW_FIELDS = (
     "seconds",
     "guarantee_valid",
     "paper_value",
+    "paper_row",
+    "cause",
     "error",
 )
+
+#: Modes of the paper comparison, in column order (:func:`format_paper_table`).
+PAPER_MODE = "paper"
+PAPER_NO_NOISE = "paper-no-noise"
+#: Paper mode further than this from the paper's number needs a cause.
+CAUSE_GAP = 0.05
 
 
 def select_tasks(tasks: list[BenchTask], patterns: Sequence[str] | None) -> list[BenchTask]:
@@ -56,6 +64,8 @@ def run_task(task: BenchTask, seed: int) -> dict[str, Any]:
         "seed": seed,
         "metric": task.metric,
         "paper_value": task.paper_value,
+        "paper_row": task.paper_row,
+        "cause": task.cause,
         "error": None,
     }
     try:
@@ -155,6 +165,8 @@ def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "epsilon_spent": max(spent) if spent else math.nan,
                 "valid": all(r.get("guarantee_valid") for r in rs),
                 "paper": rs[0].get("paper_value"),
+                "paper_row": rs[0].get("paper_row"),
+                "cause": rs[0].get("cause"),
                 "seconds": float(np.mean([r["seconds"] for r in rs])),
             }
         )
@@ -196,7 +208,54 @@ def format_table(rows: list[dict[str, Any]]) -> str:
         lines.append(
             f"{s['task']:<22} {s['method']:<22} {s['mode']:<12} {eps:>8} {spent:>8} {'yes' if s['valid'] else 'no':>5} {measured:>15} {paper:>7} {s['seconds']:>7.2f}  {flag}".rstrip()
         )
-    return "\n".join(lines)
+    paper = format_paper_table(summary)
+    return "\n".join(lines + ([""] + paper.splitlines() if paper else []))
+
+
+def format_paper_table(summary: list[dict[str, Any]]) -> str:
+    """One line per (task, paper row, ε): paper, paper mode, paper mode without noise, sound mode, cause.
+
+    Rows join a line through their ``paper_row``; the paper's number is taken from whichever row
+    carries it. The cause is printed when paper mode is more than :data:`CAUSE_GAP` off the paper
+    (``MISSING`` when the suite gave none, so that a gap cannot pass unexplained).
+    """
+    lines_by_key: dict[tuple, dict[str, Any]] = {}
+    for s in summary:
+        if not s.get("paper_row"):
+            continue
+        key = (s["task"], s["paper_row"])
+        line = lines_by_key.setdefault(key, {"paper": None, "cause": None, "by_mode": {}})
+        if s["paper"] is not None:
+            line["paper"] = s["paper"]
+        line["cause"] = line["cause"] or s.get("cause")
+        eps = math.inf if s["mode"] == PAPER_NO_NOISE else s["epsilon"]
+        line["by_mode"].setdefault(s["mode"], {})[eps] = s
+    if not lines_by_key:
+        return ""
+
+    def cell(s: dict[str, Any] | None) -> str:
+        if s is None:
+            return "—"
+        return f"{100 * s['mean']:.1f}±{100 * s['std']:.1f}" if s["n"] else f"ERROR×{s['errors']}"
+
+    header = (f"{'task':<22} {'paper row':<14} {'ε':>5} {'paper':>6} {'paper mode':>11} {'no noise':>11} "
+              f"{'sound mode':>11}  cause (paper mode > {100 * CAUSE_GAP:.0f} points off)")
+    out = [header, "-" * len(header)]
+    for (task, row), line in sorted(lines_by_key.items()):
+        modes = line["by_mode"]
+        for eps in sorted({e for m, by in modes.items() if m != PAPER_NO_NOISE for e in by} or {math.inf}):
+            paper_mode = modes.get(PAPER_MODE, {}).get(eps)
+            no_noise = next(iter(modes.get(PAPER_NO_NOISE, {}).values()), None)
+            sound = modes.get("sound", {}).get(eps)
+            cause = ""
+            if line["paper"] is not None and paper_mode is not None and paper_mode["n"] and \
+                    abs(paper_mode["mean"] - line["paper"]) > CAUSE_GAP:
+                cause = line["cause"] or "MISSING"
+            paper = "—" if line["paper"] is None else f"{100 * line['paper']:.1f}"
+            e = "∞" if math.isinf(eps) else f"{eps:g}"
+            out.append(f"{task:<22} {row:<14} {e:>5} {paper:>6} {cell(paper_mode):>11} {cell(no_noise):>11} "
+                       f"{cell(sound):>11}  {cause}".rstrip())
+    return "\n".join(out)
 
 
 def load_rows(path: str | Path) -> list[dict[str, Any]]:
