@@ -60,6 +60,9 @@ class BenchTask:
     #: One line: why paper mode misses the paper's number (shown when it is > 5 points off),
     #: backed by an experiment in the suite's note.
     cause: str | None = None
+    #: Why this row cannot be compared with the paper here (e.g. the paper's data is not available);
+    #: printed as "blocked on data: ..." in both tables.
+    blocked: str | None = None
 
     @property
     def key(self) -> tuple:
