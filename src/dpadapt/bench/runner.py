@@ -263,8 +263,8 @@ def format_paper_table(summary: list[dict[str, Any]]) -> str:
         std = 100 * s["std"] if metric == "accuracy" and s["mean"] <= 1.5 else s["std"]
         return f"{fmt(s['mean'], metric)}±{std:.1f}" if metric == "accuracy" else f"{fmt(s['mean'], metric)}±{std:.4f}"
 
-    header = (f"{'task':<22} {'paper row':<14} {'ε':>5} {'paper':>6} {'paper mode':>11} {'no noise':>11} "
-              f"{'sound mode':>11}  cause (paper mode > {100 * CAUSE_GAP:.0f} points off)")
+    header = (f"{'task':<22} {'paper row':<20} {'ε':>5} {'paper':>6} {'paper mode':>13} {'no noise':>13} "
+              f"{'sound mode':>13}  cause (paper mode > {100 * CAUSE_GAP:.0f} points off)")
     out = [header, "-" * len(header)]
     for (task, row), line in sorted(lines_by_key.items()):
         modes = line["by_mode"]
@@ -272,17 +272,20 @@ def format_paper_table(summary: list[dict[str, Any]]) -> str:
             paper_mode = modes.get(PAPER_MODE, {}).get(eps)
             no_noise = next(iter(modes.get(PAPER_NO_NOISE, {}).values()), None)
             sound = modes.get("sound", {}).get(eps)
+            at_eps = [r["paper"] for r in (paper_mode, sound, no_noise if math.isinf(eps) else None)
+                      if r is not None and r["paper"] is not None]  # the paper's number at this ε
+            paper_value = at_eps[0] if at_eps else line["paper"]
             cause = ""
             accuracy = line["metric"] == "accuracy"
-            if line["paper"] is not None and paper_mode is not None and paper_mode["n"] and \
-                    (not accuracy or abs(_points(paper_mode["mean"]) - _points(line["paper"])) > 100 * CAUSE_GAP):
+            if paper_value is not None and paper_mode is not None and paper_mode["n"] and \
+                    (not accuracy or abs(_points(paper_mode["mean"]) - _points(paper_value)) > 100 * CAUSE_GAP):
                 cause = line["cause"] or ("MISSING" if accuracy else "")
             if line["blocked"]:
                 cause = f"blocked on data: {line['blocked']}"
-            paper = "—" if line["paper"] is None else fmt(line["paper"], line["metric"])
+            paper = "—" if paper_value is None else fmt(paper_value, line["metric"])
             e = "∞" if math.isinf(eps) else f"{eps:g}"
-            out.append(f"{task:<22} {row:<14} {e:>5} {paper:>6} {cell(paper_mode):>11} {cell(no_noise):>11} "
-                       f"{cell(sound):>11}  {cause}".rstrip())
+            out.append(f"{task:<22} {row:<20} {e:>5} {paper:>6} {cell(paper_mode):>13} {cell(no_noise):>13} "
+                       f"{cell(sound):>13}  {cause}".rstrip())
     return "\n".join(out)
 
 
