@@ -30,6 +30,7 @@ from torch import nn
 from dpadapt.deep.dpsgd import per_example_clipped_sum
 from dpadapt.privacy import accounting
 from dpadapt.privacy.mechanisms import NoiseSource, poisson_subsample, torch_gaussian_noise
+from dpadapt.validation import check_finite_in
 
 HEAD_TYPES = ("logreg", "mlp")
 CLIP_RULES = ("fixed", "median")
@@ -172,6 +173,7 @@ def train_heads(
     if clip_rule not in CLIP_RULES:
         raise ValueError(f"clip_rule must be one of {CLIP_RULES}, got {clip_rule!r}")
     noise = NoiseSource() if noise is None else noise
+    check_finite_in(Z, np.float32, "the aligned features")
     Z = np.asarray(Z, dtype=np.float32)
     y = np.asarray(y, dtype=np.int64)
     n = Z.shape[0]

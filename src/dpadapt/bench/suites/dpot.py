@@ -3,19 +3,19 @@
 Sound DPOT is the class-statistics protocol (rows ``dpot-cs``: target basis → ONE Gaussian release
 of the source's class statistics → target refinement; defaults fixed on GoogLeNet1024/SURF pairs).
 Every table also reports, at the same (ε, δ), the DP source-only baselines ``dp-ncm`` (nearest class
-mean) and ``dp-logreg`` (noisy full-batch GD), and the weak sound per-row release ``dpda-rows``.
+mean) and ``dp-logreg`` (noisy full-batch GD). The sound per-row release is refused since issue 19;
+the per-row procedure runs in paper mode only, with a "paper mode without noise" twin (issue 22).
 
 * ``dpot`` — Table 1 protocol on Office-Caltech10 DeCAF6 D→W and W→D (paper: DPDA 96.1 / 98.0 at
-  ε = 20, OTDA 98.7 / 98.7): DPDA sound (whole batch and minibatch), DPDA paper (whole batch and
-  the paper's minibatch protocol), OTDA and source-only, with the 3-layer network and logistic
-  regression. δ = 1/(1.2 n_s).
+  ε = 20, OTDA 98.7 / 98.7): sound DPOT (class statistics), DPDA paper (whole batch, the paper's
+  minibatch protocol, and the whole batch without noise), OTDA and source-only, with the 3-layer
+  network and logistic regression. δ = 1/(1.2 n_s).
 * ``dpot-office`` — the same protocol (whole-batch releases) on every available SURF and GoogLeNet
   pair (no paper number; compare with the in-run OTDA and source-only), logistic-regression head.
 * ``dpot-fig2`` — Fig. 2 study: relative error |W̃ − W| / W of the exact-OT Wasserstein estimate
   versus ε (whole batch) and versus the noise multiplier (minibatches), sound and paper.
 * ``dpot-sweep`` — accuracy versus ε (1, 2, 4, 8, 20 and, for sound mode, 50, 100) on DeCAF6 D→W,
-  sound and paper, OTDA and source-only in the same run, plus two sound variants that show
-  what closes part of the gap (ℓ = k projection; labels declared public).
+  sound (class statistics) and paper, OTDA and source-only in the same run.
 """
 
 from __future__ import annotations
@@ -71,9 +71,6 @@ def _dpda_runner(
 ):
     def run(seed: int) -> RunOutcome:
         pair = cached_pair(dataset, source, target)
-        if kwargs.get("privacy_mode", "sound") == "sound":
-            kwargs.setdefault("design", "rows")
-            kwargs.setdefault("classes", tuple(range(pair.n_classes)))
         est = DPOTAdapter(
             epsilon=eps,
             delta=_delta(len(pair.ys)),
@@ -165,8 +162,6 @@ def _pair_tasks(
     tasks = []
     for head in heads:
         specs = {
-            "sound": ("dpda-rows", "sound", {}),
-            "sound-mb": ("dpda-rows-mb", "sound", {"batch_size": BATCH}),
             "paper": ("dpda", "paper", {"privacy_mode": "paper"}),
             "paper-mb": (
                 "dpda-mb",
@@ -228,11 +223,7 @@ def _pair_tasks(
 def build_table1(quick: bool, epsilons=None) -> list[BenchTask]:
     pairs = [("dslr", "webcam")] if quick else [("dslr", "webcam"), ("webcam", "dslr")]
     heads = ("logreg",) if quick else HEADS
-    variants = (
-        ("sound", "paper", "paper-mb", "paper-no-noise")
-        if quick
-        else ("sound", "sound-mb", "paper", "paper-mb", "paper-no-noise")
-    )
+    variants = ("paper", "paper-mb", "paper-no-noise")  # sound per-row rows are refused since issue 19
     tasks = []
     for s, t in pairs:
         eps = float(epsilons[0]) if epsilons else PAPER_EPSILON[s]
@@ -255,7 +246,7 @@ def build_office(quick: bool, epsilons=None) -> list[BenchTask]:
             eps = float(epsilons[0]) if epsilons else PAPER_EPSILON[s]
             # the paper's minibatch protocol (T·B ≈ 20k training images for A/C sources) takes minutes per
             # run on 2 shared cores; it is measured on DeCAF (suite ``dpot``) only
-            variants = ("sound", "paper")
+            variants = ("paper",)
             tasks += _classstats_tasks("dpot-office", dataset, s, t, eps, True)
             tasks += _pair_tasks(
                 "dpot-office", dataset, s, t, eps, ("logreg",), variants
@@ -281,12 +272,7 @@ def build_sweep(quick: bool, epsilons=None) -> list[BenchTask]:
     tasks = []
     for eps in eps_list + sound_extra:
         tasks += _classstats_tasks("dpot-sweep", dataset, s, t, eps, True)[:3]
-        rows = [
-            ("dpda-rows", "sound", {}),
-            ("dpda-rows-labels-public", "sound", {"labels": "public"}),
-        ]
-        if not quick:
-            rows.append(("dpda-ell=k", "sound", {"proj_dim": 4096}))
+        rows = []  # the sound per-row variants are refused since issue 19 (the class-statistics rows above)
         if eps in eps_list:
             rows += [("dpda", "paper", {"privacy_mode": "paper"})]
             if not quick:
@@ -296,7 +282,6 @@ def build_sweep(quick: bool, epsilons=None) -> list[BenchTask]:
                         "paper",
                         {"privacy_mode": "paper", "batch_size": BATCH},
                     ),
-                    ("dpda-mb", "sound", {"batch_size": BATCH}),
                 ]
         for method, mode, kw in rows:
             tasks.append(
