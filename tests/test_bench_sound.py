@@ -70,7 +70,8 @@ def test_pairs_are_the_issues_development_and_report_pairs():
 
 def test_suite_tasks_cover_rows_pairs_and_epsilons(data_root):
     tasks = registry.get_suite("sound").build(False, None)
-    assert {t.task for t in tasks} == {p.task for p in sound_rows.DEV_PAIRS + sound_rows.REPORT_PAIRS}
+    heart = {p.task for p in sound_rows.HEART_PAIRS if p.available()}
+    assert {t.task for t in tasks} == {p.task for p in sound_rows.DEV_PAIRS + sound_rows.REPORT_PAIRS} | heart
     eps = {(t.method, t.epsilon) for t in tasks if t.task == "decaf6:D->W"}
     assert {e for m, e in eps if m == "dp-logreg"} == {1.0, 2.0, 4.0, 8.0, math.inf}
     assert {e for m, e in eps if m == "coral"} == {math.inf}
@@ -114,3 +115,14 @@ def test_ot_mapping_that_stops_at_its_iteration_cap_is_an_error(monkeypatch):
     monkeypatch.setattr(skada_wrappers, "OT_MAX_ITER", 3)
     with pytest.raises(UserWarning, match="numItermax"):
         fit(problem)
+
+
+def test_heart_pairs_read_the_raw_tables_through_the_declared_schema(data_root):
+    spec = sound_rows.HEART_PAIRS[0]
+    if not spec.available():
+        pytest.skip("the Heart schema (examples/heart.schema.toml) or raw tables are absent")
+    pair = spec.load()
+    assert spec.task == "heart:cleveland->hungarian" and spec.split == "dev"
+    assert pair.Xs.shape == (303, pair.Xt.shape[1]) and pair.Xt.shape[0] == 294  # every row: missing cells imputed
+    assert np.abs(pair.Xs).max() <= 1.0 and np.abs(pair.Xt).max() <= 1.0  # public ranges → [-1, 1], one-hot codes
+    assert set(np.unique(pair.ys)) == {0, 1} and pair.n_classes == 2

@@ -8,7 +8,8 @@ suite also writes the markdown matrix (mean ± std over seeds, flags) and two he
 
 A non-private row marked deterministic (1-NN, skada CORAL, skada OT mapping) gives the same model
 for every seed; it is fitted once per pair and that value is recorded for each seed
-(``reused_fit`` in the row).
+(``reused_fit`` in the row). The Heart pairs (Cleveland ↔ Hungary) run where their public schema
+(``examples/heart.schema.toml``, a file of the source checkout) and the raw tables are present.
 """
 
 from __future__ import annotations
@@ -18,10 +19,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from dpadapt.bench.common import cached_pair
 from dpadapt.bench.registry import BenchTask, RunOutcome, register_suite
 from dpadapt.bench.suites.sound_report import write_report
-from dpadapt.bench.suites.sound_rows import DEV_PAIRS, REPORT_PAIRS, ROWS, PairSpec, Problem, Row
+from dpadapt.bench.suites.sound_rows import DEV_PAIRS, HEART_PAIRS, REPORT_PAIRS, ROWS, PairSpec, Problem, Row
 
 EPSILONS: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0)
 QUICK_EPSILONS: tuple[float, ...] = (1.0, 8.0)
@@ -42,7 +42,7 @@ def _runner(spec: PairSpec, row: Row, epsilon: float | None):
         key = (spec.task, row.name)
         if row.deterministic and key in _REUSED:
             return RunOutcome(_REUSED[key], extra={**extra, "reused_fit": True})
-        pair = cached_pair(spec.dataset, spec.source, spec.target)
+        pair = spec.load()
         delta = None if epsilon is None else spec.delta(len(pair.ys))
         problem = Problem(spec, pair.Xs, pair.ys, pair.Xt, tuple(range(pair.n_classes)), epsilon, delta, seed)
         model = row.fit(problem)
@@ -63,7 +63,7 @@ def tasks_for(pairs: Sequence[PairSpec], epsilons: Sequence[float], rows: Sequen
             eps_list: list[float | None] = [None] if row.kind == "non-private" else [*epsilons, None]
             for eps in eps_list:
                 if eps is not None and n_s is None:
-                    n_s = len(cached_pair(spec.dataset, spec.source, spec.target).ys)
+                    n_s = len(spec.load().ys)
                 out.append(BenchTask(
                     suite="sound", task=spec.task, method=row.name, mode=_mode(row, eps),
                     run=_runner(spec, row, eps), epsilon=math.inf if eps is None else float(eps),
@@ -75,5 +75,6 @@ def tasks_for(pairs: Sequence[PairSpec], epsilons: Sequence[float], rows: Sequen
 @register_suite("sound", "issue-23 matrix: sound designs vs DP and non-private source-only and skada baselines, dev + report pairs × ε",
                 report=write_report)
 def build(quick: bool, epsilons=None) -> list[BenchTask]:
-    pairs = [p for p in DEV_PAIRS + REPORT_PAIRS if not quick or p.task in QUICK_PAIRS]
+    heart = [p for p in HEART_PAIRS if p.available()]  # needs the schema file of a source checkout
+    pairs = [p for p in (*DEV_PAIRS, *heart, *REPORT_PAIRS) if not quick or p.task in QUICK_PAIRS]
     return tasks_for(pairs, tuple(epsilons) if epsilons else (QUICK_EPSILONS if quick else EPSILONS))
