@@ -1,7 +1,9 @@
 """Declarative benchmark rows and the suite registry.
 
 A suite is a function ``build(quick, epsilons) -> list[BenchTask]`` registered with
-:func:`register_suite` in a module of :mod:`dpadapt.bench.suites` (discovered automatically).
+:func:`register_suite` in a module of :mod:`dpadapt.bench.suites` (discovered automatically),
+optionally with a ``report(rows, out) -> list[Path]`` that writes the suite's own tables and plots
+beside the result file ``out``.
 Each :class:`BenchTask` names its dataset pair, method, mode, (ε, δ) and the number the paper
 reports, and carries the function that runs one seed.
 """
@@ -13,6 +15,7 @@ import importlib
 import math
 import pkgutil
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from dpadapt.privacy.guarantee import Guarantee
@@ -70,6 +73,7 @@ class BenchTask:
 
 
 SuiteBuilder = Callable[[bool, Sequence[float] | None], list[BenchTask]]
+SuiteReport = Callable[[list[dict[str, Any]], Path], list[Path]]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,18 +81,19 @@ class Suite:
     name: str
     build: SuiteBuilder
     description: str
+    report: SuiteReport | None = None
 
 
 _SUITES: dict[str, Suite] = {}
 
 
-def register_suite(name: str, description: str = "") -> Callable[[SuiteBuilder], SuiteBuilder]:
-    """Decorator registering ``build(quick, epsilons)`` as benchmark suite ``name``."""
+def register_suite(name: str, description: str = "", report: SuiteReport | None = None) -> Callable[[SuiteBuilder], SuiteBuilder]:
+    """Decorator registering ``build(quick, epsilons)`` as benchmark suite ``name`` (``report``: see module doc)."""
 
     def deco(build: SuiteBuilder) -> SuiteBuilder:
         if name in _SUITES and _SUITES[name].build is not build:
             raise ValueError(f"benchmark suite {name!r} is registered twice")
-        _SUITES[name] = Suite(name, build, description or (build.__doc__ or "").strip().splitlines()[0])
+        _SUITES[name] = Suite(name, build, description or (build.__doc__ or "").strip().splitlines()[0], report)
         return build
 
     return deco
