@@ -1,0 +1,24 @@
+"""A hospital's own tables: a declared public schema, its fixed per-row map, and readers.
+
+``load_schema`` reads the schema (TOML / JSON); ``read_table`` / ``iter_chunks`` read CSV, Parquet or a
+DataFrame through the schema's map (``RowMap``) into float64 features, label indices into the public
+label set, and the carried ID column. The map uses only what the schema declares, so it costs no privacy.
+"""
+
+from .readers import MappedTable, iter_chunks, read_table
+from .rowmap import RowMap, TableError
+from .schema import CategoricalColumn, NumericColumn, Schema, SchemaError, load_schema, schema_from_dict
+
+__all__ = [
+    "CategoricalColumn",
+    "MappedTable",
+    "NumericColumn",
+    "RowMap",
+    "Schema",
+    "SchemaError",
+    "TableError",
+    "iter_chunks",
+    "load_schema",
+    "read_table",
+    "schema_from_dict",
+]
