@@ -1,7 +1,7 @@
 """Issue 23, stage 1 on the DEVELOPMENT pairs only: the SSP design's space, k and ridge vs DP baselines.
 
 One line of JSON per (pair, ε, seed): accuracy of DP-NCM, DP-LR (the existing baselines at the same
-(ε, δ = 1/(10 n))), today's class-statistics design (k = 20, ot) and the SSP design for every working
+(ε, δ = 1/(10 n))) and the SSP design for every working
 space × ridge constant (all ridges are post-processing of ONE release per space), plus, for every
 space, the guarded refinement's accuracy and agreement at the reference ridge. Usage:
 ``python benchmarks/sound_dev.py OUT.jsonl [seeds] [pair-filter]``; fresh noise on every run.
@@ -16,7 +16,7 @@ import time
 import numpy as np
 
 from dpadapt.bench.common import cached_pair
-from dpadapt.classstats import ClassStatsDA, DPLogisticRegression, DPNearestClassMean, label_indices
+from dpadapt.classstats import DPLogisticRegression, DPNearestClassMean, label_indices
 from dpadapt.classstats.adapt import fit_basis
 from dpadapt.privacy.families.sound import class_moments_plan
 from dpadapt.privacy.mechanisms import class_moment_statistics, random_streams
@@ -27,49 +27,76 @@ from dpadapt.sound.ssp import lda_from_moments, ridge
 DEV = [("googlenet1024", s, t) for s, t in [("amazon", "dslr"), ("amazon", "webcam"), ("dslr", "amazon"), ("webcam", "amazon")]] + \
       [("surf", s, t) for s, t in [("amazon", "caltech"), ("caltech", "amazon"), ("amazon", "dslr"), ("caltech", "webcam")]] + \
       [("bow5000", s, t) for s, t in [("kitchen", "books"), ("dvd", "electronics"), ("books", "kitchen"), ("electronics", "dvd")]]
+DEV += [("heart", "cleveland", "hungarian"), ("heart", "hungarian", "cleveland")]
 COUNTS = {"surf", "bow5000"}
-SCALES, FLOORS = (0.25, 0.5, 1.0, 2.0, 4.0), (1e-3, 1e-2, 1e-1)
+HEART = "/work/shared/data/uci_heart_disease/raw/processed.{}.data"
+
+
+def load(ds: str, s: str, t: str):
+    """A dev pair; the heart tables through the declared public schema (examples/heart.schema.toml)."""
+    if ds != "heart":
+        return cached_pair(ds, s, t)
+    from types import SimpleNamespace
+
+    from dpadapt.tables import load_schema, read_table
+
+    schema = load_schema("examples/heart.schema.toml")
+    a, b = read_table(HEART.format(s), schema), read_table(HEART.format(t), schema)
+    return SimpleNamespace(Xs=a.X, ys=a.y, Xt=b.X, Xt_test=b.X, yt_test=b.y)
+SCALES, FLOORS = (0.5, 1.0, 2.0, 4.0), (1e-3, 1e-2, 1e-1)
 EPSILONS = (None, 1.0, 2.0, 4.0, 8.0)
 
 
-def spaces(d: int):
-    out = [("features", 0)] if d <= 1100 else []
-    return out + [("pca", k) for k in (20, 50, 100, 200)] + [("random", k) for k in (100, 200, 400)]
+def spaces(ds: str, d: int):
+    if ds == "heart":
+        return [("features", 0, "box"), ("features", 0, "l2")]
+    out = [("features", 0, "l2")] if d <= 1100 else []
+    return out + [("pca", k, "l2") for k in (20, 50, 100)] + [("random", 200, "l2")]
 
 
 def main(out_path: str, seeds: int = 3, only: str = "") -> None:
     with open(out_path, "a") as out:
         for ds, s, t in DEV:
-            if only and only not in f"{ds}:{s}:{t}":
+            if only and not any(o in f"{ds}:{s}:{t}" for o in only.split("|")):
                 continue
-            p = cached_pair(ds, s, t)
+            p = load(ds, s, t)
             log1p = ds in COUNTS
             classes = tuple(np.unique(p.ys).tolist())
             idx = label_indices(p.ys, classes)
-            Ms, Mt, Mtest = (mapped_rows(X, log1p=log1p, norm="l2") for X in (p.Xs, p.Xt, p.Xt_test))
+            maps = {nm: tuple(mapped_rows(X, log1p=log1p, norm=nm) for X in (p.Xs, p.Xt, p.Xt_test))
+                    for nm in (("box", "l2") if ds == "heart" else ("l2",))}
+            Ms = maps["l2"][0]
             ytest = np.asarray(p.yt_test)
             basis = {}
             work = {}
-            for sp, k in spaces(Ms.shape[1]):
+            full = fit_basis(maps["l2"][1], 100)  # one SVD; the top-k columns are the k-basis
+            for sp, k, nm in spaces(ds, Ms.shape[1]):
+                Ms, Mt, Mtest = maps[nm]
                 kw = {}
                 if sp == "pca":
-                    kw = dict(zip(("mean", "components"), fit_basis(Mt, k)))
+                    kw = {"mean": full[0], "components": full[1][:, :k]}
                 if sp == "random":
                     kw = {"seed": 7, "k": k}
-                work[(sp, k)] = tuple(to_space(M, sp, **kw) for M in (Ms, Mt, Mtest))
+                work[(sp, k, nm)] = tuple(to_space(M, sp, **kw) for M in (Ms, Mt, Mtest))
             n = Ms.shape[0]
+            from sklearn.linear_model import LogisticRegressionCV
+            lr = LogisticRegressionCV(Cs=[0.01, 0.1, 1, 10, 100], cv=3, max_iter=2000).fit(maps["l2"][0], p.ys)
+            nonpriv = float(lr.score(maps["l2"][2], ytest))
+            if ds == "heart":
+                nonpriv_box = float(LogisticRegressionCV(Cs=[0.01, 0.1, 1, 10, 100], cv=3, max_iter=2000).fit(p.Xs, p.ys).score(p.Xt_test, ytest))
             delta = 1.0 / (10 * n)
             ft = "counts" if log1p else "dense"
             for eps in EPSILONS:
                 for seed in range(seeds):
                     t0 = time.time()
-                    row = {"pair": f"{ds}:{s}->{t}", "eps": eps, "seed": seed, "n": n, "d": Ms.shape[1], "K": len(classes)}
+                    row = {"pair": f"{ds}:{s}->{t}", "eps": eps, "seed": seed, "n": n, "d": Ms.shape[1], "K": len(classes), "lr_cv": nonpriv}
+                    if ds == "heart":
+                        row["lr_cv_schema"] = nonpriv_box
                     common = dict(epsilon=eps, classes=classes, random_state=seed, feature_type=ft)
                     row["ncm"] = DPNearestClassMean(**common).fit_domains(p.Xs, p.ys).score(p.Xt_test, ytest)
                     row["dplr"] = DPLogisticRegression(**common).fit_domains(p.Xs, p.ys).score(p.Xt_test, ytest)
-                    row["classstats"] = ClassStatsDA(**common).fit_domains(p.Xs, p.ys, p.Xt).score(p.Xt_test, ytest)
                     _, noise = random_streams(seed)
-                    for (sp, k), (Zs, Zt, Ztest) in work.items():
+                    for (sp, k, nm), (Zs, Zt, Ztest) in work.items():
                         kk = Zs.shape[1]
                         if eps is None:
                             sigma = 0.0
@@ -79,12 +106,15 @@ def main(out_path: str, seeds: int = 3, only: str = "") -> None:
                             sigma, _ = class_moments_plan(eps, delta, classes=classes)
                             st = class_moment_statistics(Zs, idx, len(classes), sigma=sigma, relation="replace_one", noise=noise)
                             S, c, M2 = st.sums, st.counts, st.second
-                        key = f"ssp:{sp}:{k}"
+                        key = f"ssp:{sp}{'-box' if nm == 'box' else ''}:{k}"
                         for a in SCALES:
                             for f in FLOORS:
                                 W, b = lda_from_moments(S, c, M2, ridge(sigma, n, kk, ridge_scale=a, ridge_floor=f))
                                 row[f"{key}:{a}:{f}"] = float(np.mean(np.asarray(classes)[np.argmax(Ztest @ W.T + b, 1)] == ytest))
-                                if a == 1.0 and f == 1e-2:
+                                if a == SCALES[0] and f == FLOORS[0]:
+                                    P = S / np.linalg.norm(S, axis=1, keepdims=True)
+                                    row[f"{key}:ncm"] = float(np.mean(np.asarray(classes)[np.argmax(Ztest @ P.T, 1)] == ytest))
+                                if a == 1.0 and f == 1e-2 and sp != "random":
                                     Wr, br = refine_lda(Zt, W, b)
                                     row[f"{key}:ref"] = float(np.mean(np.asarray(classes)[np.argmax(Ztest @ Wr.T + br, 1)] == ytest))
                                     row[f"{key}:agree"] = float(np.mean(np.argmax(Zt @ Wr.T + br, 1) == np.argmax(Zt @ W.T + b, 1)))

@@ -3,10 +3,14 @@
 From noisy per-class sums S_c, counts c_c and the pooled second moment M = Σxxᵀ of the source's rows
 (:func:`dpadapt.privacy.mechanisms.class_moment_statistics`), the receiver forms the class means
 μ_c = S_c / c_c, the within-class scatter W = M − Σ_c S_c S_cᵀ / c_c (projected onto the PSD cone:
-noise can make it indefinite), and the shared covariance Σ = (W + λI) / n with a ridge λ set from
-PUBLIC facts only: λ = ``ridge_scale``·σ·√k + ``ridge_floor``·n/k (σ√k is the scale of the noise's
-spectral norm, Wigner; n/k the average eigenvalue of M for unit rows). The classifier is Fisher's LDA,
-score_c(x) = xᵀΣ⁻¹μ_c − ½μ_cᵀΣ⁻¹μ_c + log π_c. Nothing here touches private data.
+noise can make it indefinite), and the shared covariance as a shrinkage towards the scaled identity,
+Σ = [(1 − α)W + α·m·I] / n with m = tr(W)/k and α = λ / (λ + m), i.e. Σ = m/(λ + m)·(W + λI)/n. The
+ridge λ is set from PUBLIC facts only: λ = ``ridge_scale``·σ·√k + ``ridge_floor``·n/k (σ√k is the
+scale of the noise's spectral norm, Wigner; n/k the average eigenvalue of M for unit rows). Shrinking
+towards m·I rather than adding λI keeps the covariance's scale, so that as the noise grows the
+classifier tends to the Gaussian nearest-class-mean rule with its class prior (not to "always the
+largest class"). The classifier is Fisher's LDA, score_c(x) = xᵀΣ⁻¹μ_c − ½μ_cᵀΣ⁻¹μ_c + log π_c.
+Nothing here touches private data.
 """
 
 from __future__ import annotations
@@ -27,7 +31,9 @@ def lda_from_moments(sums: np.ndarray, counts: np.ndarray, second: np.ndarray, l
     means = sums / c[:, None]
     within = np.asarray(second, dtype=np.float64) - (sums.T / c) @ sums
     vals, vecs = np.linalg.eigh((within + within.T) / 2.0)
-    inv = (vecs / ((np.clip(vals, 0.0, None) + lam) / n)) @ vecs.T
+    vals = np.clip(vals, 0.0, None)
+    m = max(float(vals.mean()), np.finfo(float).tiny)
+    inv = (vecs / ((vals + lam) / n * (m / (lam + m)))) @ vecs.T
     W = means @ inv
     b = -0.5 * np.sum(W * means, axis=1) + np.log(c / n)
     return W, b
