@@ -22,7 +22,7 @@ from dpadapt.privacy.families.sound import class_moments_plan
 from dpadapt.privacy.mechanisms import class_moment_statistics, random_streams
 from dpadapt.sound.guard import refine_lda
 from dpadapt.sound.spaces import mapped_rows, to_space
-from dpadapt.sound.ssp import lda_from_moments, ridge
+from dpadapt.sound.ssp import lda_from_spectrum, ridge, within_spectrum
 
 DEV = [("googlenet1024", s, t) for s, t in [("amazon", "dslr"), ("amazon", "webcam"), ("dslr", "amazon"), ("webcam", "amazon")]] + \
       [("surf", s, t) for s, t in [("amazon", "caltech"), ("caltech", "amazon"), ("amazon", "dslr"), ("caltech", "webcam")]] + \
@@ -107,9 +107,10 @@ def main(out_path: str, seeds: int = 3, only: str = "") -> None:
                             st = class_moment_statistics(Zs, idx, len(classes), sigma=sigma, relation="replace_one", noise=noise)
                             S, c, M2 = st.sums, st.counts, st.second
                         key = f"ssp:{sp}{'-box' if nm == 'box' else ''}:{k}"
+                        spec = within_spectrum(S, c, M2)
                         for a in SCALES:
                             for f in FLOORS:
-                                W, b = lda_from_moments(S, c, M2, ridge(sigma, n, kk, ridge_scale=a, ridge_floor=f))
+                                W, b = lda_from_spectrum(*spec, ridge(sigma, n, kk, ridge_scale=a, ridge_floor=f))
                                 row[f"{key}:{a}:{f}"] = float(np.mean(np.asarray(classes)[np.argmax(Ztest @ W.T + b, 1)] == ytest))
                                 if a == SCALES[0] and f == FLOORS[0]:
                                     P = S / np.linalg.norm(S, axis=1, keepdims=True)

@@ -23,17 +23,25 @@ def ridge(sigma: float, n: float, k: int, *, ridge_scale: float, ridge_floor: fl
     return float(ridge_scale * sigma * np.sqrt(k) + ridge_floor * max(n, 1.0) / k)
 
 
-def lda_from_moments(sums: np.ndarray, counts: np.ndarray, second: np.ndarray, lam: float) -> tuple[np.ndarray, np.ndarray]:
-    """(W, b): linear class scores ``Z @ W.T + b`` of the ridge-regularised LDA of the (noisy) moments."""
+def within_spectrum(sums: np.ndarray, counts: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Class means, clipped counts and the eigen-decomposition (PSD part) of the within-class scatter."""
     sums = np.asarray(sums, dtype=np.float64)
     c = np.maximum(np.asarray(counts, dtype=np.float64), 1.0)
-    n = float(c.sum())
-    means = sums / c[:, None]
     within = np.asarray(second, dtype=np.float64) - (sums.T / c) @ sums
     vals, vecs = np.linalg.eigh((within + within.T) / 2.0)
-    vals = np.clip(vals, 0.0, None)
+    return sums / c[:, None], c, np.clip(vals, 0.0, None), vecs
+
+
+def lda_from_spectrum(means: np.ndarray, c: np.ndarray, vals: np.ndarray, vecs: np.ndarray, lam: float) -> tuple[np.ndarray, np.ndarray]:
+    """(W, b) of the shrunk LDA from :func:`within_spectrum`'s output and the public ridge ``lam``."""
+    n = float(c.sum())
     m = max(float(vals.mean()), np.finfo(float).tiny)
     inv = (vecs / ((vals + lam) / n * (m / (lam + m)))) @ vecs.T
     W = means @ inv
     b = -0.5 * np.sum(W * means, axis=1) + np.log(c / n)
     return W, b
+
+
+def lda_from_moments(sums: np.ndarray, counts: np.ndarray, second: np.ndarray, lam: float) -> tuple[np.ndarray, np.ndarray]:
+    """(W, b): linear class scores ``Z @ W.T + b`` of the shrunk LDA of the (noisy) moments."""
+    return lda_from_spectrum(*within_spectrum(sums, counts, second), lam)
