@@ -62,7 +62,7 @@ def run(out_path: str, which: str, seeds: int) -> None:
                         m = SoundDA(feature_type=ft, **kw).fit_domains(p.Xs, p.ys, p.Xt)
                     row["sound"] = float(m.score(p.Xt_test, ytest))
                     row["refined"] = bool(m.model_.refined)
-                    row["choice"] = m.model_.choice.to_params()
+                    row["choice"] = m.model_.choice
                     base = {"feature_type": "counts" if ft == "counts" else "dense"}
                     row["ncm"] = DPNearestClassMean(**base, **kw).fit_domains(p.Xs, p.ys).score(p.Xt_test, ytest)
                     row["dplr"] = DPLogisticRegression(**base, **kw).fit_domains(p.Xs, p.ys).score(p.Xt_test, ytest)

@@ -121,3 +121,29 @@ def test_sound_da_in_a_skada_pipeline():
     target = sd < 0
     assert pipe.predict(X[target]).shape == (target.sum(),)
     assert clone(pipe).get_params()["soundda__epsilon"] == 8.0
+
+
+def test_two_party_cli_basis_release_adapt(tmp_path, monkeypatch, rng):
+    from dpadapt.cli.main import main
+    from dpadapt.io import save_table
+    from dpadapt.release import Release
+
+    monkeypatch.setenv("DPADAPT_LEDGER", str(tmp_path / "ledger.sqlite"))
+    Xs, ys = _two_gaussians(rng, n=400, d=30)
+    Xt, yt = _two_gaussians(rng, n=200, d=30)
+    save_table(tmp_path / "s.npz", Xs, ys)
+    save_table(tmp_path / "t.npz", Xt, yt)
+    from dpadapt.privacy.ledger import Ledger, fingerprint
+
+    Ledger(tmp_path / "ledger.sqlite").set_budget("source", fingerprint(tmp_path / "s.npz"), 8.0, 1e-5)
+    p = str(tmp_path)
+    assert main(["basis", "--method", "sound", "--data", f"{p}/t.npz", "--out", f"{p}/b.release"]) == 0
+    assert main(["release", "sound", "--data", f"{p}/s.npz", "--basis", f"{p}/b.release", "--classes", "0,1",
+                 "--epsilon", "4", "--delta", "1e-5", "--out", f"{p}/m.release", "--seed", "0"]) == 0
+    rel = Release.load(f"{p}/m.release")
+    assert rel.kind == "class_moments" and rel.guarantee.epsilon == pytest.approx(4.0)
+    assert main(["adapt", "sound", "--release", f"{p}/m.release", "--release", f"{p}/b.release",
+                 "--data", f"{p}/t.npz", "--out", f"{p}/model.dpadapt"]) == 0
+    from dpadapt.modelio import load_model
+
+    assert np.mean(load_model(f"{p}/model.dpadapt").predict(Xt) == yt) > 0.7

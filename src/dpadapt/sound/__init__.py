@@ -78,6 +78,8 @@ def plan(config: Config, facts: dict) -> Plan:
     """σ and the Guarantee of the source's release from public facts (``n_source``, ``n_features``)."""
     n = int(facts["n_source"])
     choice = choice_for(config, n, int(facts["n_features"]))
+    if choice.space == "pca" and "k" in facts:  # a basis the receiver already sent fixes k
+        choice = dataclasses.replace(choice, k=int(facts["k"]))
     if not config.private:
         return Plan(config.family, MOMENTS_KIND, config, dict(facts), None, {"sigma": 0.0, "choice": choice})
     delta = config.resolved_delta(n)
@@ -113,7 +115,9 @@ def _basis_arrays(rel: Release | None, family: str) -> dict:
 def _space_kwargs(choice: Choice, basis_release: Release | None, family: str) -> dict:
     if choice.space == "pca":
         if basis_release is None:
-            raise ReleaseError("the 'pca' space needs the receiver's basis release")
+            raise ReleaseError("the 'pca' space needs the receiver's basis release (dpadapt basis --method sound)")
+        if int(basis_release.params["k"]) != choice.k:
+            raise ReleaseError(f"the basis has k = {basis_release.params['k']}; the plan is for k = {choice.k}")
         return _basis_arrays(basis_release, family)
     if choice.space == "random":
         return {"seed": RANDOM_SEED, "k": choice.k}
@@ -154,12 +158,17 @@ def release(plan_: Plan, Xs, ys, noise, *, basis_release: Release | None = None)
 
 @dataclasses.dataclass
 class SoundModel:
-    """A linear classifier on raw rows: public row map → working space → scores ``Z @ W.T + b``."""
+    """A linear classifier on raw rows: public row map → working space → scores ``Z @ W.T + b``.
+
+    ``choice``: the rule's :class:`~dpadapt.sound.rule.Choice` as a dict; ``mean``/``components``: the
+    receiver's basis (``pca`` space only). A flat record, saved by :mod:`dpadapt.modelio`.
+    """
 
     classes: np.ndarray
     log1p: bool
-    choice: Choice
-    space_kwargs: dict
+    choice: dict
+    mean: np.ndarray | None
+    components: np.ndarray | None
     W: np.ndarray
     b: np.ndarray
     refined: bool = False
@@ -169,8 +178,11 @@ class SoundModel:
         return self.classes
 
     def transform(self, X) -> np.ndarray:
-        M = mapped_rows(check_features(X, allow_sparse=True), log1p=self.log1p, norm=self.choice.norm)
-        return to_space(M, self.choice.space, **self.space_kwargs)
+        c = Choice.from_params(self.choice)
+        M = mapped_rows(check_features(X, allow_sparse=True), log1p=self.log1p, norm=c.norm)
+        kw = {"mean": self.mean, "components": self.components} if c.space == "pca" else (
+            {"seed": RANDOM_SEED, "k": c.k} if c.space == "random" else {})
+        return to_space(M, c.space, **kw)
 
     def predict_proba(self, X) -> np.ndarray:
         s = self.transform(X) @ self.W.T + self.b
@@ -178,6 +190,9 @@ class SoundModel:
 
     def predict(self, X) -> np.ndarray:
         return self.classes[np.argmax(self.transform(X) @ self.W.T + self.b, axis=1)]
+
+    def score(self, X, y) -> float:
+        return float(np.mean(self.predict(X) == np.asarray(y)))
 
 
 def adapt(release_: Release, Xt, config: Config, *, basis_release: Release | None = None, family: str | None = None) -> SoundModel:
@@ -196,7 +211,7 @@ def adapt(release_: Release, Xt, config: Config, *, basis_release: Release | Non
     sums = np.asarray(release_["sums"])
     lam = ridge(float(p["sigma"]), float(p["n_source"]), sums.shape[1], ridge_scale=choice.ridge_scale, ridge_floor=choice.ridge_floor)
     W, b = lda_from_moments(sums, release_["counts"], release_["second"], lam)
-    model = SoundModel(np.asarray(p["classes"]), bool(p["log1p"]), choice, kw, W, b)
+    model = SoundModel(np.asarray(p["classes"]), bool(p["log1p"]), choice.to_params(), kw.get("mean"), kw.get("components"), W, b)
     if choice.refinement == "guarded":
         g = guarded(model.transform(Xt), W, b, min_agreement=choice.min_agreement)
         model.W, model.b, model.refined = g.W, g.b, g.kept
@@ -206,9 +221,12 @@ def adapt(release_: Release, Xt, config: Config, *, basis_release: Release | Non
 def run_parties(config: Config, Xs, ys, Xt) -> tuple[Release | None, Release, SoundModel]:
     """All steps in one process (basis if the space needs it → release → adapt), noise from a fresh NoiseSource."""
     _, noise = random_streams(config.random_state, reproducible_noise=config.reproducible_noise)
-    the_plan = plan(config, {"n_source": Xs.shape[0], "n_features": Xs.shape[1]})
-    choice = the_plan.calibration["choice"]
+    facts = {"n_source": Xs.shape[0], "n_features": Xs.shape[1]}
+    choice = choice_for(config, *facts.values())
     basis_rel = basis(Xt, config, choice) if choice.space == "pca" else None
+    if basis_rel is not None:
+        facts["k"] = basis_rel.params["k"]
+    the_plan = plan(config, facts)
     rel = release(the_plan, Xs, ys, noise, basis_release=basis_rel)
     return basis_rel, rel, adapt(rel, Xt, config, basis_release=basis_rel)
 
