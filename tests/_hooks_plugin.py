@@ -3,7 +3,8 @@
 Replaces :func:`dpadapt.privacy.ledger.checkpoint` so that a subprocess can be made to
 
 * exit abruptly (``os._exit(70)``, no cleanup) at the step named by ``$DPADAPT_TEST_CRASH_AT``
-  (``after_reserve``, ``after_publish``, ``after_write``), or
+  (``after_reserve``, ``after_publish``, ``after_write``), or right after the temporary release
+  file is complete and fsynced (``tmp_written``: a complete, valid copy is on disk), or
 * hold the ledger's write lock for ``$DPADAPT_TEST_HOLD_RESERVE_S`` seconds inside ``reserve``.
 """
 
@@ -25,3 +26,12 @@ def _checkpoint(name: str) -> None:
 
 
 ledger.checkpoint = _checkpoint
+
+if os.environ.get("DPADAPT_TEST_CRASH_AT") == "tmp_written":
+    _fsync = os.fsync
+
+    def _fsync_then_die(fd: int) -> None:
+        _fsync(fd)
+        os._exit(70)
+
+    os.fsync = _fsync_then_die

@@ -205,6 +205,7 @@ def test_two_processes_racing_on_one_budget_only_one_passes(parties):
 @pytest.mark.parametrize("phase, written, state", [
     ("after_reserve", False, "aborted"),    # no noise drawn yet: provably nothing released, refunded
     ("after_publish", False, "committed"),  # the rename may have happened: charged
+    ("tmp_written", False, "committed"),    # issue 19: a complete .tmp-PID copy exists: charged (was refunded)
     ("after_write", True, "committed"),     # written, not yet committed: charged
 ])
 def test_a_crash_mid_release_never_refunds_what_may_have_left(parties, phase, written, state, then, tmp_path):
@@ -216,7 +217,10 @@ def test_a_crash_mid_release_never_refunds_what_may_have_left(parties, phase, wr
                     src, DPADAPT_LEDGER=str(ledger_path), DPADAPT_TEST_CRASH_AT=phase, DPADAPT_PLUGINS=HOOKS)
     assert done.returncode == 70, done.stderr
     assert (src / "c.release").exists() == written
-    assert not list(src.glob("*.tmp-*")) or phase == "after_publish"
+    assert not list(src.glob("*.tmp-*")) or phase in ("after_publish", "tmp_written")
+    if phase == "tmp_written":  # what a sync client would already have copied: a usable release
+        (tmp,) = src.glob("c.release.tmp-*")
+        copied = Release.load(tmp)
     if written and then == "moved":
         (src / "c.release").rename(tmp_path / "elsewhere.release")
     elif written and then == "deleted":
@@ -236,6 +240,8 @@ def test_a_crash_mid_release_never_refunds_what_may_have_left(parties, phase, wr
     assert (again.returncode == 0) == (not charged), again.stderr
     if written and then == "kept":
         assert Release.load(src / "c.release").release_id == entry.release_id
+    if phase == "tmp_written":
+        assert copied.release_id == entry.release_id
 
 
 @pytest.mark.parametrize("name", sorted(methods()))

@@ -25,6 +25,7 @@ from dpadapt.transport.dpot import (
     preprocess_rows,
     release_labels_rr,
 )
+from dpadapt.transport.dpot import PAPER_BATCH_REASON
 
 
 def noisy_projection(X, M, sigma, rng):
@@ -240,19 +241,32 @@ def test_sound_guarantee_is_record_level_and_composed(rng):
     assert not np.all(np.diff(rel["labels"]) >= 0)
 
 
-def test_minibatch_uses_max_steps_under_replace_one(rng):
-    n, B, z, eps, delta = 200, 50, 2.0, 2.0, 1e-4
-    plan = plan_dpot_source(
-        n, 10, 3, eps, delta, projection_seed=0, batch_size=B, noise_multiplier=z
-    )
-    rr = accounting.randomized_response_event(plan.label_epsilon, 3)
-    ev = lambda T: accounting.compose(
-        [accounting.sampled_without_replacement_gaussian_event(z, n, B, T), rr]
-    )
-    assert accounting.epsilon(ev(plan.steps), delta, "replace_one") <= eps
-    assert accounting.epsilon(ev(plan.steps + 1), delta, "replace_one") > eps
-    assert plan.guarantee.valid and plan.guarantee.epsilon <= eps
-    assert plan.sigma == pytest.approx(z * plan.sensitivity)
+def test_issue19_item2_minibatch_per_row_refused_in_sound_mode_and_invalid_in_paper_mode(rng):
+    """Issue 19, item 2: labelled rows in minibatches void the amplification by subsampling the accountant assumed.
+
+    The attack on the old accounting: public labels, a record alone in its class, n = 1000, B = 10, T = 1000 at a
+    claimed ε = 2 (δ = 1e-4). The adversary sees in which steps a row of that class appears, so the record's rows
+    are the un-amplified Gaussian releases of the steps it was sampled in; their exact composition (dp-accounting,
+    conditioning on the worst-case number of appearances with probability ≥ 1 − δ) is far above the claim.
+    """
+    from scipy.stats import binom
+
+    n, B, T, delta = 1000, 10, 1000, 1e-4
+    for labels in ("public", "rr"):
+        with pytest.raises(ValueError, match="refused in sound mode"):
+            plan_dpot_source(n, 10, 3, 2.0, delta, projection_seed=0, batch_size=B, steps=T, labels=labels)
+    old_z = accounting.calibrate_noise_multiplier(
+        lambda z: accounting.sampled_without_replacement_gaussian_event(z, n, B, T), 2.0, delta, "replace_one")
+    appearances = int(binom.ppf(1 - delta / 2, T, B / n))  # exceeded with probability < δ/2
+    real = accounting.epsilon(accounting.gaussian_event(old_z, appearances), delta / 2, "replace_one")
+    assert real > 2 * 2.0  # the claimed ε = 2 is not the real one
+    paper = plan_dpot_source(n, 10, 3, 2.0, delta, projection_seed=0, batch_size=B, steps=T, privacy_mode="paper")
+    assert not paper.guarantee.valid and PAPER_BATCH_REASON in paper.guarantee.reasons
+    from dpadapt.api import ConfigError
+
+    Xs, ys, Xt, _ = make_domains(rng, n_s=60)
+    with pytest.raises(ConfigError, match="refused in sound mode"):
+        DPOTAdapter(epsilon=4.0, classes=CL, design="rows").fit_domains(Xs, ys, Xt)
 
 
 def test_paper_mode_reproduces_noise_ratio_and_is_invalid(rng):
@@ -284,10 +298,10 @@ def test_dpda_adapts_on_easy_data_and_otda_baseline(rng):
     Xs, ys, Xt, yt = make_domains(rng)
     est = DPOTAdapter(
         epsilon=200.0, delta=1e-3, proj_dim=10, head="logreg", random_state=0, design="rows", classes=CL,
-        reproducible_noise=True,
+        reproducible_noise=True, privacy_mode="paper",
     ).fit_domains(Xs, ys, Xt)
     assert est.score(Xt, yt) > 0.9
-    assert est.guarantee_.valid
+    assert not est.guarantee_.valid
     # minibatch pipeline (paper mode: its Poisson accountant is cheap to calibrate)
     mb = DPOTAdapter(
         epsilon=20.0,
@@ -313,7 +327,7 @@ def test_dpda_adapts_on_easy_data_and_otda_baseline(rng):
     dom = np.concatenate([np.ones(len(Xs)), -np.ones(len(Xt))])
     sk = DPOTAdapter(
         epsilon=200.0, delta=1e-3, proj_dim=10, head="logreg", random_state=0, design="rows", classes=CL,
-        reproducible_noise=True,
+        reproducible_noise=True, privacy_mode="paper",
     ).fit(X, y, sample_domain=dom)
     np.testing.assert_array_equal(sk.predict(Xt), est.predict(Xt))
 
@@ -394,7 +408,7 @@ def test_hole2_label_set_is_public_and_required(rng):
 
     with pytest.raises(ConfigError, match="classes="):
         DPOTAdapter(epsilon=4.0).fit_domains(Xs, ys, Xt)
-    with pytest.raises(ValueError, match="classes="):
+    with pytest.raises(ValueError, match="refused in sound mode"):
         DPOTAdapter(epsilon=4.0, design="rows").fit_domains(Xs, ys, Xt)
     est = DPOTAdapter(epsilon=4.0, classes=(0, 1, 2, 3), k=5).fit_domains(Xs, ys, Xt)
     assert est.release_["sums"].shape == (4, 5) and list(est.classes_) == [0, 1, 2, 3]

@@ -59,13 +59,15 @@ class DAEstimator(ClassifierMixin, BaseEstimator):
 
     # -- helpers for subclasses --------------------------------------------------------------
 
-    @staticmethod
-    def _check_domains(Xs, ys, Xt, yt=None, allow_sparse: bool = False):
-        """Validate and return dense (or CSR) source/target arrays with integer labels."""
+    def _check_domains(self, Xs, ys, Xt, yt=None, allow_sparse: bool = False):
+        """Validate and return dense (or CSR) source/target arrays with integer labels.
+
+        With the estimator's public label set (its ``classes`` parameter) a one-class source is valid.
+        """
         Xs = check_features(Xs, "Xs (source)", allow_sparse=allow_sparse)
         Xt = check_features(Xt, "Xt (target)", allow_sparse=allow_sparse)
         check_same_features(Xs, Xt)
-        ys = check_labels(ys, Xs.shape[0], "ys (source labels)")
+        ys = check_labels(ys, Xs.shape[0], "ys (source labels)", classes=getattr(self, "classes", None))
         if yt is not None:
             yt = np.asarray(yt)
             if yt.shape[0] != Xt.shape[0]:

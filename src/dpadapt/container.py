@@ -182,19 +182,19 @@ def read(path: str | os.PathLike, expect_format: str | Sequence[str] | None = No
 def write_atomic(path: str | os.PathLike, data: bytes, before_publish: Callable[[], None] | None = None) -> Path:
     """Write ``data`` to ``path`` atomically (temporary file, fsync, rename).
 
-    ``before_publish`` runs after the temporary file is complete and just before the rename (the
-    moment the file may appear under its final name); the privacy ledger marks the spend final
+    ``before_publish`` runs before the first byte is written (a temporary file is already a usable
+    copy for whoever reads the folder, e.g. a sync client); the privacy ledger marks the spend final
     there. If anything fails before the rename, the temporary file is removed.
     """
     path = Path(path)
     tmp = path.with_name(path.name + f".tmp-{os.getpid()}")
+    if before_publish is not None:
+        before_publish()
     try:
         with open(tmp, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        if before_publish is not None:
-            before_publish()
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)

@@ -84,6 +84,20 @@ def check_features(X, name: str = "X", allow_sparse: bool = False, min_rows: int
     return X
 
 
+def check_finite_in(X, dtype, name: str = "X") -> None:
+    """Refuse ``X`` (dense array or scipy sparse) if any value is not finite once cast to ``dtype``,
+    the dtype the computation runs in: a row finite in float64 (1e39) is ∞ in float32, and a clip or
+    a norm bound computed on it is NaN. Call it on the whole dataset, before any secret sampling or noise."""
+    values = X.data if sp.issparse(X) else X
+    with np.errstate(over="ignore"):
+        cast = np.asarray(values).astype(dtype)
+    if not np.all(np.isfinite(cast)):
+        raise ValueError(
+            f"{name} has values that are NaN or overflow {np.dtype(dtype).name} (the dtype the computation runs in); "
+            "rescale the features"
+        )
+
+
 def check_fitted_features(estimator, X, fitted: str | None = None, *, allow_sparse: bool = False):
     """``X`` checked (:func:`check_features`) for a fitted ``estimator``: as many features as it was fitted
     on (``n_features_in_``); with ``fitted``, that attribute must exist (scikit-learn's ``check_is_fitted``)."""
@@ -97,8 +111,14 @@ def check_fitted_features(estimator, X, fitted: str | None = None, *, allow_spar
     return X
 
 
-def check_labels(y, n: int, name: str = "y", min_classes: int = 2) -> np.ndarray:
-    """Return integer labels of length n with at least ``min_classes`` classes."""
+def check_labels(y, n: int, name: str = "y", min_classes: int = 2, *, classes=None) -> np.ndarray:
+    """Return integer labels of length n.
+
+    With a public label set ``classes`` every label must belong to it, and any number of observed
+    classes (one included) is valid: refusing a one-class source would make the refusal itself
+    depend on one record (δ = 1 for a record alone in its class). Without ``classes`` (a
+    non-private fit reading the label set off the labels) at least ``min_classes`` must be present.
+    """
     y = np.asarray(y)
     if y.ndim != 1:
         y = y.ravel()
@@ -109,12 +129,69 @@ def check_labels(y, n: int, name: str = "y", min_classes: int = 2) -> np.ndarray
     if y.size and not np.all(np.equal(np.mod(y.astype(float), 1), 0)):
         raise ValueError(f"{name} must hold integer class labels")
     y = y.astype(np.int64)
-    classes = np.unique(y)
-    if classes.size < min_classes:
+    if classes is not None:
+        public = np.asarray(list(classes)).ravel()
+        outside = np.setdiff1d(np.unique(y), public)
+        if outside.size:
+            raise ValueError(f"{name}: label(s) {outside[:5].tolist()} are not in the public label set classes={public.tolist()}")
+        return y
+    observed = np.unique(y)
+    if observed.size < min_classes:
         raise ValueError(
-            f"{name} has {classes.size} class(es) ({classes.tolist()}); at least {min_classes} are needed to train a classifier"
+            f"{name} has {observed.size} class(es) ({observed.tolist()}); at least {min_classes} are needed to train a "
+            "classifier (give the public label set, classes=, if a source may hold one class)"
         )
     return y
+
+
+def check_untrusted_array(a, name: str, shape: tuple[int | None, ...] | None = None) -> np.ndarray:
+    """An array received from the other party, as a finite float64 array of the expected ``shape``.
+
+    ``None`` in ``shape`` matches any length. Everything the other party sends is untrusted input:
+    a non-numeric, wrongly shaped or non-finite array is refused with one line, before it can touch
+    private rows.
+    """
+    try:
+        arr = np.asarray(a, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} from the other party is not a numeric array") from None
+    if shape is not None and (arr.ndim != len(shape) or any(e is not None and e != g for e, g in zip(shape, arr.shape))):
+        want = "(" + ", ".join("any" if e is None else str(e) for e in shape) + ")"
+        raise ValueError(f"{name} from the other party has shape {arr.shape}, expected {want}; refused")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} from the other party contains NaN or infinite values; refused")
+    return arr
+
+
+#: Tolerance on ‖CᵀC − I‖ (max entry, float64) for a received basis: an SVD's orthonormal columns
+#: are orthonormal to ~1e-15; the bound of the guarantee tolerates this slack (see :func:`check_basis`).
+BASIS_ORTHONORMAL_TOL = 1e-8
+
+
+def check_basis(mean, components, n_features: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """A basis (``mean`` (d,), ``components`` (d, k)) received from the other party, validated.
+
+    The class-statistics theorem maps every row ``x`` (norm ≤ 1 after the public row map) to
+    ``(x − mean) C`` and re-normalises it; the computation stays finite and the map stays a
+    per-record function of ``x`` only if ``C`` has orthonormal columns (‖CᵀC − I‖ ≤ 1e-8, checked
+    in float64, the dtype of the computation) and ``‖mean‖ ≤ 1`` (the mean of unit-norm rows):
+    then ‖(x − mean) C‖ ≤ 2 and no entry can overflow. Anything else — non-finite, a huge finite
+    entry, a crafted mean, mismatched shapes — is refused with one line before any private row is read.
+    """
+    components = check_untrusted_array(components, "the basis 'components'", (n_features, None))
+    d, k = components.shape
+    if not 1 <= k <= d:
+        raise ValueError(f"the basis 'components' has shape {components.shape}: need 1 ≤ k ≤ d; refused")
+    mean = check_untrusted_array(mean, "the basis 'mean'", (d,))
+    with np.errstate(over="ignore", invalid="ignore"):
+        gram_error = float(np.max(np.abs(components.T @ components - np.eye(k))))
+    if not gram_error <= BASIS_ORTHONORMAL_TOL:
+        raise ValueError(f"the basis 'components' do not have orthonormal columns (max |CᵀC − I| = {gram_error:.3g}); refused")
+    with np.errstate(over="ignore"):
+        mean_norm = float(np.linalg.norm(mean))
+    if not mean_norm <= 1.0 + BASIS_ORTHONORMAL_TOL:
+        raise ValueError(f"the basis 'mean' has norm {mean_norm:.3g} > 1 (the mean of unit-norm rows); refused")
+    return mean, components
 
 
 def check_same_features(Xs, Xt, names: tuple[str, str] = ("source", "target")) -> None:

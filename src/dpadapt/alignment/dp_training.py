@@ -30,6 +30,7 @@ from torch import nn
 from dpadapt.deep.dpsgd import per_example_clipped_sum
 from dpadapt.privacy import accounting
 from dpadapt.privacy.mechanisms import NoiseSource, poisson_subsample, torch_gaussian_noise
+from dpadapt.validation import check_finite_in
 
 HEAD_TYPES = ("logreg", "mlp")
 #: δ at which ``TrainedHeads.opacus_epsilons`` reports ε (the name is kept for compatibility; the
@@ -165,6 +166,7 @@ def train_heads(
     and the noise come from ``noise`` (fresh entropy when not given).
     """
     noise = NoiseSource() if noise is None else noise
+    check_finite_in(Z, np.float32, "the aligned features")
     Z = np.asarray(Z, dtype=np.float32)
     y = np.asarray(y, dtype=np.int64)
     n = Z.shape[0]

@@ -44,7 +44,7 @@ from dpadapt.privacy.families import prima as calib
 from dpadapt.privacy.guarantee import Guarantee
 from dpadapt.privacy.mechanisms import NoiseSource, class_statistics, gaussian
 from dpadapt.release import Release, ReleaseError
-from dpadapt.validation import check_features, check_labels
+from dpadapt.validation import check_features, check_labels, check_untrusted_array
 
 METHOD = "prima"
 PARTITIONS = ("random", "forward", "full")
@@ -216,7 +216,7 @@ def release_source_statistics(plan_: Plan, Xs, ys, public: np.random.Generator, 
     d = int(plan_.facts["n_features"])
     if Xs.shape[1] != d:
         raise ValueError(f"source has {Xs.shape[1]} features, the plan {d}")
-    classes, y_idx = class_indices(check_labels(ys, Xs.shape[0], "ys (source labels)"), config)
+    classes, y_idx = class_indices(check_labels(ys, Xs.shape[0], "ys (source labels)", classes=config.classes), config)
     basis_seed = int(public.integers(2**63 - 1))
     Z = embed(Xs, log_counts=config.log_counts, basis=public_basis(d, config.basis_dim, basis_seed))
     if config.private:
@@ -348,11 +348,35 @@ def target_blocks(release: Release) -> tuple[list[np.ndarray], list[np.ndarray]]
     sizes = release["block_sizes"]
     parts = _split_partition(release["partition"], sizes)
     cov.check_partition(parts, int(release.params["n_features"]))
-    covs = [release[f"cov_{i}"] for i in range(len(parts))]
-    for p, C in zip(parts, covs):
-        if C.shape != (len(p), len(p)):
-            raise ReleaseError("release covariance block does not match its partition block")
+    covs = []
+    for i, p in enumerate(parts):  # untrusted input: finite, symmetric, of the partition's shape
+        try:
+            C = check_untrusted_array(release[f"cov_{i}"], f"covariance block {i}", (len(p), len(p)))
+        except ValueError as exc:
+            raise ReleaseError(f"release covariance block does not match its partition block: {exc}") from None
+        if not np.allclose(C, C.T, rtol=1e-9, atol=1e-12):
+            raise ReleaseError(f"release covariance block {i} is not symmetric; refused")
+        covs.append(C)
     return parts, covs
+
+
+#: Largest spectral norm accepted for a per-block alignment map built from the other party's covariance:
+#: the source's unit-norm rows then map to features of norm ≤ 1e6, whose per-example gradients stay
+#: far inside float32 (the DP-SGD heads train in float32). An honest map is O(√d) (unit-mean-diagonal CORAL).
+MAX_ALIGNMENT_NORM = 1e6
+
+
+def _checked_map(H: np.ndarray, i: int) -> np.ndarray:
+    """A block's alignment map (a function of the other party's release and of our own DP release only),
+    refused if non-finite or of spectral norm above :data:`MAX_ALIGNMENT_NORM` (checked before any private
+    row is mapped)."""
+    norm = float(np.linalg.norm(H, 2)) if np.all(np.isfinite(H)) else math.inf
+    if not norm <= MAX_ALIGNMENT_NORM:
+        raise ReleaseError(
+            f"the alignment map of block {i} built from the other party's covariance has norm {norm:.3g} "
+            f"> {MAX_ALIGNMENT_NORM:g} (hostile or broken release); refused"
+        )
+    return H
 
 
 # --- heads protocol: source party -----------------------------------------------------------------
@@ -374,7 +398,7 @@ def release_source_heads(plan_: Plan, target_release: Release, Xs, ys, public: n
     d = int(target_release.params["n_features"])
     if Xs.shape[1] != d:
         raise ValueError(f"source has {Xs.shape[1]} features, the target release {d}")
-    classes, y_idx = class_indices(check_labels(ys, Xs.shape[0], "ys (source labels)"), config)
+    classes, y_idx = class_indices(check_labels(ys, Xs.shape[0], "ys (source labels)", classes=config.classes), config)
     n = Xs.shape[0]
     mode = config.privacy_mode
     repair = target_release.params["psd_repair"]
@@ -389,6 +413,8 @@ def release_source_heads(plan_: Plan, target_release: Release, Xs, ys, public: n
     scale = float(d) if mode == "sound" else 1.0
     in_div = 1.0 if mode == "sound" else math.sqrt(d)
     sigma_t = float(target_release.params["sigma_entry"])
+    if not (math.isfinite(sigma_t) and sigma_t >= 0):
+        raise ReleaseError(f"the target release's sigma_entry {sigma_t!r} is not a finite number ≥ 0; refused")
     feats, sizes, tproj = [], [], []
     for i, idx in enumerate(parts):
         B = _block(X, idx)
@@ -396,12 +422,12 @@ def release_source_heads(plan_: Plan, target_release: Release, Xs, ys, public: n
             ridge = config.reg
             if config.noise_aware_reg and mode == "sound":
                 ridge += scale * (cov.noise_spectral_scale(len(idx), sigma_t) + cov.noise_spectral_scale(len(idx), sigma_s))
-            feats.append(B @ coral_matrix(covs_s[i], covs_t[i], ridge, scale) / in_div)
+            feats.append(B @ _checked_map(coral_matrix(covs_s[i], covs_t[i], ridge, scale), i) / in_div)
             sizes.append(len(idx))
         else:
             k = min(config.sa_dim, len(idx))
             Ps, Bt = sa_bases(covs_s[i], covs_t[i], k)
-            feats.append(B @ Ps / in_div)
+            feats.append(B @ _checked_map(Ps, i) / in_div)
             tproj.append(Bt)
             sizes.append(k)
     Z = np.hstack(feats)

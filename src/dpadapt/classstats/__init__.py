@@ -32,7 +32,7 @@ from dpadapt.privacy.families.classstats import basis_disclosure, class_statisti
 from dpadapt.privacy.guarantee import Guarantee
 from dpadapt.privacy.mechanisms import class_statistics, random_streams
 from dpadapt.release import Release, ReleaseError
-from dpadapt.validation import check_features, check_labels
+from dpadapt.validation import check_basis, check_features, check_labels
 
 BASIS_KIND = "target_basis"
 STATS_KIND = "class_statistics"
@@ -90,14 +90,22 @@ def basis(Xt, config: Config, *, family: str | None = None) -> Release:
     )
 
 
-def _check_basis(rel: Release | None, family: str) -> tuple[np.ndarray | None, np.ndarray | None, str | None]:
+def _check_basis(
+    rel: Release | None, family: str, n_features: int | None = None
+) -> tuple[np.ndarray | None, np.ndarray | None, str | None]:
+    """The other party's basis, checked as untrusted input (:func:`dpadapt.validation.check_basis`:
+    finite, orthonormal columns, ‖mean‖ ≤ 1, ``n_features`` rows) before it touches private rows."""
     if rel is None:
         return None, None, None
     if rel.method != family or rel.kind != BASIS_KIND:
         raise ReleaseError(f"expected a {family}/{BASIS_KIND} release, got {rel.method}/{rel.kind}")
-    mean, comp = rel["mean"], rel["components"]
-    if _digest(mean, comp) != rel.params["sha256"]:
-        raise ReleaseError("the basis arrays do not match their digest")
+    try:
+        mean, comp = rel["mean"], rel["components"]
+        if _digest(mean, comp) != rel.params.get("sha256"):
+            raise ReleaseError("the basis arrays do not match their digest")
+        mean, comp = check_basis(mean, comp, n_features)
+    except (KeyError, ValueError) as exc:
+        raise ReleaseError(f"basis release: {exc}") from None
     return mean, comp, rel.params["sha256"]
 
 
@@ -119,11 +127,11 @@ def release(plan_: Plan, Xs, ys, noise, *, basis_release: Release | None = None)
     """The source's step: class statistics of its mapped rows (in the basis) as ONE Gaussian."""
     config: Config = plan_.config
     Xs = check_features(Xs, "Xs (source)", allow_sparse=True)
-    ys = check_labels(ys, Xs.shape[0], "ys (source labels)")
+    ys = check_labels(ys, Xs.shape[0], "ys (source labels)", classes=config.classes)
     if Xs.shape[0] != int(plan_.facts["n_source"]):
         raise ValueError(f"the plan is for {plan_.facts['n_source']} source rows, got {Xs.shape[0]}")
     classes = config.required_classes() if config.private else (config.classes or tuple(np.unique(ys).tolist()))
-    mean, comp, digest = _check_basis(basis_release, plan_.family)
+    mean, comp, digest = _check_basis(basis_release, plan_.family, Xs.shape[1])
     if config.k and comp is None:
         raise ReleaseError(f"k={config.k} needs the receiver's basis release (or set k=0)")
     Z = project(row_map(Xs, config.use_log1p()), mean, comp)
@@ -228,9 +236,18 @@ class ClassStatsDA(ConfigEstimator):
     config_class = Config
 
     def fit_domains(self, Xs, ys, Xt, yt=None):
+        """Fit; ``ys`` may hold any labels of the public label set ``classes`` (strings included)."""
+        self.config_ = config = self.make_config()
+        names = None
+        if config.classes is not None and not all(isinstance(c, int) for c in config.classes):
+            # labels that are not integers (e.g. "healthy"): released as indices into the public label set
+            names = np.asarray(config.classes)
+            ys = encode_labels(np.asarray(ys).ravel(), config.classes)
+            config = config.replace(classes=tuple(range(len(names))))
         Xs, ys, Xt, _ = self._check_domains(Xs, ys, Xt, None, allow_sparse=True)
-        self.config_ = self.make_config()
-        self.basis_release_, self.release_, self.model_ = run_parties(self.config_, Xs, ys, Xt)
+        self.basis_release_, self.release_, self.model_ = run_parties(config, Xs, ys, Xt)
+        if names is not None:
+            self.model_ = dataclasses.replace(self.model_, classes=names)
         self.classes_ = self.model_.classes_
         self._set_guarantees(*([] if not self.config_.private else [self.release_.guarantee]))
         return self
@@ -242,7 +259,7 @@ class ClassStatsDA(ConfigEstimator):
         return self.model_.predict_proba(X)
 
 
-from dpadapt.classstats.baselines import DPLogisticRegression, DPNearestClassMean  # noqa: E402
+from dpadapt.classstats.baselines import DPLogisticRegression, DPNearestClassMean, encode_labels  # noqa: E402
 
 register(Family(
     name="classstats", config=Config, protected=("source",), plan=plan, release=release, adapt=adapt,

@@ -22,7 +22,6 @@ from dpadapt.api import ConfigEstimator, param
 from dpadapt.classstats.adapt import ClassStatsModel, prototypes_from_release, row_map
 from dpadapt.privacy.families.classstats import noisy_gd_plan
 from dpadapt.privacy.mechanisms import clip_rows, gaussian, random_streams
-from dpadapt.validation import check_features, check_labels
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -39,14 +38,84 @@ class SourceOnlyConfig(api.Config):
         return self.log1p == "true" or (self.log1p == "auto" and self.feature_type == "counts")
 
 
-class _SourceOnly(ConfigEstimator):
-    def _classes(self, ys) -> tuple:
-        return self.config_.required_classes() if self.config_.private else (self.config_.classes or tuple(np.unique(ys).tolist()))
+#: scikit-learn estimator checks that cannot hold for these estimators, with the reason. Checks that
+#: compare two fits fail only because each fit draws fresh noise: they pass with reproducible_noise=True.
+FRESH_NOISE_CHECKS = {
+    "check_fit_idempotent": "two fits draw independent privacy noise (fresh OS entropy), so their predictions differ",
+    "check_classifier_data_not_an_array": "compares two fits, each with fresh privacy noise",
+    "check_supervised_y_2d": "compares a fit on y with a fit on y[:, None], each with fresh privacy noise",
+}
+#: Checks that feed labels outside a fixed public label set (the label set is public and declared before fit).
+PUBLIC_LABEL_SET_CHECKS = {
+    "check_classifiers_train": "fits a binary subset of the declared label set: classes_ (and predict_proba's "
+                               "columns) are the public label set, not the labels seen in the private y, and a "
+                               "declared class absent from y still has a (noisy) prototype that can be predicted",
+    "check_classifiers_one_label": "fits one label of the declared set: the other declared classes keep a noisy "
+                                   "prototype / weight vector and can still be predicted",
+    "check_classifiers_classes": "fits labels outside the declared public label set, which is refused "
+                                 "(inferring the label set from private labels would leak them)",
+}
 
-    def fit(self, X, y=None, sample_domain=None, **kw):
-        if sample_domain is None:  # plain (X, y): all rows are source rows
+
+def expected_failed_checks(estimator) -> dict[str, str]:
+    """The scikit-learn checks ``estimator`` cannot pass, each with its reason (for ``check_estimator``)."""
+    out: dict[str, str] = {}
+    if estimator.epsilon is not None and not estimator.reproducible_noise:
+        out.update(FRESH_NOISE_CHECKS)
+    if estimator.classes is not None:
+        out.update(PUBLIC_LABEL_SET_CHECKS)
+    return out
+
+
+class _SourceOnly(ConfigEstimator):
+    """scikit-learn conventions for the DP source-only classifiers.
+
+    Labels may be any hashable values (strings included) of the public label set ``classes``;
+    without ``classes`` the non-private estimator takes the labels seen. ``fit`` validates with
+    scikit-learn (``n_features_in_``, NaN/inf, sparse CSR accepted) and predicts ``classes_`` values.
+    Fresh privacy noise makes two fits differ; the tag ``non_deterministic`` says so unless
+    ``reproducible_noise=True``.
+    """
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.non_deterministic = self.epsilon is not None and not self.reproducible_noise
+        return tags
+
+    def fit(self, X, y=None, sample_domain=None):
+        """Fit on plain ``(X, y)`` (every row a source row) or skada-style with ``sample_domain``."""
+        if sample_domain is None:
             return self.fit_domains(X, y)
-        return super().fit(X, y, sample_domain, **kw)
+        return super().fit(X, y, sample_domain)
+
+    def _source(self, Xs, ys) -> tuple[object, np.ndarray, tuple]:
+        """Validated source rows, label indices into the label set, and the label set itself."""
+        from sklearn.utils.multiclass import check_classification_targets
+        from sklearn.utils.validation import validate_data
+
+        Xs, ys = validate_data(self, Xs, ys, accept_sparse="csr", dtype=np.float64, reset=True)
+        check_classification_targets(ys)
+        self.config_ = c = self.make_config()
+        classes = c.required_classes() if c.private else (c.classes or tuple(np.unique(ys).tolist()))
+        return Xs, encode_labels(ys, classes), classes
+
+    def _rows(self, X):
+        from sklearn.utils.validation import check_is_fitted, validate_data
+
+        check_is_fitted(self)
+        return validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+
+
+def encode_labels(ys, classes: tuple) -> np.ndarray:
+    """Positions of the labels in the public label set (any hashable labels); a label outside it is an error."""
+    lookup = {c: i for i, c in enumerate(classes)}
+    values = np.asarray(ys).tolist()
+    idx = np.fromiter((lookup.get(v, -1) for v in values), dtype=np.int64, count=len(values))
+    if np.any(idx < 0):
+        bad = sorted({repr(v) for v, i in zip(values, idx) if i < 0})[:5]
+        raise ValueError(f"label(s) {', '.join(bad)} are not in the public label set classes={list(classes)}")
+    return idx
 
 
 class DPNearestClassMean(_SourceOnly):
@@ -57,26 +126,27 @@ class DPNearestClassMean(_SourceOnly):
     def fit_domains(self, Xs, ys, Xt=None, yt=None):
         from dpadapt.classstats import Config, plan, release
 
-        self.config_ = self.make_config()
+        Xs, idx, classes = self._source(Xs, ys)
         c = self.config_
-        cfg = Config(epsilon=c.epsilon, delta=c.delta, privacy_mode=c.privacy_mode, classes=c.classes,
+        cfg = Config(epsilon=c.epsilon, delta=c.delta, privacy_mode=c.privacy_mode, classes=tuple(range(len(classes))),
                      random_state=c.random_state, reproducible_noise=c.reproducible_noise, k=0,
                      feature_type=c.feature_type, log1p=c.log1p, relation=c.relation, refinement="none")
-        Xs = check_features(Xs, "Xs (source)", allow_sparse=True)
         _, noise = random_streams(c.random_state, reproducible_noise=c.reproducible_noise)
         the_plan = plan(cfg, {"n_source": Xs.shape[0], "n_features": Xs.shape[1], "k": 0})
-        self.release_ = release(the_plan, Xs, ys, noise)
+        self.release_ = release(the_plan, Xs, idx, noise)
         centers, _ = prototypes_from_release(self.release_["sums"], self.release_["counts"])
-        self.model_ = ClassStatsModel(np.asarray(self.release_.params["classes"]), cfg.use_log1p(), None, None, centers)
-        self.classes_ = self.model_.classes_
+        self.classes_ = np.asarray(classes)
+        self.model_ = ClassStatsModel(self.classes_, cfg.use_log1p(), None, None, centers)
         self._set_guarantees(*([self.release_.guarantee] if c.private else []))
         return self
 
     def predict(self, X):
-        return self.model_.predict(X)
+        rows = self._rows(X)
+        return self.model_.predict(rows)
 
     def predict_proba(self, X):
-        return self.model_.predict_proba(X)
+        rows = self._rows(X)
+        return self.model_.predict_proba(rows)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -100,13 +170,8 @@ class DPLogisticRegression(_SourceOnly):
     config_class = GDConfig
 
     def fit_domains(self, Xs, ys, Xt=None, yt=None):
-        self.config_ = c = self.make_config()
-        Xs = check_features(Xs, "Xs (source)", allow_sparse=True)
-        ys = check_labels(ys, Xs.shape[0], "ys (source labels)")
-        from dpadapt.classstats import label_indices
-
-        classes = self._classes(ys)
-        idx = label_indices(ys, classes)
+        Xs, idx, classes = self._source(Xs, ys)
+        c = self.config_
         F = _features(Xs, c.use_log1p())
         n, d = F.shape
         K = len(classes)
@@ -131,8 +196,9 @@ class DPLogisticRegression(_SourceOnly):
         return self
 
     def predict_proba(self, X):
-        logits = _features(check_features(X, allow_sparse=True), self.config_.use_log1p()) @ self.coef_.T
+        logits = _features(self._rows(X), self.config_.use_log1p()) @ self.coef_.T
         return np.exp(logits - logsumexp(logits, axis=1, keepdims=True))
 
     def predict(self, X):
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        proba = self.predict_proba(X)
+        return self.classes_[np.argmax(proba, axis=1)]

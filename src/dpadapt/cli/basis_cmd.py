@@ -14,7 +14,7 @@ import argparse
 from dpadapt import classstats
 from dpadapt.cli.main import add_command
 from dpadapt.cli.party_cmd import N_FEATURES_PARAM, _check_out
-from dpadapt.io import load_table
+from dpadapt.cli.table_options import add_table_arguments, load_data
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -26,11 +26,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--method", default="dpot", choices=("dpot", "classstats", "sound"), help="the method the basis is for (default dpot)")
     p.add_argument("--out", required=True, help="basis Release file to give the other party")
     p.add_argument("--force", action="store_true", help="overwrite an existing output file")
+    add_table_arguments(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    table = load_table(args.data, args.label_column)
+    table = load_data(args)
     out = _check_out(args.out, args.force)
     config = classstats.Config(k=args.k, feature_type=args.feature_type)
     release = classstats.basis(table.X, config, family=args.method)

@@ -10,8 +10,10 @@ from __future__ import annotations
 import argparse
 import json
 import math
+from pathlib import Path
 
 from dpadapt.cli.main import add_command
+from dpadapt.cli.table_options import add_table_arguments
 from dpadapt.privacy.ledger import Ledger, fingerprint, short_id
 
 
@@ -30,7 +32,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     show.add_argument("--history", action="store_true", help="also list the releases (as `budget history`)")
     setp.add_argument("--epsilon", type=float, required=True)
     setp.add_argument("--delta", type=float, required=True)
-    setp.add_argument("--label", help="a human-readable name for the dataset")
+    setp.add_argument("--label", help="a human-readable name for the dataset (a display name, not the label column)")
+    setp.add_argument("--label-column", default="y", help="label column of a .csv/.parquet file without --schema (default y)")
+    add_table_arguments(setp)
     show.set_defaults(func=run_show)
     setp.set_defaults(func=run_set)
     hist.set_defaults(func=run_history)
@@ -54,9 +58,9 @@ def run_set(args) -> int:
     if not (math.isfinite(args.epsilon) and args.epsilon > 0):
         raise ValueError(f"--epsilon must be a finite number > 0, got {args.epsilon}")
     if args.data:
-        from dpadapt.io import load_table
+        from dpadapt.cli.table_options import load_data
 
-        n = load_table(args.data).X.shape[0]  # a budget for a file no release can be computed from is a mistake
+        n = load_data(args).X.shape[0]  # a budget for a file no release can be computed from is a mistake
         if args.delta >= 1.0 / n:
             raise ValueError(f"--delta {args.delta:g} is ≥ 1/n = {1.0 / n:.3g} for the {n} rows of {args.data}: refused (use δ ≪ 1/n)")
     ledger = Ledger(args.ledger)
@@ -65,8 +69,24 @@ def run_set(args) -> int:
     return 0
 
 
+def _existing_ledger(args, empty_json: object) -> Ledger | None:
+    """The ledger, or ``None`` (saying so) when its file does not exist: showing never creates a ledger."""
+    from dpadapt.privacy.ledger import default_path
+
+    path = Path(args.ledger) if args.ledger else default_path()
+    if path.exists():
+        return Ledger(path)
+    if args.json:
+        print(json.dumps(empty_json, indent=2))
+    else:
+        print(f"no ledger at {path} yet (nothing released; `dpadapt budget set` or a release creates it)")
+    return None
+
+
 def run_show(args) -> int:
-    ledger = Ledger(args.ledger)
+    ledger = _existing_ledger(args, {"ledger": str(Path(args.ledger)) if args.ledger else None, "budgets": []})
+    if ledger is None:
+        return 0
     dataset_id = _dataset_id(args)
     rows = []
     for b in ledger.budgets():
@@ -112,7 +132,9 @@ def run_show(args) -> int:
 
 
 def run_history(args) -> int:
-    ledger = Ledger(args.ledger)
+    ledger = _existing_ledger(args, [])
+    if ledger is None:
+        return 0
     if args.json:
         entries = ledger.history(args.party, _dataset_id(args))
         print(json.dumps([e.to_dict() for e in entries], indent=2, default=str))

@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("bench_cmd", "run a benchmark suite and print measured vs paper numbers"),
     "basis": ("basis_cmd", "unprotected target: disclose its mean and PCA basis for the source's class statistics"),
     "slices": ("slices_cmd", "public source (DP-SWD): disclose its trained extractor, directions and bins for dpswd-marginals"),
+    "schema": ("schema_cmd", "draft a table schema from public facts (column names), or check one"),
     "keys": ("keys_cmd", "create a signing key pair (give the public key to the other party)"),
     "release": ("party_cmd", "data owner: compute a private release of your data for the other party (budgeted)"),
     "adapt": ("party_cmd", "receiver: adapt a model to your data using the other party's release(s)"),
@@ -47,6 +48,33 @@ def add_command(
     return parser, parser.add_subparsers(dest=actions, metavar=actions.upper()) if actions else None
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line on stderr (exit 2), not the whole usage."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see `{self.prog} --help`)\n")
+
+
+def _join_negative_values(argv: list[str]) -> list[str]:
+    """``--delta -1e-5`` → ``--delta=-1e-5``: a negative number after an option is its value (argparse
+    would take it for an option), so the command's own check reports it in one line."""
+    out: list[str] = []
+    for arg in argv:
+        if out and out[-1].startswith("--") and "=" not in out[-1] and arg.startswith("-") and _is_number(arg):
+            out[-1] = f"{out[-1]}={arg}"
+        else:
+            out.append(arg)
+    return out
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
+
+
 def _command_of(argv: list[str]) -> str | None:
     """The sub-command named in ``argv`` (the first argument that is not an option)."""
     for arg in argv:
@@ -57,7 +85,7 @@ def _command_of(argv: list[str]) -> str | None:
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The parser; only the module of the command named in ``argv`` is imported (all of them if ``argv`` is None)."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="dpadapt",
         description="Differentially private domain adaptation: two-party releases, adaptation, accounting and benchmarks.",
     )
@@ -95,7 +123,7 @@ def _warning_line(command: str):
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    argv = _join_negative_values(list(sys.argv[1:] if argv is None else argv))
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
@@ -104,7 +132,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _warning_line(args.command)
-            return int(args.func(args) or 0)
+            status = int(args.func(args) or 0)
+            sys.stdout.flush()
+            return status
+    except BrokenPipeError:
+        # the reader of our output went away (`dpadapt report FILE | head -1`): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         print(f"dpadapt {args.command}: interrupted", file=sys.stderr)
         return 130

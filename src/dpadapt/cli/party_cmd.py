@@ -26,13 +26,16 @@ from typing import Any
 from dpadapt import keys, modelio
 from dpadapt.cli.main import add_command
 from dpadapt.cli.methods import MethodCommands, PlannedRelease, load_plugins, methods
-from dpadapt.io import Table, load_table
+from dpadapt.cli.table_options import add_table_arguments, load_data, step
+from dpadapt.io import Table
 from dpadapt.privacy.guarantee import Guarantee, compose_guarantees
 from dpadapt.privacy.ledger import Ledger, fingerprint, short_id
 from dpadapt.protocol import Channel, FileChannel, Message, SocketChannel, serve
 from dpadapt.release import Release
 from dpadapt.validation import check_delta, check_epsilon
 
+SEED_HELP = ("seed of the PUBLIC randomness (projections, partitions; default: fresh); "
+             "privacy noise comes from fresh OS entropy")
 #: Parameter the driver adds to every Release: the owner's feature dimension.
 N_FEATURES_PARAM = "owner_n_features"
 
@@ -103,6 +106,7 @@ def _add_ledger_arguments(p: argparse.ArgumentParser) -> None:
         help="these data are public: a release without privacy guarantee (ε = ∞) is allowed and not charged to a budget",
     )
     p.add_argument("--sign", metavar="KEY", help="sign what you write with this Ed25519 private key (dpadapt keys new)")
+    add_table_arguments(p)
 
 
 def add_trust_argument(p: argparse.ArgumentParser) -> None:
@@ -127,7 +131,7 @@ def _add_release_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--epsilon", type=float, required=True, help="ε of this release")
     p.add_argument("--delta", type=float, required=True, help="δ of this release (≪ 1/n)")
     p.add_argument("--out", required=True, help="Release file to write (give it to the other party)")
-    p.add_argument("--seed", type=int, default=None, help="seed of the noise generator (default: fresh entropy)")
+    p.add_argument("--seed", type=int, default=None, help=SEED_HELP)
     _add_ledger_arguments(p)
 
 
@@ -142,7 +146,7 @@ def _add_serve_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--session", default="", help="session name both parties agree on (checked on every message)")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for each query (default 600)")
     p.add_argument("--max-rounds", type=int, default=None, help="answer at most this many rounds")
-    p.add_argument("--seed", type=int, default=None, help="seed of the noise generator (default: fresh entropy)")
+    p.add_argument("--seed", type=int, default=None, help=SEED_HELP)
     _add_ledger_arguments(p)
 
 
@@ -161,7 +165,7 @@ def _add_adapt_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--return-release", default=None, help="Release file for the return leg (methods that send one back)")
     p.add_argument("--epsilon", type=float, default=None, help="ε of the return release (methods with a return leg)")
     p.add_argument("--delta", type=float, default=None, help="δ of the return release")
-    p.add_argument("--seed", type=int, default=None, help="random seed (default: fresh entropy)")
+    p.add_argument("--seed", type=int, default=None, help=SEED_HELP)
     _add_ledger_arguments(p)
     add_trust_argument(p)
 
@@ -172,13 +176,15 @@ def _add_adapt_common(p: argparse.ArgumentParser) -> None:
 def run_release(args: argparse.Namespace) -> int:
     commands = methods()[args.method_name]
     check_epsilon(args.epsilon)
+    check_delta(args.delta)
     key = sign_key(args)
-    table = load_table(args.data, args.label_column)
+    table = load_data(args)
     check_release_delta(args, table)
     out = _check_out(args.out, args.force)
     args.sign_key = key
     plan = commands.plan_release(args, table)
-    release = budgeted_release(plan, table, args, out, commands.name, requested=(args.epsilon, args.delta))
+    with step(args, f"release {commands.name}"):
+        release = budgeted_release(plan, table, args, out, commands.name, requested=(args.epsilon, args.delta))
     print(f"wrote {out}: {release.method}/{release.kind}, release id {release.release_id}")
     print(f"  {release.guarantee.summary()}")
     return 0
@@ -239,7 +245,7 @@ def budgeted_release(
         release.release_id = release_id
         release.params[N_FEATURES_PARAM] = int(table.X.shape[1])
         reservation.kind = release.kind
-        # the ledger marks the spend final just before the file gets its name: never refunded after
+        # the spend was marked final before the first noise draw (and again before any byte is written)
         release.save(out, sign_key=getattr(args, "sign_key", None), before_publish=reservation.publish)
     budget = ledger.budget(party, dataset_id)
     print(
@@ -271,7 +277,7 @@ def _public_release(plan: PlannedRelease, table: Table, args: argparse.Namespace
 def run_serve(args: argparse.Namespace) -> int:
     commands = methods()[args.method_name]
     check_epsilon(args.epsilon)
-    table = load_table(args.data, args.label_column)
+    table = load_data(args)
     check_release_delta(args, table)
     plan_answer = commands.plan_answers(args, table)
     dataset_id = args.dataset_id or fingerprint(table.path)
@@ -313,14 +319,15 @@ def run_adapt(args: argparse.Namespace) -> int:
     args.sign_key = sign_key(args)
     releases = [Release.load(p, expect_method=commands.file_method(), trusted=trusted) for p in args.release]
     releases += [Release.load(p, expect_method=commands.file_method()) for p in args.own_release]
-    table = load_table(args.data, args.label_column)
+    table = load_data(args)
     check_release_dimensions(releases, table)
     out = _check_out(args.out, args.force)
     if args.return_release:
         _check_out(args.return_release, args.force)
     args.channel = _open_channel(args, me="client", peer="server") if iterative else None
     try:
-        outcome = commands.adapt(args, table, releases)
+        with step(args, f"adapt {commands.name}"):
+            outcome = commands.adapt(args, table, releases)
     finally:
         if args.channel is not None:
             _stop(args.channel)

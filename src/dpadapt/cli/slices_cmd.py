@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     if table.y is None:
         raise ValueError(f"{table.path}: the source data needs labels (column '{args.label_column}')")
     X = check_features(table.X, "source data")
-    y = check_labels(table.y, X.shape[0], "source labels")
+    y = check_labels(table.y, X.shape[0], "source labels", classes=config.classes)
     out = _check_out(args.out, args.force)
     classes = np.asarray(config.classes) if config.classes is not None else np.unique(y)  # the source's labels are public
     rng, _ = random_streams(config.random_state)

@@ -32,7 +32,7 @@ from dpadapt.deep.configs import DANNConfig, training_steps
 from dpadapt.deep.dpsgd import PrivacySpec, clipped_block_sums
 from dpadapt.deep.runtime import training_device
 from dpadapt.privacy.mechanisms import NoiseSource, poisson_subsample, random_streams, torch_gaussian_noise
-from dpadapt.validation import check_fitted_features
+from dpadapt.validation import check_finite_in, check_fitted_features
 
 ACTIVATIONS: dict[str, Callable[[], nn.Module]] = {"relu": nn.ReLU, "sigmoid": nn.Sigmoid, "tanh": nn.Tanh}
 
@@ -189,6 +189,8 @@ def train_streams(
     sampler = noise if isinstance(noise, NoiseSource) else None
     tensors = {s.name: None if s.y is None else torch.from_numpy(np.asarray(s.y, dtype=np.int64)).to(device)
                for s in streams}
+    for s in streams:  # whole datasets, in the dtype of the computation, before any sample or noise
+        check_finite_in(s.X, np.float32, f"the {s.name} rows")
     dense = {s.name: s.X if sp.issparse(s.X) else torch.from_numpy(np.ascontiguousarray(s.X, dtype=np.float32)).to(device)
              for s in streams}
     net.train()

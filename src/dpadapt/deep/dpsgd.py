@@ -46,7 +46,7 @@ from torch import nn
 from torch.func import functional_call, grad, vmap
 
 from dpadapt.privacy.mechanisms import torch_noise_generator as torch_noise
-from dpadapt.privacy.mechanisms import torch_gaussian_noise
+from dpadapt.privacy.mechanisms import NonFiniteError, torch_gaussian_noise
 
 Grouping = Literal["joint", "per_group"]
 PerExampleMethod = Literal["auto", "ghost", "vmap"]
@@ -268,7 +268,15 @@ def ghost_supported(net: nn.Module) -> bool:
 
 
 def clip_weights(sq_norms: torch.Tensor, clip: float) -> torch.Tensor:
-    """Per-example factors min(1, C/‖g‖) that scale each gradient to norm ≤ C."""
+    """Per-example factors min(1, C/‖g‖) that scale each gradient to norm ≤ C.
+
+    A non-finite squared norm (an overflow in the tensor's dtype) raises before any noise is drawn:
+    ``clamp`` keeps NaN, so the clip would not bound it and the noisy sum would be NaN exactly
+    when that example was used.
+    """
+    if not bool(torch.isfinite(sq_norms).all()):
+        raise NonFiniteError("a per-example gradient norm is NaN or infinite (overflow in "
+                             f"{sq_norms.dtype}); refused before any noise was drawn")
     norms = torch.sqrt(torch.clamp(sq_norms, min=0.0))
     return torch.clamp(clip / torch.clamp(norms, min=1e-12), max=1.0)
 

@@ -53,7 +53,7 @@ from dpadapt.privacy.guarantee import Guarantee
 from dpadapt.privacy.mechanisms import NoiseSource, noisy_projections, random_streams, secret_subsample, torch_gaussian_noise
 from dpadapt.release import Release
 from dpadapt.transport import swd
-from dpadapt.validation import check_fitted_features
+from dpadapt.validation import check_finite_in, check_fitted_features
 
 MODES = ("sound", "paper", "non-private", "source-only", "dann")
 #: public bin range of the marginals design, in units of the source's projection std per direction
@@ -154,6 +154,7 @@ def target_projections(
     amplification by subsampling assumes nobody knows the sample); g runs in eval mode without
     gradients; only the noisy (B × k) projections are returned.
     """
+    check_finite_in(Xt, np.float32, "Xt (target)")  # the whole dataset, before the secret sample
     rows = secret_subsample(Xt.shape[0], batch_size, noise)
     was_training = g.training
     g.eval()
@@ -284,6 +285,9 @@ def train_swd_da(
     releases = int(cfg.steps) - align_from if align else 0
     device = training_device(cfg.device)
     g.to(device), h.to(device)
+    check_finite_in(Xs, np.float32, "Xs (source)")
+    if Xt is not None:
+        check_finite_in(Xt, np.float32, "Xt (target)")
     Xs_t = torch.as_tensor(np.asarray(Xs, dtype=np.float32), device=device)
     Xt_t = None if Xt is None else torch.as_tensor(np.asarray(Xt, dtype=np.float32), device=device)
     with torch.no_grad():

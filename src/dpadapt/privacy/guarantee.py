@@ -229,6 +229,9 @@ class Guarantee:
 
     def summary(self) -> str:
         """One line: who, (ε, δ), unit/relation, valid or not."""
+        if math.isinf(self.epsilon) and self.details.get("disclosed"):
+            # a disclosure by a party that is not protected in this setting is not an alarm
+            return f"{self.party}: not protected in this setting; it disclosed {self.details['disclosed']}"
         eps = "∞" if math.isinf(self.epsilon) else f"{self.epsilon:.4g}"
         status = "valid" if self.valid else "NOT a valid DP guarantee"
         return f"{self.party}: ({eps}, {self.delta:.3g})-DP, {self.unit}-level, {self.relation}, {self.mode} mode — {status}"
@@ -253,6 +256,9 @@ class Guarantee:
             lines.append(f"  {key:<14}: {value}")
         if self.valid:
             lines.append("Status          : valid differential-privacy guarantee")
+        elif math.isinf(self.epsilon) and self.details.get("disclosed"):
+            lines.append(f"Status          : not protected in this setting; it disclosed {self.details['disclosed']}, because")
+            lines.extend(f"  - {r}" for r in self.reasons)
         else:
             lines.append("Status          : NOT a valid differential-privacy guarantee, because")
             lines.extend(f"  - {r}" for r in self.reasons)

@@ -16,18 +16,20 @@ Two-phase protocol (nothing released without a record, no record of a spend that
    otherwise insert a ``reserved`` row (release id, output path, pid). Two processes racing on a
    budget that affords one release are serialised by SQLite's write lock: only one passes.
    No noise has been drawn yet.
-2. **publish** — the caller draws the noise and prepares its output (e.g. a complete temporary
-   file). *Before* anything can leave the process — before the rename that gives the file its
-   final name, before a message is sent — it calls :meth:`Reservation.publish`, which marks the
-   row ``published`` (durably). From then on the spend is final whatever happens to the file.
+2. **publish** — the row is marked ``published`` (durably) *before the first secret draw* of the
+   body: :meth:`reservation` registers :meth:`Reservation.publish` with
+   :func:`dpadapt.privacy.mechanisms.before_noise`, which every draw of noise (or of a secret
+   sample) announces itself to. Callers also publish before any byte of output exists (the
+   release file is written after it: :func:`dpadapt.container.write_atomic` runs the callback
+   before it creates the temporary file) or a message is sent. From then on the spend is final.
 3. **commit** — after the output is written the row becomes ``committed``.
 
 A reservation that ends without commit (an exception, or a process that died) is settled
-conservatively: a ``published`` reservation is always ``committed`` — the file may have been
-written and then moved, deleted or copied, so a refund could let released information go
-unaccounted. Only an unpublished reservation, whose output provably never got its final name or
-left the process, is ``aborted`` (and a leftover temporary file is deleted). A reservation of a
-live process always counts as spent.
+conservatively: a ``published`` reservation is always ``committed`` — noise was (or may have
+been) drawn and a file or a temporary copy of it may exist anywhere, so a refund could let released
+information go unaccounted. Only an unpublished reservation — whose process provably never drew
+noise, so no output of it can exist — is ``aborted`` (and a leftover temporary file is deleted).
+A reservation of a live process always counts as spent.
 
 A ledger file (or its folder) that cannot be written is opened read-only: budgets and spends can
 be shown, and any operation that would record a spend fails with a one-line error.
@@ -141,7 +143,7 @@ class Reservation:
     published: bool = False
 
     def publish(self) -> None:
-        """Mark the spend final: from now on the output may exist, so it is never refunded."""
+        """Mark the spend final (before the first noise draw): it is never refunded from then on."""
         if self.ledger is not None and not self.published:
             self.ledger.mark_published(self.release_id)
         self.published = True
@@ -518,18 +520,22 @@ class Ledger:
     def reservation(
         self, party: str, dataset_id: str, guarantee: Guarantee, *, release_id: str, kind: str, **record: Any
     ) -> Iterator[Reservation]:
-        """:meth:`reserve` (``record``: its ``method`` and ``path``), run the body (draw noise, call
-        ``handle.publish()``, write the output), then commit.
+        """:meth:`reserve` (``record``: its ``method`` and ``path``), run the body (draw noise,
+        write the output), then commit.
 
-        The body must call ``handle.publish()`` before any output can leave the process. On an
+        The spend is published automatically before the body's first secret draw; the body must
+        also call ``handle.publish()`` before any output can exist or leave the process. On an
         exception in the body the reservation is settled: committed once published, aborted
-        (refunded) only if it never was.
+        (refunded) only if it never was — i.e. only if no noise was drawn.
         """
+        from dpadapt.privacy.mechanisms import before_noise
+
         spend = self.reserve(party, dataset_id, guarantee, release_id=release_id, kind=kind, **record)
         handle = Reservation(release_id, spend, kind, ledger=self)
         try:
             checkpoint("after_reserve")
-            yield handle
+            with before_noise(handle.publish):  # the spend is final before the first secret draw
+                yield handle
         except BaseException:
             self.resolve(release_id)
             raise

@@ -14,8 +14,10 @@ to a public norm with :func:`clip_rows`, by counting, ...) and returns the noisy
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
+from collections.abc import Iterator
 from typing import Any
 
 import dp_accounting
@@ -55,6 +57,7 @@ class NoiseSource:
 
     def spawn(self) -> NoiseSource:
         """An independent child stream (for a worker or a torch generator)."""
+        _announce_draw()  # the child may draw where no hook runs (another thread or process)
         child = NoiseSource.__new__(NoiseSource)
         child._generator = self._generator.spawn(1)[0]
         child.reproducible = self.reproducible
@@ -65,7 +68,7 @@ class NoiseSource:
         import torch
 
         g = torch.Generator()
-        g.manual_seed(int(self._generator.integers(2**63 - 1)))
+        g.manual_seed(int(_noise_generator(self).integers(2**63 - 1)))
         return g
 
 
@@ -91,8 +94,30 @@ def random_streams(random_state=None, *, reproducible_noise: bool = False) -> tu
     return public, NoiseSource(seq, reproducible=True)
 
 
+#: Callbacks run before the first secret draw of the process (a stack: the innermost runs). The
+#: privacy ledger registers :meth:`~dpadapt.privacy.ledger.Reservation.publish` here, so a spend is
+#: final before any noise exists: a process that dies after drawing is never refunded.
+_BEFORE_NOISE: list = []
+
+
+@contextlib.contextmanager
+def before_noise(callback) -> Iterator[None]:
+    """Run ``callback()`` before every secret draw made inside the block (it must be idempotent)."""
+    _BEFORE_NOISE.append(callback)
+    try:
+        yield
+    finally:
+        _BEFORE_NOISE.remove(callback)
+
+
+def _announce_draw() -> None:
+    for callback in _BEFORE_NOISE:
+        callback()
+
+
 def _noise_generator(noise: NoiseSource | np.random.Generator) -> np.random.Generator:
-    """The generator behind a noise source (a bare Generator is accepted during the migration)."""
+    """The generator behind a noise source, for one secret draw (announced to :func:`before_noise` first)."""
+    _announce_draw()
     if isinstance(noise, NoiseSource):
         return noise._generator
     if isinstance(noise, np.random.Generator):
@@ -126,18 +151,41 @@ def gaussian(value, *, sigma: float, sensitivity: float, noise: NoiseSource, sym
     check_positive(sigma, "sigma")
     check_positive(sensitivity, "sensitivity")
     value = np.asarray(value, dtype=np.float64)
+    _require_finite(value, "the values to release")
     noisy = value + gaussian_noise(value.shape, sigma, noise, symmetric=symmetric)
     return Noised(noisy, accounting.gaussian_event(sigma / sensitivity))
+
+
+class NonFiniteError(ValueError):
+    """A value about to be released (or clipped) is NaN or infinite: refused before any noise is drawn."""
+
+
+def _require_finite(value: np.ndarray, what: str) -> None:
+    """Raise :class:`NonFiniteError` unless every entry of ``value`` is finite (in its own dtype).
+
+    NaN slips through comparisons (``NaN > 1`` is false), so a clip or a sensitivity bound does not
+    hold for it; a NaN or ∞ in a released value would mark exactly the runs that used the bad row.
+    """
+    if not np.all(np.isfinite(value)):
+        raise NonFiniteError(
+            f"{what} contain NaN or infinite values (an overflow of the computation, or hostile input); "
+            "refused before any noise was drawn"
+        )
 
 
 def clip_rows(X: np.ndarray, max_norm: float) -> np.ndarray:
     """Scale every row with ℓ2 norm above ``max_norm`` down to ``max_norm`` (a per-record operation).
 
-    ``max_norm`` must be public (fixed before seeing the data); rows below it are unchanged.
+    ``max_norm`` must be public (fixed before seeing the data); rows below it are unchanged. A
+    non-finite entry, or a row whose norm overflows float64, raises :class:`NonFiniteError`
+    (a NaN row would otherwise pass the clip unchanged).
     """
     check_positive(max_norm, "max_norm")
     X = np.asarray(X, dtype=np.float64)
-    norms = np.linalg.norm(X, axis=1, keepdims=True)
+    _require_finite(X, "rows to clip")
+    with np.errstate(over="ignore"):
+        norms = np.linalg.norm(X, axis=1, keepdims=True)
+    _require_finite(norms, "row norms")  # a finite row can still overflow its norm
     scale = np.ones_like(norms)
     over = norms > max_norm
     scale[over] = max_norm / norms[over]
@@ -176,6 +224,7 @@ def gaussian_mechanism(
     check_positive(sensitivity, "sensitivity")
     sigma = gaussian_sigma_for(epsilon, delta, sensitivity)
     value = np.asarray(value, dtype=np.float64)
+    _require_finite(value, "the values to release")
     noise = gaussian_noise(value.shape, sigma, rng, symmetric=symmetric)
     guarantee = analytic_gaussian_guarantee(
         epsilon, delta, sigma / sensitivity, party=party, unit=unit, relation=relation, theorem=theorem,
@@ -283,6 +332,7 @@ def report_noisy_min(
     check_positive(sensitivity, "sensitivity")
     scale = (1.0 if monotone else 2.0) * sensitivity / epsilon
     scores = np.asarray(scores, dtype=np.float64)
+    _require_finite(scores, "the scores")
     noisy = scores + _noise_generator(rng).laplace(0.0, scale, size=scores.shape)
     return int(np.argmin(noisy)), scale
 
@@ -468,6 +518,7 @@ def noisy_projections(F, U, *, sigma: float, noise: NoiseSource) -> np.ndarray:
         raise ValueError(f"sigma must be a finite number ≥ 0, got {sigma}")
     if sigma == 0:
         return P
+    _require_finite(P, "the projections to release")
     return P + _noise_generator(noise).normal(0.0, sigma, size=P.shape)
 
 
@@ -483,6 +534,8 @@ def torch_gaussian_noise(total, std: float, noise):
         raise ValueError(f"noise std must be a finite number ≥ 0, got {std}")
     if std == 0:
         return total
+    if not bool(torch.isfinite(total).all()):  # in the tensor's own dtype (a float64-finite 1e39 is inf in float32)
+        raise NonFiniteError("the clipped sum to release contains NaN or infinite values; refused before any noise was drawn")
     g = torch_noise_generator(noise)  # a CPU generator: drawn on the CPU, then moved to the tensor's device
     return total + std * torch.randn(total.shape, generator=g, dtype=total.dtype).to(total.device)
 

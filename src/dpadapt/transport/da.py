@@ -35,6 +35,7 @@ from dpadapt.transport.coupling import (
 from dpadapt.transport.dpot import (
     KIND,
     METHOD,
+    SOUND_ROWS_REFUSED,
     draw_projection,
     preprocess_rows,
     projection_digest,
@@ -273,6 +274,8 @@ class Config(classstats.Config):
             return "classstats" if self.privacy_mode == "sound" else "rows"
         if self.design == "classstats" and self.privacy_mode == "paper":
             raise ConfigError("paper mode is the published per-row procedure: use design='rows' or 'auto'")
+        if self.design == "rows" and self.privacy_mode == "sound":
+            raise ConfigError(SOUND_ROWS_REFUSED)
         return self.design
 
 

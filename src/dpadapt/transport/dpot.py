@@ -75,6 +75,23 @@ DEFAULT_LABEL_SHARE = 0.25
 #: ε′ assumed for the paper-mode histogram (the paper does not report it).
 PAPER_LABEL_EPSILON = 1.0
 
+#: Issue 19, item 2: why sound mode refuses the per-row design. With minibatches its accounting is wrong
+#: (public or randomized-response labels); the whole-batch release is sound but loses everywhere (≈ chance
+#: accuracy), so the estimator and the CLI refuse it too; ``release_dpot_source`` keeps it as a library call.
+SOUND_ROWS_REFUSED = (
+    "the per-row DPOT design is refused in sound mode: with minibatches every released row carries its label, so a "
+    "record alone in its (noisy) class is identified at each appearance and the amplification by subsampling does not "
+    "hold (n=1000, B=10, T=1000, claimed ε=2 at δ=1e-4: really ε=12.5 with public labels), and the whole-batch release "
+    "is near chance; use the class-statistics design (design='auto'), or privacy_mode='paper' for the published procedure"
+)
+
+#: Paper mode with minibatches: the same failure, recorded as a reason of the (invalid) Guarantee.
+PAPER_BATCH_REASON = (
+    "minibatches are accounted with amplification by subsampling, but every released row carries its position in "
+    "the label-sorted order (its label): a record alone in its class is identified at each appearance, so the "
+    "amplification does not hold and the stated ε is not the real one"
+)
+
 PAPER_REASONS = (
     (
         "privacy unit is one attribute changed by at most 1 (Kenthapadi et al. 2013), not a record; "
@@ -257,6 +274,8 @@ def plan_dpot_source(
         The paper's JL matrix (default) or no projection (M = I, ℓ = k; a sound-mode improvement).
     """
     check_privacy_mode(privacy_mode)
+    if privacy_mode == "sound" and batch_size is not None and int(batch_size) != n_samples:
+        raise ValueError(SOUND_ROWS_REFUSED)
     epsilon = check_epsilon(epsilon)
     if privacy_mode == "sound" and n_samples > 0 and float(delta) >= 1.0 / n_samples:
         raise ValueError(
@@ -437,7 +456,7 @@ def _plan_paper(
         else check_epsilon(label_epsilon, "label_epsilon")
     )
     label_event = accounting.laplace_event(1.0 / eps_label)
-    reasons = list(PAPER_REASONS)
+    reasons = list(PAPER_REASONS) + ([PAPER_BATCH_REASON] if B is not None else [])
     if B is None:
         ratio = accounting.dpot_paper_noise_ratio(epsilon, delta)
         sigma, steps, eps_feat = ratio * w, 1, epsilon
@@ -527,7 +546,7 @@ def execute_dpot_source(plan: DPOTSourcePlan, Xs, ys, noise: NoiseSource) -> Rel
     Laplace histogram, the secret row order — is drawn from ``noise`` by :mod:`dpadapt.privacy.mechanisms`.
     """
     Xs = check_features(Xs, "Xs (source)")
-    ys = check_labels(ys, Xs.shape[0], "ys (source labels)")
+    ys = check_labels(ys, Xs.shape[0], "ys (source labels)", classes=range(plan.n_classes))
     if Xs.shape != (plan.n_samples, plan.n_features):
         raise ValueError(
             f"the plan is for a {plan.n_samples}×{plan.n_features} source, got {Xs.shape}"
@@ -595,7 +614,7 @@ def release_dpot_source(
     from dpadapt.classstats import label_indices
 
     Xs = check_features(Xs, "Xs (source)")
-    ys = check_labels(ys, Xs.shape[0], "ys (source labels)")
+    ys = check_labels(ys, Xs.shape[0], "ys (source labels)", classes=classes)
     if classes is None:
         if privacy_mode == "sound":
             raise ValueError(

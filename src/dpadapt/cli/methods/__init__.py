@@ -9,8 +9,10 @@ the spend. ``adapt`` receives the other party's Release(s) and the receiver's ow
 What the driver provides (plugins may rely on these attributes of ``args``):
 
 * ``release``: ``args.data`` (path), ``args.label_column``, ``args.epsilon``, ``args.delta``
-  (the release's target ε, δ), ``args.seed`` (int or ``None``: draw noise from
-  ``numpy.random.default_rng(args.seed)``), ``args.out``.
+  (the release's target ε, δ), ``args.seed`` (int or ``None``: the seed of the PUBLIC randomness;
+  split it with :func:`dpadapt.privacy.mechanisms.random_streams`, whose noise source is fresh OS
+  entropy), ``args.out``. With ``--schema`` the table was read through the declared schema
+  (:class:`dpadapt.cli.table_options.SchemaTable`) and ``args.classes`` holds the label indices.
 * ``adapt``: ``args.release`` (list of paths, already loaded and verified into ``releases``),
   ``args.data``, ``args.label_column``, ``args.out``, ``args.return_release`` (path or ``None``),
   ``args.epsilon`` / ``args.delta`` (``None`` unless given: the budget of a return release),

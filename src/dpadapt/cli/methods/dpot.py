@@ -29,6 +29,7 @@ from dpadapt.release import Release, ReleaseError
 from dpadapt.transport import da as dpot_family
 from dpadapt.transport.da import adapt_dpot
 from dpadapt.transport.dpot import execute_dpot_source, plan_dpot_source
+from dpadapt.classstats import _check_basis
 from dpadapt.validation import check_features, check_labels
 
 
@@ -64,9 +65,11 @@ def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
     if table.y is None:
         raise ValueError(f"{table.path}: the source data needs labels (column 'y')")
     X = check_features(table.X, "source data", allow_sparse=True)
-    y = check_labels(table.y, X.shape[0], "source labels")
+    y = check_labels(table.y, X.shape[0], "source labels", classes=_classes(args))
     n = X.shape[0]
     basis = Release.load(args.basis, expect_method="dpot") if args.basis else None
+    if basis is not None:  # untrusted input, checked before the ledger is touched or a private row mapped
+        _check_basis(basis, "dpot", X.shape[1])
     k = int(basis.params["k"]) if basis is not None else 0
     config = _config(args, k=k)
     if config.resolved_design() == "classstats":

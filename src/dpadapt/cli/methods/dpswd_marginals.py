@@ -86,8 +86,8 @@ def adapt(args: argparse.Namespace, table: Table, releases: list[Release]) -> Ad
     X = check_features(table.X, "source data")
     if table.y is None:
         raise ValueError(f"{table.path}: the source data needs labels (column '{args.label_column}')")
-    y = check_labels(table.y, X.shape[0], "source labels")
     public_map = load_map(map_release, X.shape[1])
+    y = check_labels(table.y, X.shape[0], "source labels", classes=public_map.classes.tolist())
     sm.check_release(hist, public_map.slices)
     config = config_from_args(DPSWDConfig, args)
     rng, _ = random_streams(config.random_state)

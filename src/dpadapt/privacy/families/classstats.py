@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from dpadapt.privacy import accounting
@@ -65,7 +66,7 @@ def class_statistics_plan(
 
 def basis_disclosure(party: str = "target") -> Guarantee:
     """The record of the unprotected target's basis: ε = ∞, not a DP claim, and why that is acceptable."""
-    return Guarantee.non_private(party, BASIS_REASON)
+    return dataclasses.replace(Guarantee.non_private(party, BASIS_REASON), details={"disclosed": "its basis"})
 
 
 def is_disclosure(guarantee: Guarantee) -> bool:

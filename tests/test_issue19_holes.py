@@ -1,0 +1,189 @@
+"""Issue 19: every way around the guarantee found by the review, each run as the attack (D vs D′).
+
+Each test reproduces the attack of one item and would fail on the code before the fix: a hostile
+basis (1), float32 overflow (3), a one-class source (4), δ ≥ 1/n (7), reproducible noise (8), ...
+The ledger kill loop (5) lives in ``tests/test_ledger_kill_loop.py``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dpadapt import classstats
+from dpadapt.classstats import _digest
+from dpadapt.privacy.mechanisms import NonFiniteError, class_statistics, clip_rows, moment_statistics, random_streams
+from dpadapt.release import Release, ReleaseError
+
+CL = (0, 1, 2)
+
+
+class _NoNoise:
+    """A stand-in noise source: any attempt to draw from it is a test failure."""
+
+    def __getattr__(self, name):
+        raise AssertionError("noise was drawn")
+
+
+def _neighbours(rng, n=60, d=8, feature=2):
+    """D: feature ``feature`` is 0 in every row; D′: one row of class 0 has it set (the record to detect)."""
+    X = np.abs(rng.normal(size=(n, d))) + 0.1
+    X[:, feature] = 0.0
+    y = np.arange(n) % len(CL)
+    Xp = X.copy()
+    Xp[0, feature] = 1.0
+    return (X, y), (Xp, y)
+
+
+def _crafted_basis(honest: Release, mean: np.ndarray, comp: np.ndarray) -> Release:
+    """The receiver's basis with its arrays replaced (and a matching digest: the digest proves nothing)."""
+    params = dict(honest.params, sha256=_digest(mean, comp))
+    return Release(method=honest.method, kind=honest.kind, owner="target", arrays={"mean": mean, "components": comp},
+                   guarantee=honest.guarantee, params=params)
+
+
+# --- item 1: a foreign basis is untrusted input -----------------------------------------------
+
+
+def test_item1_hostile_basis_is_refused_on_both_neighbours(rng):
+    (X, y), (Xp, yp) = _neighbours(rng)
+    d = X.shape[1]
+    cfg = classstats.Config(epsilon=2.0, classes=CL, k=2, random_state=0)
+    honest = classstats.basis(rng.normal(size=(40, d)), cfg)
+    plan = classstats.plan(cfg, {"n_source": len(y), "n_features": d, "k": 2})
+    inf_comp = np.zeros((d, 2))
+    inf_comp[0, 0] = inf_comp[1, 1] = 1.0
+    inf_comp[2, 0] = np.inf  # the attack of the issue: NaN sums exactly when a row has feature 2 ≠ 0
+    huge = np.zeros((d, 2))
+    huge[0, 0], huge[2, 1], huge[1, 1] = 1.0, 1.7e308, 1.7e308  # finite: passes a finiteness check
+    far_mean = np.zeros(d)
+    far_mean[1] = -1e300
+    hostile = {
+        "inf": (np.zeros(d), inf_comp),
+        "huge finite": (np.zeros(d), huge),
+        "crafted mean": (far_mean, np.eye(d)[:, :2]),
+        "not orthonormal": (np.zeros(d), 3.0 * np.eye(d)[:, :2]),
+        "wrong shape": (np.zeros(d + 1), np.eye(d + 1)[:, :2]),
+    }
+    for name, (mean, comp) in hostile.items():
+        basis = _crafted_basis(honest, mean, comp)
+        for Xa, ya in ((X, y), (Xp, yp)):  # the same answer on D and D′: a refusal, before any noise
+            with pytest.raises(ReleaseError, match="basis"):
+                classstats.release(plan, Xa, ya, _NoNoise(), basis_release=basis)
+    _, noise = random_streams(0)
+    rel = classstats.release(plan, X, y, noise, basis_release=honest)  # an honest basis still works
+    assert np.all(np.isfinite(rel["sums"]))
+
+
+def test_item1_non_finite_rows_never_reach_the_noise():
+    bad = np.array([[np.nan, 0.0], [0.5, 0.5]])
+    with pytest.raises(NonFiniteError):
+        clip_rows(bad, 1.0)  # NaN > 1 is false: the clip used to let it through
+    with pytest.raises(NonFiniteError):
+        clip_rows(np.array([[1e308, 1e308]]), 1.0)  # finite row, overflowing norm
+    with pytest.raises(NonFiniteError):
+        class_statistics(bad, np.array([0, 1]), 2, sigma=1.0, relation="replace_one", noise=_NoNoise())
+    with pytest.raises(NonFiniteError):
+        moment_statistics(bad, sigma=1.0, relation="replace_one", noise=_NoNoise())
+
+
+# --- item 3: clipping enforced in the dtype the computation runs in ---------------------------
+
+
+def test_item3_dpda_row_finite_in_float64_but_inf_in_float32_is_refused(rng):
+    from dpadapt.deep.dpda import DPDA
+
+    Xs, Xt = rng.normal(size=(20, 4)), rng.normal(size=(20, 4))
+    ys = np.arange(20) % 2
+    Xt_prime = Xt.copy()
+    Xt_prime[3, 1] = 1e39  # passes the float64 check; ∞ once the network casts to float32
+    kw = dict(epsilon=5.0, delta=1e-5, noise_multiplier=1.0, epochs=1, batch_size=5, hidden=(3,), random_state=0)
+    model = DPDA(**kw).fit_domains(Xs, ys, Xt)
+    assert all(np.all(np.isfinite(p.detach().numpy())) for p in model.network_.parameters())
+    with pytest.raises(ValueError, match="float32"):  # before: NaN parameters exactly when the row was used
+        DPDA(**kw).fit_domains(Xs, ys, Xt_prime)
+
+
+def test_item3_dpswd_target_round_and_dpsgd_norms_refuse_overflow(rng):
+    import torch
+
+    from dpadapt.deep import swd_da
+    from dpadapt.deep.dpsgd import clip_weights
+    from dpadapt.privacy.mechanisms import torch_gaussian_noise
+    from dpadapt.transport import swd
+
+    g = swd_da.mlp_feature_extractor(6, hidden=(8,), out=4)
+    Xt = rng.standard_normal((32, 6))
+    Xt[5, 0] = 1e39
+    U = swd.directions(4, 10, rng)
+    with pytest.raises(ValueError, match="float32"):  # before: NaN rows in the release iff row 5 was sampled
+        swd_da.target_projections(g, Xt, U, batch_size=8, sigma=0.5, clip_norm=1.0, noise=_NoNoise())
+    with pytest.raises(NonFiniteError):  # clamp keeps NaN: the clip would not bound this example
+        clip_weights(torch.tensor([1.0, float("nan"), float("inf")]), 1.0)
+    with pytest.raises(NonFiniteError):
+        torch_gaussian_noise(torch.tensor([1.0, float("inf")]), 1.0, _NoNoise())
+
+
+def test_item3_prima_hostile_target_covariance_is_refused(rng):
+    from dpadapt.alignment import prima
+
+    Xs, Xt = np.abs(rng.normal(size=(40, 6))), np.abs(rng.normal(size=(40, 6)))
+    ys = np.arange(40) % 3
+    config = prima.PrimaConfig(source_release="dpsgd_heads", epsilon=2.0, delta=1e-5, classes=CL, subspace_size=3, epochs=1)
+    plan = prima.plan(config, {"n_source": 40, "n_target": 40, "n_features": 6})
+    public, noise = random_streams(0)
+    target = prima.release_target(plan, Xt, public, noise)
+    hostile = dict(target.arrays)
+    C = hostile["cov_0"].copy()
+    C[0, 0] = 1e78  # shape-checked only before: NaN heads on D′ (8/10), never on D
+    hostile["cov_0"] = C
+    bad = Release(method=target.method, kind=target.kind, owner="target", arrays=hostile, guarantee=target.guarantee,
+                  params=target.params)
+    with pytest.raises(ReleaseError, match="norm"):
+        prima.release_source_heads(plan, bad, Xs, ys, public, noise)
+    nan = dict(target.arrays, cov_0=np.full_like(target["cov_0"], np.nan))
+    with pytest.raises(ReleaseError, match="NaN"):
+        prima.release_source_heads(plan, Release(method=target.method, kind=target.kind, owner="target", arrays=nan,
+                                                 guarantee=target.guarantee, params=target.params), Xs, ys, public, noise)
+
+
+# --- item 4: a one-class source is a valid input wherever the label set is public -------------
+
+
+def _one_record_of_class_1(rng, n=30, d=6):
+    X = np.abs(rng.normal(size=(n, d)))
+    y = np.zeros(n, dtype=int)
+    y[0] = 1  # D: one record of class 1; D′: that record relabelled 0 (a one-class source)
+    return X, y, np.zeros(n, dtype=int), np.abs(rng.normal(size=(n, d)))
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("name", ["ClassStatsDA", "DPNearestClassMean", "DPLogisticRegression", "DPOTAdapter", "PRIMA"])
+def test_item4_one_class_neighbour_is_released_too(rng, name):
+    from dpadapt.alignment.estimators import PRIMA
+    from dpadapt.classstats import ClassStatsDA, DPLogisticRegression, DPNearestClassMean
+    from dpadapt.transport.da import DPOTAdapter
+
+    cls = {"ClassStatsDA": ClassStatsDA, "DPNearestClassMean": DPNearestClassMean,
+           "DPLogisticRegression": DPLogisticRegression, "DPOTAdapter": DPOTAdapter, "PRIMA": PRIMA}[name]
+    kw = {"epsilon": 2.0, "delta": 1e-5, "classes": (0, 1), "random_state": 0}
+    if name in ("ClassStatsDA", "DPOTAdapter"):
+        kw["k"] = 3
+    if name == "PRIMA":
+        kw.update(source_release="dpsgd_heads", subspace_size=3, epochs=1)
+    X, y, y_prime, Xt = _one_record_of_class_1(rng)
+    guarantees = []
+    for labels in (y, y_prime):  # before: D released, D′ raised "at least 2 classes" — δ = 1 for that pair
+        est = cls(**kw).fit_domains(X, labels, Xt)
+        guarantees.append(est.guarantee_ if name != "PRIMA" else est.guarantees_["source"])
+    assert guarantees[0].to_dict() == guarantees[1].to_dict() and guarantees[0].valid
+
+
+def test_item4_check_labels_with_a_public_label_set():
+    from dpadapt.validation import check_labels
+
+    assert check_labels([0, 0, 0], 3, classes=(0, 1)).tolist() == [0, 0, 0]
+    with pytest.raises(ValueError, match="public label set"):
+        check_labels([0, 2], 2, classes=(0, 1))
+    with pytest.raises(ValueError, match="at least 2"):
+        check_labels([0, 0], 2)  # non-private fits that infer the label set keep the requirement
