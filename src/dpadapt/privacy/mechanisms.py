@@ -415,6 +415,14 @@ CLASS_STATISTICS_SENSITIVITY = {"replace_one": 2.0, "add_remove": math.sqrt(2.0)
 #: (‖xxᵀ‖_F = ‖x‖² ≤ 1). Replace-one: count 0, sum ≤ 2, ‖xxᵀ − x′x′ᵀ‖_F² = ‖x‖⁴ + ‖x′‖⁴ − 2(xᵀx′)² ≤ 2.
 MOMENT_STATISTICS_SENSITIVITY = {"replace_one": math.sqrt(6.0), "add_remove": math.sqrt(3.0)}
 
+#: ℓ2 sensitivity of the joint vector (S_1..S_K, c_1..c_K, upper triangle of the pooled Σxxᵀ) of
+#: rows with norm ≤ 1 (:func:`class_moment_statistics`, the sufficient statistics of LDA / ridge).
+#: Replace-one (x, a) → (x′, b): a ≠ b moves the sums by ‖x‖² + ‖x′‖² ≤ 2, the counts by 1 + 1 = 2
+#: and the second moment by ‖x′x′ᵀ − xxᵀ‖_F² ≤ ‖x‖⁴ + ‖x′‖⁴ − 2(xᵀx′)² ≤ 2 (squared norms), 6 in
+#: all; a = b moves the sums by ‖x′ − x‖² ≤ 4, the counts by 0 and the moment by ≤ 2, 6 again — √6,
+#: attained by orthogonal unit rows that change class. Add/remove: ‖x‖² + 1 + ‖x‖⁴ ≤ 3 — √3.
+CLASS_MOMENT_SENSITIVITY = {"replace_one": math.sqrt(6.0), "add_remove": math.sqrt(3.0)}
+
 
 @dataclasses.dataclass(frozen=True)
 class ClassStatistics:
@@ -733,3 +741,52 @@ def unbias_randomized_response_counts(noisy_labels, num_classes: int, epsilon: f
     other = (1.0 - keep) / (num_classes - 1)
     return (observed - n * other) / (keep - other)
 
+
+# --- class sums, counts and pooled second moment (the sound SSP design, issue 23) -------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassMomentStatistics:
+    """Noisy per-class sums (K, k), counts (K,) and pooled second moment Σxxᵀ (k, k), and the event."""
+
+    sums: np.ndarray
+    counts: np.ndarray
+    second: np.ndarray
+    event: "dp_accounting.DpEvent"
+
+
+def class_moment_statistics(
+    Z, labels, num_classes: int, *, sigma: float, relation: accounting.Relation, noise: NoiseSource
+) -> ClassMomentStatistics:
+    """Release per-class sums S_c, counts c_c and the pooled second moment Σxxᵀ as ONE Gaussian.
+
+    The sufficient statistics of LDA and of ridge regression on one-hot labels (sufficient-statistics
+    perturbation; Dwork, Talwar, Thakurta & Zhang 2014, Wang 2018). Rows are clipped to ℓ2 norm 1
+    here and ``labels`` index a *public* label set of size ``num_classes``, so the joint vector
+    (S_1..S_K, c_1..c_K, upper triangle of Σxxᵀ with its diagonal) has ℓ2 sensitivity
+    ``CLASS_MOMENT_SENSITIVITY[relation]`` (√6 replace-one, √3 add/remove; proof beside the constant)
+    whatever n is. One Gaussian mechanism of multiplier σ/Δ (the event returned); the noisy second
+    moment is the drawn upper triangle mirrored (symmetric). Everything after is post-processing.
+    """
+    if relation not in CLASS_MOMENT_SENSITIVITY:
+        raise ValueError(f"relation must be one of {tuple(CLASS_MOMENT_SENSITIVITY)}, got {relation!r}")
+    Z = _unit_ball_rows(Z)
+    labels = np.asarray(labels)
+    if labels.shape != (Z.shape[0],):
+        raise ValueError(f"labels has shape {labels.shape}; expected ({Z.shape[0]},)")
+    if num_classes < 1:
+        raise ValueError("the public label set is empty")
+    if labels.size and (not np.issubdtype(labels.dtype, np.integer) or labels.min() < 0 or labels.max() >= num_classes):
+        raise ValueError(f"labels must be indices into the public label set 0..{num_classes - 1}")
+    k = Z.shape[1]
+    sums = np.zeros((num_classes, k))
+    np.add.at(sums, labels, Z)
+    counts = np.bincount(labels, minlength=num_classes).astype(np.float64)
+    iu = np.triu_indices(k)
+    joint = np.concatenate([sums.ravel(), counts, (Z.T @ Z)[iu]])
+    out = gaussian(joint, sigma=sigma, sensitivity=CLASS_MOMENT_SENSITIVITY[relation], noise=noise)
+    m = num_classes * k
+    second = np.zeros((k, k))
+    second[iu] = out.value[m + num_classes :]
+    second = second + np.triu(second, 1).T
+    return ClassMomentStatistics(out.value[:m].reshape(num_classes, k), out.value[m : m + num_classes], second, out.event)
