@@ -34,7 +34,7 @@ from dpadapt.privacy.mechanisms import random_streams
 from dpadapt.stream.readers import ChunkedSource, from_arrays
 from dpadapt.stream.sums import ClassSums, RowMap, accumulate, label_indices
 from dpadapt.release import Release, ReleaseError
-from dpadapt.validation import check_basis, check_features, check_labels
+from dpadapt.validation import check_basis, check_features, check_labels, check_same_features
 
 BASIS_KIND = "target_basis"
 STATS_KIND = "class_statistics"
@@ -269,9 +269,14 @@ class ClassStatsDA(ConfigEstimator):
         if config.classes is not None and not all(isinstance(c, int) for c in config.classes):
             # labels that are not integers (e.g. "healthy"): released as indices into the public label set
             names = np.asarray(config.classes)
-            ys = encode_labels(np.asarray(ys).ravel(), config.classes)
             config = config.replace(classes=tuple(range(len(names))))
-        Xs, ys, Xt, _ = self._check_domains(Xs, ys, Xt, None, allow_sparse=True)
+            Xs = check_features(Xs, "Xs (source)", allow_sparse=True)
+            Xt = check_features(Xt, "Xt (target)", allow_sparse=True)
+            check_same_features(Xs, Xt)
+            ys = check_labels(encode_labels(np.asarray(ys).ravel(), tuple(names)), Xs.shape[0], "ys (source labels)",
+                              classes=config.classes)
+        else:
+            Xs, ys, Xt, _ = self._check_domains(Xs, ys, Xt, None, allow_sparse=True)
         self.basis_release_, self.release_, self.model_ = run_parties(config, Xs, ys, Xt)
         if names is not None:
             self.model_ = dataclasses.replace(self.model_, classes=names)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import math
 from collections.abc import Iterator
 from typing import Any
@@ -143,18 +144,97 @@ class Noised:
     event: "dp_accounting.DpEvent"
 
 
-def gaussian(value, *, sigma: float, sensitivity: float, noise: NoiseSource, symmetric: bool = False) -> Noised:
+# --- the vetted samplers (issue 19, item 11) --------------------------------------------------
+#
+# Every one-release mechanism adds its noise with OpenDP's measurements (``make_gaussian`` /
+# ``make_laplace`` on float vectors, OpenDP 0.16): the value itself goes in, is rounded onto
+# OpenDP's lattice and gets exactly sampled discrete noise (Canonne, Kamath & Steinke 2020 for
+# the Gaussian), so the output has none of the support gaps of ``value + float noise`` that
+# Mironov (CCS 2012) turned into an attack on the Laplace mechanism. With the default
+# granularity the rounding costs nothing: OpenDP's own privacy map gives ρ = Δ²/(2σ²) exactly,
+# the zCDP of the continuous Gaussian our accounting (σ/Δ) assumes. OpenDP draws from OS
+# entropy; reproducible noise (``NoiseSource(reproducible=True)``, already marked invalid in the
+# Guarantee) and iterative mechanisms that add noise at every step (noisy GD, Frank–Wolfe,
+# DP-SWD rounds, DP-SGD: their per-step draws would cost minutes with OpenDP, see
+# ``docs/notes/issue-19.md``) use numpy's / torch's float samplers and say so in their theorems.
+
+#: Words for the theorem text of mechanisms that keep numpy's or torch's float sampler.
+FAST_SAMPLER_WORDS = ("noise from numpy's/torch's float Gaussian samplers (not floating-point vetted; "
+                      "OpenDP's per-draw cost is prohibitive for per-step noise)")
+
+
+@functools.lru_cache(maxsize=64)
+def _opendp_measurement(kind: str, scale: float):
+    """OpenDP's Gaussian (ℓ2) or Laplace (ℓ1) measurement on float vectors of any length, at ``scale``."""
+    import opendp.prelude as dp
+
+    dp.enable_features("contrib")
+    domain = dp.vector_domain(dp.atom_domain(T=float, nan=False))
+    if kind == "gaussian":
+        return dp.m.make_gaussian(domain, dp.l2_distance(T=float), scale=scale)
+    return dp.m.make_laplace(domain, dp.l1_distance(T=float), scale=scale)
+
+
+def _reproducible(noise) -> bool:
+    return isinstance(noise, np.random.Generator) or getattr(noise, "reproducible", False)
+
+
+def vetted_gaussian(values, sigma: float, noise: NoiseSource) -> np.ndarray:
+    """``values + N(0, σ²)`` element-wise through OpenDP's floating-point-safe Gaussian measurement.
+
+    ``noise`` only announces the draw (and, when reproducible, supplies numpy's sampler instead).
+    """
+    values = np.asarray(values, dtype=np.float64)
+    _require_finite(values, "the values to release")
+    gen = _noise_generator(noise)
+    if _reproducible(noise) or values.size == 0:
+        return values + gen.normal(0.0, sigma, size=values.shape)
+    meas = _opendp_measurement("gaussian", float(sigma))
+    return np.asarray(meas(values.ravel()), dtype=np.float64).reshape(values.shape)
+
+
+def vetted_laplace(values, scale: float, noise: NoiseSource) -> np.ndarray:
+    """``values + Lap(b)`` element-wise through OpenDP's floating-point-safe Laplace measurement."""
+    values = np.asarray(values, dtype=np.float64)
+    _require_finite(values, "the values to release")
+    gen = _noise_generator(noise)
+    if _reproducible(noise) or values.size == 0:
+        return values + gen.laplace(0.0, scale, size=values.shape)
+    meas = _opendp_measurement("laplace", float(scale))
+    return np.asarray(meas(values.ravel()), dtype=np.float64).reshape(values.shape)
+
+
+def gaussian(
+    value, *, sigma: float, sensitivity: float, noise: NoiseSource, symmetric: bool = False, vetted: bool = True
+) -> Noised:
     """Release ``value + N(0, σ²)`` for a σ fixed by a plan; the event is ``GaussianDpEvent(σ/Δ)``.
 
     ``sensitivity`` is the ℓ2 sensitivity Δ of ``value`` under the plan's neighbouring relation
     (for ``symmetric``, of the upper triangle with diagonal); the caller's plan must have enforced it.
+    The noise comes from the vetted sampler (:func:`vetted_gaussian`); ``vetted=False`` is for
+    iterative mechanisms only (one draw per step), whose theorem text says so (:data:`FAST_SAMPLER_WORDS`).
     """
     check_positive(sigma, "sigma")
     check_positive(sensitivity, "sensitivity")
     value = np.asarray(value, dtype=np.float64)
     _require_finite(value, "the values to release")
-    noisy = value + gaussian_noise(value.shape, sigma, noise, symmetric=symmetric)
+    if not vetted:
+        noisy = value + _noise_generator(noise).normal(0.0, sigma, size=value.shape)
+    elif symmetric:
+        noisy = _symmetric(value, lambda upper: vetted_gaussian(upper, sigma, noise))
+    else:
+        noisy = vetted_gaussian(value, sigma, noise)
     return Noised(noisy, accounting.gaussian_event(sigma / sensitivity))
+
+
+def _symmetric(value: np.ndarray, release) -> np.ndarray:
+    """A symmetric matrix whose upper triangle (with diagonal) is released once and mirrored."""
+    if value.ndim != 2 or value.shape[0] != value.shape[1]:
+        raise ValueError(f"symmetric noise needs a square matrix, got shape {value.shape}")
+    iu = np.triu_indices(value.shape[0])
+    out = np.zeros_like(value)
+    out[iu] = release(value[iu])
+    return np.triu(out) + np.triu(out, 1).T
 
 
 class NonFiniteError(ValueError):
@@ -224,24 +304,12 @@ def gaussian_mechanism(
     """
     check_positive(sensitivity, "sensitivity")
     sigma = gaussian_sigma_for(epsilon, delta, sensitivity)
-    value = np.asarray(value, dtype=np.float64)
-    _require_finite(value, "the values to release")
-    noise = gaussian_noise(value.shape, sigma, rng, symmetric=symmetric)
+    noisy = gaussian(value, sigma=sigma, sensitivity=sensitivity, noise=rng, symmetric=symmetric).value
     guarantee = analytic_gaussian_guarantee(
         epsilon, delta, sigma / sensitivity, party=party, unit=unit, relation=relation, theorem=theorem,
         sensitivity=float(sensitivity), details={"sigma": sigma},
     )
-    return MechanismOutput(value + noise, sigma, guarantee)
-
-
-def gaussian_noise(shape: tuple[int, ...], sigma: float, rng: np.random.Generator, symmetric: bool = False) -> np.ndarray:
-    """i.i.d. N(0, σ²) noise; symmetric (mirrored upper triangle) for square matrices when asked."""
-    if not symmetric:
-        return _noise_generator(rng).normal(0.0, sigma, size=shape)
-    if len(shape) != 2 or shape[0] != shape[1]:
-        raise ValueError(f"symmetric noise needs a square matrix, got shape {shape}")
-    upper = np.triu(_noise_generator(rng).normal(0.0, sigma, size=shape))
-    return upper + np.triu(upper, 1).T
+    return MechanismOutput(noisy, sigma, guarantee)
 
 
 def gaussian_matrix_release(
@@ -267,8 +335,7 @@ def laplace_mechanism(
     check_epsilon(epsilon)
     check_positive(l1_sensitivity, "l1_sensitivity")
     scale = l1_sensitivity / epsilon
-    value = np.asarray(value, dtype=np.float64)
-    noisy = value + _noise_generator(rng).laplace(0.0, scale, size=value.shape)
+    noisy = vetted_laplace(value, scale, rng)
     guarantee = closed_form_guarantee(
         float(epsilon), 0.0, party=party, unit=unit, relation=relation, accounting="pure",
         events=(accounting.laplace_event(1.0 / epsilon),), theorem="Laplace mechanism (Dwork, McSherry, Nissim, Smith 2006)",
@@ -332,9 +399,7 @@ def report_noisy_min(
     check_epsilon(epsilon)
     check_positive(sensitivity, "sensitivity")
     scale = (1.0 if monotone else 2.0) * sensitivity / epsilon
-    scores = np.asarray(scores, dtype=np.float64)
-    _require_finite(scores, "the scores")
-    noisy = scores + _noise_generator(rng).laplace(0.0, scale, size=scores.shape)
+    noisy = vetted_laplace(scores, scale, rng)
     return int(np.argmin(noisy)), scale
 
 
@@ -349,6 +414,14 @@ CLASS_STATISTICS_SENSITIVITY = {"replace_one": 2.0, "add_remove": math.sqrt(2.0)
 #: ℓ2 sensitivity of (n, Σx, upper triangle of Σxxᵀ) for rows with norm ≤ 1. Add/remove: 1 + 1 + 1
 #: (‖xxᵀ‖_F = ‖x‖² ≤ 1). Replace-one: count 0, sum ≤ 2, ‖xxᵀ − x′x′ᵀ‖_F² = ‖x‖⁴ + ‖x′‖⁴ − 2(xᵀx′)² ≤ 2.
 MOMENT_STATISTICS_SENSITIVITY = {"replace_one": math.sqrt(6.0), "add_remove": math.sqrt(3.0)}
+
+#: ℓ2 sensitivity of the joint vector (S_1..S_K, c_1..c_K, upper triangle of the pooled Σxxᵀ) of
+#: rows with norm ≤ 1 (:func:`class_moment_statistics`, the sufficient statistics of LDA / ridge).
+#: Replace-one (x, a) → (x′, b): a ≠ b moves the sums by ‖x‖² + ‖x′‖² ≤ 2, the counts by 1 + 1 = 2
+#: and the second moment by ‖x′x′ᵀ − xxᵀ‖_F² ≤ ‖x‖⁴ + ‖x′‖⁴ − 2(xᵀx′)² ≤ 2 (squared norms), 6 in
+#: all; a = b moves the sums by ‖x′ − x‖² ≤ 4, the counts by 0 and the moment by ≤ 2, 6 again — √6,
+#: attained by orthogonal unit rows that change class. Add/remove: ‖x‖² + 1 + ‖x‖⁴ ≤ 3 — √3.
+CLASS_MOMENT_SENSITIVITY = {"replace_one": math.sqrt(6.0), "add_remove": math.sqrt(3.0)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -668,3 +741,52 @@ def unbias_randomized_response_counts(noisy_labels, num_classes: int, epsilon: f
     other = (1.0 - keep) / (num_classes - 1)
     return (observed - n * other) / (keep - other)
 
+
+# --- class sums, counts and pooled second moment (the sound SSP design, issue 23) -------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassMomentStatistics:
+    """Noisy per-class sums (K, k), counts (K,) and pooled second moment Σxxᵀ (k, k), and the event."""
+
+    sums: np.ndarray
+    counts: np.ndarray
+    second: np.ndarray
+    event: "dp_accounting.DpEvent"
+
+
+def class_moment_statistics(
+    Z, labels, num_classes: int, *, sigma: float, relation: accounting.Relation, noise: NoiseSource
+) -> ClassMomentStatistics:
+    """Release per-class sums S_c, counts c_c and the pooled second moment Σxxᵀ as ONE Gaussian.
+
+    The sufficient statistics of LDA and of ridge regression on one-hot labels (sufficient-statistics
+    perturbation; Dwork, Talwar, Thakurta & Zhang 2014, Wang 2018). Rows are clipped to ℓ2 norm 1
+    here and ``labels`` index a *public* label set of size ``num_classes``, so the joint vector
+    (S_1..S_K, c_1..c_K, upper triangle of Σxxᵀ with its diagonal) has ℓ2 sensitivity
+    ``CLASS_MOMENT_SENSITIVITY[relation]`` (√6 replace-one, √3 add/remove; proof beside the constant)
+    whatever n is. One Gaussian mechanism of multiplier σ/Δ (the event returned); the noisy second
+    moment is the drawn upper triangle mirrored (symmetric). Everything after is post-processing.
+    """
+    if relation not in CLASS_MOMENT_SENSITIVITY:
+        raise ValueError(f"relation must be one of {tuple(CLASS_MOMENT_SENSITIVITY)}, got {relation!r}")
+    Z = _unit_ball_rows(Z)
+    labels = np.asarray(labels)
+    if labels.shape != (Z.shape[0],):
+        raise ValueError(f"labels has shape {labels.shape}; expected ({Z.shape[0]},)")
+    if num_classes < 1:
+        raise ValueError("the public label set is empty")
+    if labels.size and (not np.issubdtype(labels.dtype, np.integer) or labels.min() < 0 or labels.max() >= num_classes):
+        raise ValueError(f"labels must be indices into the public label set 0..{num_classes - 1}")
+    k = Z.shape[1]
+    sums = np.zeros((num_classes, k))
+    np.add.at(sums, labels, Z)
+    counts = np.bincount(labels, minlength=num_classes).astype(np.float64)
+    iu = np.triu_indices(k)
+    joint = np.concatenate([sums.ravel(), counts, (Z.T @ Z)[iu]])
+    out = gaussian(joint, sigma=sigma, sensitivity=CLASS_MOMENT_SENSITIVITY[relation], noise=noise)
+    m = num_classes * k
+    second = np.zeros((k, k))
+    second[iu] = out.value[m + num_classes :]
+    second = second + np.triu(second, 1).T
+    return ClassMomentStatistics(out.value[:m].reshape(num_classes, k), out.value[m : m + num_classes], second, out.event)
