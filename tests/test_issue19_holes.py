@@ -249,3 +249,49 @@ def test_item11_one_release_mechanisms_use_the_vetted_sampler(monkeypatch):
     mech.moment_statistics(Z, sigma=1.0, relation="replace_one", noise=noise)
     mech.sliced_histogram_release(Z, np.eye(3)[:, :2], np.linspace(-1, 1, 5), sigma=1.0, noise=noise)
     assert calls == [2 * 3 + 2, 1 + 3 + 6, 2 * 4]
+
+
+# --- item 8: reproducible noise is recorded ----------------------------------------------------
+
+
+def test_item8_reproducible_noise_marks_the_guarantee_invalid(rng):
+    from dpadapt.classstats import ClassStatsDA, DPLogisticRegression
+    from dpadapt.privacy.guarantee import REPRODUCIBLE_NOISE_REASON
+
+    X, y = rng.normal(size=(30, 5)), np.arange(30) % 3
+    for cls in (ClassStatsDA, DPLogisticRegression):
+        kw = {"epsilon": 2.0, "classes": CL, "random_state": 7}
+        secret = cls(**kw).fit_domains(X, y, X)
+        replayable = cls(**kw, reproducible_noise=True).fit_domains(X, y, X)
+        assert secret.guarantee_.valid
+        assert not replayable.guarantee_.valid and REPRODUCIBLE_NOISE_REASON in replayable.guarantee_.reasons
+    cfg = classstats.Config(epsilon=2.0, classes=CL, k=0, random_state=7, reproducible_noise=True)
+    plan = classstats.plan(cfg, {"n_source": 30, "n_features": 5, "k": 0})
+    assert not plan.guarantee.valid  # the release carries the reason too
+    _, noise = random_streams(7, reproducible_noise=True)
+    assert classstats.release(plan, X, y, noise).guarantee.reasons == plan.guarantee.reasons
+
+
+# --- item 7: δ ≥ 1/n refused on every sound path -----------------------------------------------
+
+
+def test_item7_delta_above_one_over_n_is_refused_in_sound_mode(rng):
+    from dpadapt.deep.swd_marginals import plan_marginals
+    from dpadapt.discrepancy.private import noisy_frank_wolfe
+    from dpadapt.privacy.families.dpda import plan_party
+    from dpadapt.transport import swd
+
+    X = rng.normal(size=(20, 4))  # n = 20: δ = 0.1 ≥ 1/n
+    refusals = {
+        "release_projections": lambda: swd.release_projections(X, epsilon=1.0, delta=0.1, k=2),
+        "dp_swd": lambda: swd.dp_swd(X, X, epsilon=1.0, delta=0.1, k=2),
+        "plan_marginals": lambda: plan_marginals(1.0, 0.1, n=20, k=2, bins=4),
+        "noisy_frank_wolfe": lambda: noisy_frank_wolfe(X, X, 1.0, 0.1, r=1.0, K=3),
+        "GDPDA source_delta": lambda: plan_party("source", 20, 5, 1.0, 0.1, 1.0, 1.0, "sound", (("label",),),
+                                                 (("label",),), 10),
+    }
+    for name, call in refusals.items():
+        with pytest.raises(ValueError, match="1/n"):
+            call()
+    with pytest.warns(UserWarning, match="1/n"):  # paper mode reproduces the publication: a warning only
+        noisy_frank_wolfe(X, X, 1.0, 0.1, r=1.0, K=3, privacy_mode="paper")

@@ -136,6 +136,12 @@ class Guarantee:
         object.__setattr__(self, "events", tuple(self.events))
         object.__setattr__(self, "reasons", tuple(self.reasons))
 
+    def invalidated(self, reason: str) -> Guarantee:
+        """This guarantee marked invalid with one more ``reason`` (unchanged if it already gives it)."""
+        if reason in self.reasons:
+            return self
+        return dataclasses.replace(self, valid=False, reasons=(*self.reasons, reason))
+
     # -- construction ---------------------------------------------------------------------
 
     @classmethod
@@ -265,6 +271,13 @@ class Guarantee:
         return "\n".join(lines)
 
     __str__ = summary
+
+
+#: Issue 19, item 8: why a release with ``reproducible_noise=True`` is not private.
+REPRODUCIBLE_NOISE_REASON = (
+    "reproducible_noise=True: the noise was derived from the integer random_state, so anyone who finds the seed "
+    "(a brute force over small seeds recovers it from the release alone) subtracts the noise and gets the exact values"
+)
 
 
 def _json_float(x: float) -> float | str:
