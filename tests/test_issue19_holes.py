@@ -295,3 +295,21 @@ def test_item7_delta_above_one_over_n_is_refused_in_sound_mode(rng):
             call()
     with pytest.warns(UserWarning, match="1/n"):  # paper mode reproduces the publication: a warning only
         noisy_frank_wolfe(X, X, 1.0, 0.1, r=1.0, K=3, privacy_mode="paper")
+
+
+# --- item 9: basis / slices disclose un-noised summaries only of data declared public ---------
+
+
+def test_item9_basis_refuses_a_dataset_with_a_budget_unless_declared_public(rng, tmp_path):
+    from dpadapt.cli.main import main
+    from dpadapt.io import save_table
+    from dpadapt.privacy.ledger import Ledger, fingerprint
+
+    data, ledger = tmp_path / "target.npz", tmp_path / "ledger.sqlite"
+    save_table(data, rng.normal(size=(30, 6)))
+    args = ["basis", "--data", str(data), "--k", "3", "--ledger", str(ledger)]
+    assert main([*args, "--out", str(tmp_path / "a.release")]) == 0  # no budget: an unprotected receiver
+    Ledger(ledger).set_budget("target", fingerprint(data), 1.0, 1e-6)
+    assert main([*args, "--out", str(tmp_path / "b.release")]) == 1  # before: written silently
+    assert not (tmp_path / "b.release").exists()
+    assert main([*args, "--out", str(tmp_path / "c.release"), "--declare-public"]) == 0
