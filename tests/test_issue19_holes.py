@@ -313,3 +313,17 @@ def test_item9_basis_refuses_a_dataset_with_a_budget_unless_declared_public(rng,
     assert main([*args, "--out", str(tmp_path / "b.release")]) == 1  # before: written silently
     assert not (tmp_path / "b.release").exists()
     assert main([*args, "--out", str(tmp_path / "c.release"), "--declare-public"]) == 0
+
+
+# --- item 6: add/remove guarantees say that n is treated as public --------------------------------
+
+
+def test_item6_add_remove_guarantee_states_that_n_is_public(rng):
+    from dpadapt.classstats import DPLogisticRegression
+    from dpadapt.privacy.guarantee import ADD_REMOVE_N_PUBLIC
+
+    X, y = rng.normal(size=(30, 5)), np.arange(30) % 3
+    add = DPLogisticRegression(epsilon=1.0, classes=CL, relation="add_remove").fit_domains(X, y)
+    rep = DPLogisticRegression(epsilon=1.0, classes=CL).fit_domains(X, y)
+    assert ADD_REMOVE_N_PUBLIC in add.guarantee_.report()
+    assert ADD_REMOVE_N_PUBLIC not in rep.guarantee_.report()

@@ -256,6 +256,8 @@ class Guarantee:
         ]
         if self.delta_extra:
             lines.append(f"  of which δ    : {self.delta_extra:.3g} for the failure of a high-probability bound")
+        if self.relation == "add_remove":
+            lines.append(f"Dataset size    : {ADD_REMOVE_N_PUBLIC}")
         if self.sensitivity is not None:
             lines.append(f"Sensitivity     : {self.sensitivity:.6g}")
         for key, value in sorted(self.details.items()):
@@ -272,6 +274,13 @@ class Guarantee:
 
     __str__ = summary
 
+
+#: Issue 19, item 6: what an add/remove guarantee of this library assumes of the dataset size.
+ADD_REMOVE_N_PUBLIC = (
+    "n is treated as public: σ, the default δ = 1/(10 n), step sizes divided by n and DP-SGD's sampling rate B/n "
+    "are computed from the true n, so n itself (and a record's presence, as far as n reveals it) is not protected; "
+    "use replace-one (the default) when the size of the dataset must stay secret"
+)
 
 #: Issue 19, item 8: why a release with ``reproducible_noise=True`` is not private.
 REPRODUCIBLE_NOISE_REASON = (
