@@ -327,3 +327,41 @@ def test_item6_add_remove_guarantee_states_that_n_is_public(rng):
     rep = DPLogisticRegression(epsilon=1.0, classes=CL).fit_domains(X, y)
     assert ADD_REMOVE_N_PUBLIC in add.guarantee_.report()
     assert ADD_REMOVE_N_PUBLIC not in rep.guarantee_.report()
+
+
+# --- item 10: what PRIMA's target keeps is said in its Guarantee ------------------------------
+
+
+def test_item10_prima_target_guarantee_says_the_model_keeps_the_exact_target_mean(rng):
+    from dpadapt.alignment.estimators import PRIMA
+    from dpadapt.privacy.families.prima import TARGET_KEEPS
+
+    X, y = np.abs(rng.normal(size=(40, 6))), np.arange(40) % 3
+    est = PRIMA(epsilon=2.0, delta=1e-5, classes=CL, basis_dim=4).fit_domains(X, y, X + 1.0)
+    g_t = est.guarantees_["target"]
+    assert g_t.epsilon == 0.0 and "target_mean" in g_t.report() and g_t.details["kept by the target"] == TARGET_KEEPS
+    assert est.model_.target_mean is not None  # the exact target mean is kept, and now said to be
+
+
+# --- item 12: the receiver's label set, a huge ε, the --seed help --------------------------------
+
+
+def test_item12_receiver_label_set_huge_epsilon_and_seed_help(rng, capsys):
+    from dpadapt.cli.main import main
+    from dpadapt.privacy.guarantee import LARGE_EPSILON_WORDS, analytic_gaussian_guarantee
+
+    X, y = rng.normal(size=(30, 5)), np.arange(30) % 3
+    cfg = classstats.Config(epsilon=2.0, classes=CL, k=0)
+    plan = classstats.plan(cfg, {"n_source": 30, "n_features": 5, "k": 0})
+    _, noise = random_streams(0)
+    rel = classstats.release(plan, X, y, noise)
+    classstats.adapt(rel, X, cfg)
+    with pytest.raises(ReleaseError, match="label set"):  # before: accepted silently
+        classstats.adapt(rel, X, cfg.replace(classes=(0, 1, 2, 3)))
+    huge = analytic_gaussian_guarantee(1e9, 1e-5, 1e-9, party="source", unit="record", relation="replace_one",
+                                       theorem="t")
+    assert LARGE_EPSILON_WORDS in huge.report()
+    with pytest.raises(SystemExit):
+        main(["adapt", "dpswd", "--help"])
+    out = capsys.readouterr().out
+    assert "seed of the noise" not in out and "fresh OS entropy" in out

@@ -28,7 +28,7 @@ from dpadapt.cli.main import add_command
 from dpadapt.cli.methods import MethodCommands, PlannedRelease, load_plugins, methods
 from dpadapt.cli.table_options import add_table_arguments, load_data, step
 from dpadapt.io import Table
-from dpadapt.privacy.guarantee import Guarantee, compose_guarantees
+from dpadapt.privacy.guarantee import LARGE_EPSILON, LARGE_EPSILON_WORDS, Guarantee, compose_guarantees
 from dpadapt.privacy.ledger import Ledger, default_path, fingerprint, short_id
 from dpadapt.protocol import Channel, FileChannel, Message, SocketChannel, serve
 from dpadapt.release import Release
@@ -215,6 +215,8 @@ def run_release(args: argparse.Namespace) -> int:
         release = budgeted_release(plan, table, args, out, commands.name, requested=(args.epsilon, args.delta))
     print(f"wrote {out}: {release.method}/{release.kind}, release id {release.release_id}")
     print(f"  {release.guarantee.summary()}")
+    if release.guarantee.epsilon > LARGE_EPSILON:
+        print(f"warning: {LARGE_EPSILON_WORDS}", file=sys.stderr)
     return 0
 
 

@@ -258,6 +258,8 @@ class Guarantee:
             lines.append(f"  of which δ    : {self.delta_extra:.3g} for the failure of a high-probability bound")
         if self.relation == "add_remove":
             lines.append(f"Dataset size    : {ADD_REMOVE_N_PUBLIC}")
+        if self.valid and self.epsilon > LARGE_EPSILON:
+            lines.append(f"Warning         : {LARGE_EPSILON_WORDS}")
         if self.sensitivity is not None:
             lines.append(f"Sensitivity     : {self.sensitivity:.6g}")
         for key, value in sorted(self.details.items()):
@@ -280,6 +282,13 @@ ADD_REMOVE_N_PUBLIC = (
     "n is treated as public: σ, the default δ = 1/(10 n), step sizes divided by n and DP-SGD's sampling rate B/n "
     "are computed from the true n, so n itself (and a record's presence, as far as n reveals it) is not protected; "
     "use replace-one (the default) when the size of the dataset must stay secret"
+)
+
+#: Issue 19, item 12: above this ε a "valid" guarantee is reported as no meaningful protection.
+LARGE_EPSILON = 10.0
+LARGE_EPSILON_WORDS = (
+    f"ε > {LARGE_EPSILON:g}: the odds of any outcome may change by a factor above e^{LARGE_EPSILON:g} ≈ 22 000 "
+    "with one record, so this guarantee is no meaningful protection (the noise may be negligible)"
 )
 
 #: Issue 19, item 8: why a release with ``reproducible_noise=True`` is not private.

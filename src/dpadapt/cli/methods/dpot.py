@@ -46,7 +46,7 @@ RELEASE_OPTIONS = ("privacy_mode", "design", "classes", "feature_type", "log1p",
                    "noise_multiplier", "steps", "label_epsilon", "labels", "proj_dim", "projection", "row_norm",
                    "clip_norm")
 #: the target's options (refinement of the class-statistics design; OT and head of the per-row design)
-ADAPT_OPTIONS = ("refinement", "ot_method", "reg_e", "reg_g", "head", "target_batch_size")
+ADAPT_OPTIONS = ("classes", "refinement", "ot_method", "reg_e", "reg_g", "head", "target_batch_size")
 
 
 def add_release_arguments(parser: argparse.ArgumentParser) -> None:
