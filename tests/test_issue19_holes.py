@@ -365,3 +365,18 @@ def test_item12_receiver_label_set_huge_epsilon_and_seed_help(rng, capsys):
         main(["adapt", "dpswd", "--help"])
     out = capsys.readouterr().out
     assert "seed of the noise" not in out and "fresh OS entropy" in out
+
+
+def test_item4_cli_releases_a_one_class_source(rng, tmp_path, monkeypatch):
+    from dpadapt.cli.main import main
+    from dpadapt.io import save_table
+    from dpadapt.privacy.ledger import Ledger, fingerprint
+
+    monkeypatch.setenv("DPADAPT_LEDGER", str(tmp_path / "ledger.sqlite"))
+    X, y, y_prime, _ = _one_record_of_class_1(rng)
+    for name, labels in (("d", y), ("d_prime", y_prime)):
+        data = tmp_path / f"{name}.npz"
+        save_table(data, X, labels)
+        Ledger(tmp_path / "ledger.sqlite").set_budget("source", fingerprint(data), 4.0, 1e-5)
+        assert main(["release", "dpot", "--data", str(data), "--epsilon", "1", "--delta", "1e-6", "--n-classes", "2",
+                     "--out", str(tmp_path / f"{name}.release")]) == 0
