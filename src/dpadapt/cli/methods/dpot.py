@@ -10,8 +10,9 @@ Sound mode (default): the class-statistics protocol in three steps —
 3. target: ``dpadapt adapt dpot --release stats.release --release basis.release --data target.npz
    --out model.dpadapt``.
 
-``--design rows`` (or ``--privacy-mode paper``) keeps the per-row release of noisy projected rows
-(weak in sound mode: each row's noise is far larger than the row). The public label set
+``--privacy-mode paper`` keeps the published per-row release of noisy projected rows (flagged
+invalid); sound mode refuses ``--design rows`` (issue 19: its minibatch accounting does not hold
+and the whole-batch release is near chance). The public label set
 (``--classes`` or ``--n-classes``) is required in sound mode; a source label outside it is an error.
 """
 
