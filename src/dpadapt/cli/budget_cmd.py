@@ -78,9 +78,7 @@ def run_set(args) -> int:
 
 def _existing_ledger(args, empty_json: object) -> Ledger | None:
     """The ledger, or ``None`` (saying so) when its file does not exist: showing never creates a ledger."""
-    from dpadapt.privacy.ledger import Ledger  # here, not at import: `--help` stays fast
-
-    from dpadapt.privacy.ledger import default_path
+    from dpadapt.privacy.ledger import Ledger, default_path  # here, not at import: `--help` stays fast
 
     path = Path(args.ledger) if args.ledger else default_path()
     if path.exists():
