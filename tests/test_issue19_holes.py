@@ -187,3 +187,65 @@ def test_item4_check_labels_with_a_public_label_set():
         check_labels([0, 2], 2, classes=(0, 1))
     with pytest.raises(ValueError, match="at least 2"):
         check_labels([0, 0], 2)  # non-private fits that infer the label set keep the requirement
+
+
+# --- item 11: noise from a vetted sampler (no floating-point support gap) ---------------------
+
+
+def _gap_fraction(outputs: np.ndarray) -> float:
+    """Share of outputs in (−1, 1) that are not multiples of 2⁻⁵³.
+
+    ``fl(1 + L)`` with |fl(1 + L)| < 1 is always a multiple of 2⁻⁵³ (Sterbenz), so such an output of
+    ``mechanism(0)`` can never come from ``mechanism(1)`` with ``value + float noise`` (Mironov 2012):
+    a test with ε = ∞.
+    """
+    small = outputs[np.abs(outputs) < 1]
+    return float(np.mean(np.ldexp(small, 53) != np.round(np.ldexp(small, 53))))
+
+
+def test_item11_vetted_samplers_have_no_support_gap():
+    from dpadapt.privacy.mechanisms import NoiseSource, laplace_mechanism, vetted_gaussian
+
+    n = 2000
+    old = np.random.default_rng(0)  # the old ``value + numpy noise`` samplers
+    for draw in (lambda v: v + old.laplace(0.0, 1.0, n), lambda v: v + old.normal(0.0, 1.0, n)):
+        assert _gap_fraction(draw(np.zeros(n))) > 0.2 and _gap_fraction(draw(np.ones(n))) == 0.0
+    for draw in (
+        lambda v: laplace_mechanism(v, 1.0, 1.0, NoiseSource(), party="source").value,
+        lambda v: vetted_gaussian(v, 1.0, NoiseSource()),
+    ):
+        zero, one = _gap_fraction(draw(np.zeros(n))), _gap_fraction(draw(np.ones(n)))
+        assert zero > 0.1 and one > 0.1  # the outputs that betrayed input 0 now come from input 1 too
+
+
+def test_item11_vetted_gaussian_audit_passes_and_undernoised_control_fails():
+    """The one-release mechanisms' sampler, audited on the worst-case shift Δ at the claimed (ε, δ).
+
+    Class statistics (Δ = 2), moments (√6) and sliced histograms (√(2k)) all add i.i.d. noise of
+    σ = z·Δ to a vector that moves by Δ: one coordinate shifted by Δ is the worst case for each.
+    """
+    from dpadapt.privacy import accounting
+    from dpadapt.privacy.audit import epsilon_lower_bound
+    from dpadapt.privacy.mechanisms import NoiseSource, vetted_gaussian
+
+    eps, delta, n, sens = 1.0, 1e-5, 20_000, 2.0
+    for stated, should_pass in ((sens, True), (sens / 3, False)):
+        sigma = accounting.analytic_gaussian_sigma(eps, delta, stated)
+        a = vetted_gaussian(np.zeros(n), sigma, NoiseSource())
+        b = vetted_gaussian(np.full(n, sens), sigma, NoiseSource())
+        assert abs(a.std() / sigma - 1) < 0.03
+        assert epsilon_lower_bound(a, b, delta=delta).passes(eps) == should_pass
+
+
+def test_item11_one_release_mechanisms_use_the_vetted_sampler(monkeypatch):
+    from dpadapt.privacy import mechanisms as mech
+
+    calls = []
+    real = mech.vetted_gaussian
+    monkeypatch.setattr(mech, "vetted_gaussian", lambda v, s, n: calls.append(np.size(v)) or real(v, s, n))
+    noise = mech.NoiseSource()
+    Z = np.eye(3)
+    mech.class_statistics(Z, np.array([0, 1, 1]), 2, sigma=1.0, relation="replace_one", noise=noise)
+    mech.moment_statistics(Z, sigma=1.0, relation="replace_one", noise=noise)
+    mech.sliced_histogram_release(Z, np.eye(3)[:, :2], np.linspace(-1, 1, 5), sigma=1.0, noise=noise)
+    assert calls == [2 * 3 + 2, 1 + 3 + 6, 2 * 4]

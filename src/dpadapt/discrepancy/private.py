@@ -44,7 +44,7 @@ from dpadapt.discrepancy.stage2 import weighted_regression
 from dpadapt.privacy import accounting
 from dpadapt.privacy.families import discrepancy as families
 from dpadapt.privacy.guarantee import Guarantee
-from dpadapt.privacy.mechanisms import NoiseSource, gaussian, random_streams, report_noisy_min
+from dpadapt.privacy.mechanisms import FAST_SAMPLER_WORDS, NoiseSource, gaussian, random_streams, report_noisy_min
 from dpadapt.validation import (
     check_delta,
     check_epsilon,
@@ -63,7 +63,7 @@ THEOREM_FW = (
 )
 THEOREM_MD = (
     "Noisy mirror descent (Bassily, Mohri & Suresh, AISTATS 2023, Alg. 3 / Thm 6): K Gaussian "
-    "mechanisms on the gradient, ℓ2 sensitivity √m·τ, RDP composition (Mironov 2017)"
+    "mechanisms on the gradient, ℓ2 sensitivity √m·τ, RDP composition (Mironov 2017); " + FAST_SAMPLER_WORDS
 )
 THEOREM_SS = (
     "Single-stage private Frank-Wolfe (Bassily, Mohri & Suresh, AISTATS 2023, Alg. 1 / Thm 4): K "
@@ -386,7 +386,7 @@ def run_noisy_mirror_descent(
         _, grad = softmax_value_grad(q, problem.M0, problem.X_source, problem.mu)
         g = grad + problem.lam * q
         if plan.noisy:
-            g = gaussian(g, sigma=plan.sigma, sensitivity=plan.sensitivity, noise=noise).value
+            g = gaussian(g, sigma=plan.sigma, sensitivity=plan.sensitivity, noise=noise, vetted=False).value
         if variant == "entropic":
             logq = logq - eta * g
             logq -= special.logsumexp(logq)

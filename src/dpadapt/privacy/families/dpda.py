@@ -17,7 +17,9 @@ from dpadapt.validation import check_delta, check_epsilon, check_privacy_mode
 
 THEOREM = (
     "DP-SGD (Abadi et al., CCS 2016): Poisson-subsampled Gaussian mechanism on per-example gradients "
-    "clipped to C, RDP of the sampled Gaussian (Mironov, Talwar & Zhang 2019) composed over steps by dp-accounting"
+    "clipped to C, RDP of the sampled Gaussian (Mironov, Talwar & Zhang 2019) composed over steps by dp-accounting; "
+    "noise from torch's float32 Gaussian sampler (not floating-point vetted: OpenDP's sampler would cost minutes per "
+    "epoch for the per-step noise of every parameter)"
 )
 
 
