@@ -57,7 +57,7 @@ def run(out_path: str, which: str, seeds: int, only: str = "") -> None:
             lr = nonprivate_source_only(p.Xs, p.ys, p.Xt_test, ytest, ft == "counts")
             bases: dict = {}  # the receiver's bases of this target, reused across seeds and ε
             for eps in epsilons:
-                for seed in range(seeds):
+                for seed in range(seeds if eps is not None else 1):  # ε = None: no noise, one run
                     t0 = time.time()
                     kw = dict(epsilon=eps, delta=delta if eps is not None else None, classes=classes, random_state=seed)
                     row = {"pair": f"{ds}:{s}->{t}", "eps": eps, "seed": seed, "lr_cv": lr}
