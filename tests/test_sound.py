@@ -66,9 +66,17 @@ def test_guard_rejects_a_refinement_that_follows_clusters_unlike_the_classes(rng
     assert loose.kept  # the same refinement passes a guard with no threshold: the guard is what stops it
 
 
-def test_rule_reads_only_public_facts_and_tables_use_the_declared_box():
+def test_rule_reads_only_public_facts_and_covers_every_type_and_epsilon():
+    from dpadapt.sound.rule import RULE, grid_point
+
     c = choose(feature_type="table", n=300, n_classes=2, n_features=25, epsilon=4.0)
-    assert c.space == "features" and c.norm == "box"
+    assert c.space == "features"  # a declared table is small: no basis needed
+    for ft in ("dense", "counts", "table"):
+        for eps in (None, 0.5, 1.0, 3.0, 8.0, 20.0):
+            assert (ft, grid_point(eps)) in RULE
+    assert grid_point(3.0) == 2.0 and grid_point(0.5) == 1.0 and grid_point(20.0) == 8.0
+    with pytest.raises(ValueError, match="features"):
+        choose(feature_type="table", n=300, n_classes=2, n_features=5000, epsilon=4.0)
     with pytest.raises(TypeError):
         choose(X=np.zeros((3, 3)))  # no private rows can be passed
 

@@ -234,9 +234,22 @@ def test_progress_on_a_terminal_and_silent_in_a_pipe(tmp_path):
     piped = _dpadapt([*common, "--quiet", "--out", str(tmp_path / "a.release")], env, capture_output=True, text=True)
     assert piped.returncode == 0 and piped.stderr == ""
     assert piped.stdout.startswith("ledger ") and "wrote" in piped.stdout and "rows" not in piped.stdout
+    text = _on_a_terminal([*common, "--out", str(tmp_path / "b.release")], env)
+    assert "reading big.csv" in text and "rows" in text and "release dpot" in text
+    text = _on_a_terminal(["adapt", "dpot", "--release", str(tmp_path / "b.release"), "--data", str(tmp_path / "big.csv"),
+                           "--schema", str(tmp_path / "s.toml"), "--refinement", "none", "--out", str(tmp_path / "m.dpadapt")], env)
+    assert "reading big.csv" in text and "rows" in text and "adapt dpot" in text
+    piped = _dpadapt(["adapt", "dpot", "--release", str(tmp_path / "b.release"), "--data", str(tmp_path / "big.csv"),
+                      "--schema", str(tmp_path / "s.toml"), "--refinement", "none", "--quiet", "--force",
+                      "--out", str(tmp_path / "m.dpadapt")], env, capture_output=True, text=True)
+    assert piped.returncode == 0 and piped.stderr == "" and piped.stdout.startswith("wrote ")
+
+
+def _on_a_terminal(args, env) -> str:
+    """Run ``dpadapt ARGS`` with stderr on a 100-column pseudo-terminal; what it showed there."""
     leader, follower = pty.openpty()
-    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # a 100-column terminal
-    tty = _dpadapt([*common, "--out", str(tmp_path / "b.release")], env, stdout=subprocess.PIPE, stderr=follower)
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    proc = _dpadapt(args, env, stdout=subprocess.PIPE, stderr=follower)
     os.close(follower)
     shown = b""
     while True:
@@ -248,9 +261,8 @@ def test_progress_on_a_terminal_and_silent_in_a_pipe(tmp_path):
             break
         shown += chunk
     os.close(leader)
-    assert tty.returncode == 0
-    text = shown.decode("utf-8", "replace")
-    assert "reading big.csv" in text and "rows" in text and "release dpot" in text
+    assert proc.returncode == 0, shown
+    return shown.decode("utf-8", "replace")
 
 
 def test_readme_heart_example_runs_as_written(data_root, tmp_path, monkeypatch, capsys):

@@ -211,6 +211,8 @@ def adapt(release_: Release, Xt, config: Config, *, basis_release: Release | Non
     if release_.method != family or release_.kind != STATS_KIND:
         raise ReleaseError(f"expected a {family}/{STATS_KIND} release, got {release_.method}/{release_.kind}")
     p = release_.params
+    if config.classes is not None and list(config.classes) != list(p.get("classes", [])):
+        raise ReleaseError(f"the release is for the label set {p.get('classes')}, the receiver expects {list(config.classes)}")
     mean, comp, digest = _check_basis(basis_release, family)
     if p.get("basis_sha256") != digest:
         raise ReleaseError("the statistics were released in another basis than the one given")

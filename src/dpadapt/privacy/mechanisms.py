@@ -74,6 +74,14 @@ class NoiseSource:
         return g
 
 
+def recorded(guarantee: Guarantee, noise) -> Guarantee:
+    """``guarantee`` as it holds for noise drawn from ``noise``: invalid (with the reason) when the noise
+    is reproducible from a seed (issue 19, item 8)."""
+    from dpadapt.privacy.guarantee import REPRODUCIBLE_NOISE_REASON
+
+    return guarantee.invalidated(REPRODUCIBLE_NOISE_REASON) if _reproducible(noise) else guarantee
+
+
 _NOISE_SPAWN_KEY = (0x6E6F697365,)  # "noise": keeps reproducible noise apart from the public stream
 
 

@@ -210,7 +210,10 @@ def adapt(release_: Release, Xt, config: Config, *, basis_release: Release | Non
         raise ValueError(f"target has {Xt.shape[1]} features; the release was made for {p['n_features']}")
     sums = np.asarray(release_["sums"])
     lam = ridge(float(p["sigma"]), float(p["n_source"]), sums.shape[1], ridge_scale=choice.ridge_scale, ridge_floor=choice.ridge_floor)
-    W, b = lda_from_moments(sums, release_["counts"], release_["second"], lam)
+    if choice.classifier == "ncm":  # nearest class direction (cosine) of the released sums
+        W, b = sums / np.maximum(np.linalg.norm(sums, axis=1, keepdims=True), np.finfo(float).tiny), np.zeros(sums.shape[0])
+    else:
+        W, b = lda_from_moments(sums, release_["counts"], release_["second"], lam)
     model = SoundModel(np.asarray(p["classes"]), bool(p["log1p"]), choice.to_params(), kw.get("mean"), kw.get("components"), W, b)
     if choice.refinement == "guarded":
         g = guarded(model.transform(Xt), W, b, min_agreement=choice.min_agreement)
@@ -218,12 +221,20 @@ def adapt(release_: Release, Xt, config: Config, *, basis_release: Release | Non
     return model
 
 
-def run_parties(config: Config, Xs, ys, Xt) -> tuple[Release | None, Release, SoundModel]:
-    """All steps in one process (basis if the space needs it → release → adapt), noise from a fresh NoiseSource."""
+def run_parties(config: Config, Xs, ys, Xt, *, bases: dict | None = None) -> tuple[Release | None, Release, SoundModel]:
+    """All steps in one process (basis if the space needs it → release → adapt), noise from a fresh NoiseSource.
+
+    ``bases``: optional cache {k: basis Release} of the receiver's bases of these same ``Xt`` (a
+    benchmark reuses them across seeds and ε; the basis depends on nothing else).
+    """
     _, noise = random_streams(config.random_state, reproducible_noise=config.reproducible_noise)
     facts = {"n_source": Xs.shape[0], "n_features": Xs.shape[1]}
     choice = choice_for(config, *facts.values())
-    basis_rel = basis(Xt, config, choice) if choice.space == "pca" else None
+    basis_rel = None
+    if choice.space == "pca":
+        basis_rel = (bases or {}).get(choice.k) or basis(Xt, config, choice)
+        if bases is not None:
+            bases[choice.k] = basis_rel
     if basis_rel is not None:
         facts["k"] = basis_rel.params["k"]
     the_plan = plan(config, facts)

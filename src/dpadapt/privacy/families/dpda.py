@@ -112,8 +112,8 @@ def plan_party(
     ``cap_steps`` steps meet (ε, δ) exactly.
     """
     epsilon = check_epsilon(epsilon, f"{party} epsilon")
-    delta = check_delta(delta, n_rows, f"{party} delta")
     mode = check_privacy_mode(mode)
+    delta = check_delta(delta, n_rows, f"{party} delta", sound=mode == "sound")
     if batch_size > n_rows:
         raise ValueError(f"batch_size {batch_size} exceeds the {n_rows} {party} rows")
     rate = batch_size / n_rows

@@ -136,10 +136,10 @@ def plan_releases(
     Guarantee is marked invalid with reasons.
     """
     check_epsilon(epsilon)
-    check_delta(delta)
-    check_positive(clip_norm, "clip_norm")
     if mode not in ("sound", "paper"):
         raise ValueError(f"mode must be 'sound' or 'paper', got {mode!r}")
+    check_delta(delta, n, sound=mode == "sound")
+    check_positive(clip_norm, "clip_norm")
     if method not in _swd().SENSITIVITY_METHODS:
         raise ValueError(f"method must be one of {_swd().SENSITIVITY_METHODS}, got {method!r}")
     if mode == "sound" and method not in _swd().SOUND_METHODS:
@@ -248,7 +248,7 @@ THEOREM_SLICED_MARGINALS = (
 def plan_sliced_marginals(epsilon: float, delta: float, *, n: int, k: int, bins: int, party: str = "target"):
     """σ and the Guarantee of ONE Gaussian release of k sliced histograms (replace-one, sqrt(2k) sensitivity)."""
     check_epsilon(epsilon)
-    check_delta(delta)
+    check_delta(delta, n, sound=True)
     if int(k) < 1 or int(bins) < 2:
         raise ValueError(f"need k ≥ 1 directions and ≥ 2 bins, got k={k}, bins={bins}")
     sensitivity = math.sqrt(2.0 * int(k))
