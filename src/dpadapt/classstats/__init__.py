@@ -246,7 +246,7 @@ class ClassStatsDA(ConfigEstimator):
             names = np.asarray(config.classes)
             ys = encode_labels(np.asarray(ys).ravel(), config.classes)
             config = config.replace(classes=tuple(range(len(names))))
-        Xs, ys, Xt, _ = self._check_domains(Xs, ys, Xt, None, allow_sparse=True)
+        Xs, ys, Xt, _ = self._check_domains(Xs, ys, Xt, None, allow_sparse=True, classes=config.classes)
         self.basis_release_, self.release_, self.model_ = run_parties(config, Xs, ys, Xt)
         if names is not None:
             self.model_ = dataclasses.replace(self.model_, classes=names)
