@@ -11,6 +11,7 @@ from scipy import optimize
 from sklearn.base import clone
 from threadpoolctl import threadpool_limits
 
+from dpadapt.privacy.guarantee import REPRODUCIBLE_NOISE_REASON
 from dpadapt.datasets.synthetic import make_bms_regression
 from dpadapt.discrepancy import (
     DiscrepancyClassifier,
@@ -219,7 +220,8 @@ def test_private_outputs_depend_only_on_noise_and_guarantee(bms):
     d = noisy_frank_wolfe(bms["Xt"], bms["Xs"], 4.0, DELTA, r=1.5, K=50, random_state=1)
     e = noisy_frank_wolfe(bms["Xt"], bms["Xs"], 4.0, DELTA, r=1.5, K=50, random_state=1)
     assert not np.array_equal(d.q, e.q)
-    assert a.guarantee.valid and a.epsilon <= 4.0
+    assert a.guarantee.reasons == (REPRODUCIBLE_NOISE_REASON,) and a.epsilon <= 4.0
+    assert d.guarantee.valid
 
 
 # -- utility -----------------------------------------------------------------------------------
@@ -336,7 +338,7 @@ def test_classifier_on_signed_labels(bms):
                                 random_state=0, reproducible_noise=True).fit_domains(Xs, ys, Xt)
     assert set(np.unique(clf.predict(Xs))) <= {0, 1}
     assert clf.score(Xs, ys) > 0.7
-    assert clf.guarantee_.valid
+    assert clf.guarantee_.reasons == (REPRODUCIBLE_NOISE_REASON,)
 
 
 def _multiclass(rng, n, classes=4, d=8, shift=0.4):
@@ -365,7 +367,7 @@ def test_multiclass_classifier_one_weighting_eps_spent_once(monkeypatch):
     clf.fit_domains(Xs, ys, Xt)
     assert time.perf_counter() - start < 30.0  # default K: seconds, not minutes
     assert len(calls) == 1 and clf.coef_.shape == (8, 4)
-    assert clf.guarantee_.valid and clf.guarantee_.epsilon <= 2.0 + 1e-9
+    assert clf.guarantee_.reasons == (REPRODUCIBLE_NOISE_REASON,) and clf.guarantee_.epsilon <= 2.0 + 1e-9
     assert clf.decision_function(Xt).shape == (2000, 4)
     assert clf.score(Xt, yt) > 0.6  # chance is 0.25
     assert DiscrepancyClassifier(epsilon=None, K=20, Lambda=None).fit_domains(Xs, ys, Xt).guarantees_ == {}
@@ -420,7 +422,7 @@ def test_msda400_classification_runs(data_root):
         clf = DiscrepancyClassifier(algorithm="frank_wolfe", epsilon=4.0, delta=1e-5, r=r, K=40, Lambda=None,
                                     ridge=1e-3, random_state=0, reproducible_noise=True)
         clf.fit_domains(pair.Xs[src], pair.ys[src], pair.Xt)
-    assert clf.guarantee_.valid and clf.guarantee_.epsilon <= 4.0
+    assert clf.guarantee_.reasons == (REPRODUCIBLE_NOISE_REASON,) and clf.guarantee_.epsilon <= 4.0
     assert clf.score(pair.Xt_test, pair.yt_test) > 0.5  # above chance on balanced binary labels
 
 

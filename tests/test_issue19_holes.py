@@ -187,3 +187,196 @@ def test_item4_check_labels_with_a_public_label_set():
         check_labels([0, 2], 2, classes=(0, 1))
     with pytest.raises(ValueError, match="at least 2"):
         check_labels([0, 0], 2)  # non-private fits that infer the label set keep the requirement
+
+
+# --- item 11: noise from a vetted sampler (no floating-point support gap) ---------------------
+
+
+def _gap_fraction(outputs: np.ndarray) -> float:
+    """Share of outputs in (−1, 1) that are not multiples of 2⁻⁵³.
+
+    ``fl(1 + L)`` with |fl(1 + L)| < 1 is always a multiple of 2⁻⁵³ (Sterbenz), so such an output of
+    ``mechanism(0)`` can never come from ``mechanism(1)`` with ``value + float noise`` (Mironov 2012):
+    a test with ε = ∞.
+    """
+    small = outputs[np.abs(outputs) < 1]
+    return float(np.mean(np.ldexp(small, 53) != np.round(np.ldexp(small, 53))))
+
+
+def test_item11_vetted_samplers_have_no_support_gap():
+    from dpadapt.privacy.mechanisms import NoiseSource, laplace_mechanism, vetted_gaussian
+
+    n = 2000
+    old = np.random.default_rng(0)  # the old ``value + numpy noise`` samplers
+    for draw in (lambda v: v + old.laplace(0.0, 1.0, n), lambda v: v + old.normal(0.0, 1.0, n)):
+        assert _gap_fraction(draw(np.zeros(n))) > 0.2 and _gap_fraction(draw(np.ones(n))) == 0.0
+    for draw in (
+        lambda v: laplace_mechanism(v, 1.0, 1.0, NoiseSource(), party="source").value,
+        lambda v: vetted_gaussian(v, 1.0, NoiseSource()),
+    ):
+        zero, one = _gap_fraction(draw(np.zeros(n))), _gap_fraction(draw(np.ones(n)))
+        assert zero > 0.1 and one > 0.1  # the outputs that betrayed input 0 now come from input 1 too
+
+
+def test_item11_vetted_gaussian_audit_passes_and_undernoised_control_fails():
+    """The one-release mechanisms' sampler, audited on the worst-case shift Δ at the claimed (ε, δ).
+
+    Class statistics (Δ = 2), moments (√6) and sliced histograms (√(2k)) all add i.i.d. noise of
+    σ = z·Δ to a vector that moves by Δ: one coordinate shifted by Δ is the worst case for each.
+    """
+    from dpadapt.privacy import accounting
+    from dpadapt.privacy.audit import epsilon_lower_bound
+    from dpadapt.privacy.mechanisms import NoiseSource, vetted_gaussian
+
+    eps, delta, n, sens = 1.0, 1e-5, 20_000, 2.0
+    for stated, should_pass in ((sens, True), (sens / 3, False)):
+        sigma = accounting.analytic_gaussian_sigma(eps, delta, stated)
+        a = vetted_gaussian(np.zeros(n), sigma, NoiseSource())
+        b = vetted_gaussian(np.full(n, sens), sigma, NoiseSource())
+        assert abs(a.std() / sigma - 1) < 0.03
+        assert epsilon_lower_bound(a, b, delta=delta).passes(eps) == should_pass
+
+
+def test_item11_one_release_mechanisms_use_the_vetted_sampler(monkeypatch):
+    from dpadapt.privacy import mechanisms as mech
+
+    calls = []
+    real = mech.vetted_gaussian
+    monkeypatch.setattr(mech, "vetted_gaussian", lambda v, s, n: calls.append(np.size(v)) or real(v, s, n))
+    noise = mech.NoiseSource()
+    Z = np.eye(3)
+    mech.class_statistics(Z, np.array([0, 1, 1]), 2, sigma=1.0, relation="replace_one", noise=noise)
+    mech.moment_statistics(Z, sigma=1.0, relation="replace_one", noise=noise)
+    mech.sliced_histogram_release(Z, np.eye(3)[:, :2], np.linspace(-1, 1, 5), sigma=1.0, noise=noise)
+    assert calls == [2 * 3 + 2, 1 + 3 + 6, 2 * 4]
+
+
+# --- item 8: reproducible noise is recorded ----------------------------------------------------
+
+
+def test_item8_reproducible_noise_marks_the_guarantee_invalid(rng):
+    from dpadapt.classstats import ClassStatsDA, DPLogisticRegression
+    from dpadapt.privacy.guarantee import REPRODUCIBLE_NOISE_REASON
+
+    X, y = rng.normal(size=(30, 5)), np.arange(30) % 3
+    for cls in (ClassStatsDA, DPLogisticRegression):
+        kw = {"epsilon": 2.0, "classes": CL, "random_state": 7}
+        secret = cls(**kw).fit_domains(X, y, X)
+        replayable = cls(**kw, reproducible_noise=True).fit_domains(X, y, X)
+        assert secret.guarantee_.valid
+        assert not replayable.guarantee_.valid and REPRODUCIBLE_NOISE_REASON in replayable.guarantee_.reasons
+    cfg = classstats.Config(epsilon=2.0, classes=CL, k=0, random_state=7, reproducible_noise=True)
+    plan = classstats.plan(cfg, {"n_source": 30, "n_features": 5, "k": 0})
+    assert not plan.guarantee.valid  # the release carries the reason too
+    _, noise = random_streams(7, reproducible_noise=True)
+    assert classstats.release(plan, X, y, noise).guarantee.reasons == plan.guarantee.reasons
+
+
+# --- item 7: δ ≥ 1/n refused on every sound path -----------------------------------------------
+
+
+def test_item7_delta_above_one_over_n_is_refused_in_sound_mode(rng):
+    from dpadapt.deep.swd_marginals import plan_marginals
+    from dpadapt.discrepancy.private import noisy_frank_wolfe
+    from dpadapt.privacy.families.dpda import plan_party
+    from dpadapt.transport import swd
+
+    X = rng.normal(size=(20, 4))  # n = 20: δ = 0.1 ≥ 1/n
+    refusals = {
+        "release_projections": lambda: swd.release_projections(X, epsilon=1.0, delta=0.1, k=2),
+        "dp_swd": lambda: swd.dp_swd(X, X, epsilon=1.0, delta=0.1, k=2),
+        "plan_marginals": lambda: plan_marginals(1.0, 0.1, n=20, k=2, bins=4),
+        "noisy_frank_wolfe": lambda: noisy_frank_wolfe(X, X, 1.0, 0.1, r=1.0, K=3),
+        "GDPDA source_delta": lambda: plan_party("source", 20, 5, 1.0, 0.1, 1.0, 1.0, "sound", (("label",),),
+                                                 (("label",),), 10),
+    }
+    for name, call in refusals.items():
+        with pytest.raises(ValueError, match="1/n"):
+            call()
+    with pytest.warns(UserWarning, match="1/n"):  # paper mode reproduces the publication: a warning only
+        noisy_frank_wolfe(X, X, 1.0, 0.1, r=1.0, K=3, privacy_mode="paper")
+
+
+# --- item 9: basis / slices disclose un-noised summaries only of data declared public ---------
+
+
+def test_item9_basis_refuses_a_dataset_with_a_budget_unless_declared_public(rng, tmp_path):
+    from dpadapt.cli.main import main
+    from dpadapt.io import save_table
+    from dpadapt.privacy.ledger import Ledger, fingerprint
+
+    data, ledger = tmp_path / "target.npz", tmp_path / "ledger.sqlite"
+    save_table(data, rng.normal(size=(30, 6)))
+    args = ["basis", "--data", str(data), "--k", "3", "--ledger", str(ledger)]
+    assert main([*args, "--out", str(tmp_path / "a.release")]) == 0  # no budget: an unprotected receiver
+    Ledger(ledger).set_budget("target", fingerprint(data), 1.0, 1e-6)
+    assert main([*args, "--out", str(tmp_path / "b.release")]) == 1  # before: written silently
+    assert not (tmp_path / "b.release").exists()
+    assert main([*args, "--out", str(tmp_path / "c.release"), "--declare-public"]) == 0
+
+
+# --- item 6: add/remove guarantees say that n is treated as public --------------------------------
+
+
+def test_item6_add_remove_guarantee_states_that_n_is_public(rng):
+    from dpadapt.classstats import DPLogisticRegression
+    from dpadapt.privacy.guarantee import ADD_REMOVE_N_PUBLIC
+
+    X, y = rng.normal(size=(30, 5)), np.arange(30) % 3
+    add = DPLogisticRegression(epsilon=1.0, classes=CL, relation="add_remove").fit_domains(X, y)
+    rep = DPLogisticRegression(epsilon=1.0, classes=CL).fit_domains(X, y)
+    assert ADD_REMOVE_N_PUBLIC in add.guarantee_.report()
+    assert ADD_REMOVE_N_PUBLIC not in rep.guarantee_.report()
+
+
+# --- item 10: what PRIMA's target keeps is said in its Guarantee ------------------------------
+
+
+def test_item10_prima_target_guarantee_says_the_model_keeps_the_exact_target_mean(rng):
+    from dpadapt.alignment.estimators import PRIMA
+    from dpadapt.privacy.families.prima import TARGET_KEEPS
+
+    X, y = np.abs(rng.normal(size=(40, 6))), np.arange(40) % 3
+    est = PRIMA(epsilon=2.0, delta=1e-5, classes=CL, basis_dim=4).fit_domains(X, y, X + 1.0)
+    g_t = est.guarantees_["target"]
+    assert g_t.epsilon == 0.0 and "target_mean" in g_t.report() and g_t.details["kept by the target"] == TARGET_KEEPS
+    assert est.model_.target_mean is not None  # the exact target mean is kept, and now said to be
+
+
+# --- item 12: the receiver's label set, a huge ε, the --seed help --------------------------------
+
+
+def test_item12_receiver_label_set_huge_epsilon_and_seed_help(rng, capsys):
+    from dpadapt.cli.main import main
+    from dpadapt.privacy.guarantee import LARGE_EPSILON_WORDS, analytic_gaussian_guarantee
+
+    X, y = rng.normal(size=(30, 5)), np.arange(30) % 3
+    cfg = classstats.Config(epsilon=2.0, classes=CL, k=0)
+    plan = classstats.plan(cfg, {"n_source": 30, "n_features": 5, "k": 0})
+    _, noise = random_streams(0)
+    rel = classstats.release(plan, X, y, noise)
+    classstats.adapt(rel, X, cfg)
+    with pytest.raises(ReleaseError, match="label set"):  # before: accepted silently
+        classstats.adapt(rel, X, cfg.replace(classes=(0, 1, 2, 3)))
+    huge = analytic_gaussian_guarantee(1e9, 1e-5, 1e-9, party="source", unit="record", relation="replace_one",
+                                       theorem="t")
+    assert LARGE_EPSILON_WORDS in huge.report()
+    with pytest.raises(SystemExit):
+        main(["adapt", "dpswd", "--help"])
+    out = capsys.readouterr().out
+    assert "seed of the noise" not in out and "fresh OS entropy" in out
+
+
+def test_item4_cli_releases_a_one_class_source(rng, tmp_path, monkeypatch):
+    from dpadapt.cli.main import main
+    from dpadapt.io import save_table
+    from dpadapt.privacy.ledger import Ledger, fingerprint
+
+    monkeypatch.setenv("DPADAPT_LEDGER", str(tmp_path / "ledger.sqlite"))
+    X, y, y_prime, _ = _one_record_of_class_1(rng)
+    for name, labels in (("d", y), ("d_prime", y_prime)):
+        data = tmp_path / f"{name}.npz"
+        save_table(data, X, labels)
+        Ledger(tmp_path / "ledger.sqlite").set_budget("source", fingerprint(data), 4.0, 1e-5)
+        assert main(["release", "dpot", "--data", str(data), "--epsilon", "1", "--delta", "1e-6", "--n-classes", "2",
+                     "--out", str(tmp_path / f"{name}.release")]) == 0

@@ -234,9 +234,22 @@ def test_progress_on_a_terminal_and_silent_in_a_pipe(tmp_path):
     piped = _dpadapt([*common, "--quiet", "--out", str(tmp_path / "a.release")], env, capture_output=True, text=True)
     assert piped.returncode == 0 and piped.stderr == ""
     assert piped.stdout.startswith("ledger ") and "wrote" in piped.stdout and "rows" not in piped.stdout
+    text = _on_a_terminal([*common, "--out", str(tmp_path / "b.release")], env)
+    assert "reading big.csv" in text and "rows" in text and "release dpot" in text
+    text = _on_a_terminal(["adapt", "dpot", "--release", str(tmp_path / "b.release"), "--data", str(tmp_path / "big.csv"),
+                           "--schema", str(tmp_path / "s.toml"), "--refinement", "none", "--out", str(tmp_path / "m.dpadapt")], env)
+    assert "reading big.csv" in text and "rows" in text and "adapt dpot" in text
+    piped = _dpadapt(["adapt", "dpot", "--release", str(tmp_path / "b.release"), "--data", str(tmp_path / "big.csv"),
+                      "--schema", str(tmp_path / "s.toml"), "--refinement", "none", "--quiet", "--force",
+                      "--out", str(tmp_path / "m.dpadapt")], env, capture_output=True, text=True)
+    assert piped.returncode == 0 and piped.stderr == "" and piped.stdout.startswith("wrote ")
+
+
+def _on_a_terminal(args, env) -> str:
+    """Run ``dpadapt ARGS`` with stderr on a 100-column pseudo-terminal; what it showed there."""
     leader, follower = pty.openpty()
-    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # a 100-column terminal
-    tty = _dpadapt([*common, "--out", str(tmp_path / "b.release")], env, stdout=subprocess.PIPE, stderr=follower)
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    proc = _dpadapt(args, env, stdout=subprocess.PIPE, stderr=follower)
     os.close(follower)
     shown = b""
     while True:
@@ -248,9 +261,8 @@ def test_progress_on_a_terminal_and_silent_in_a_pipe(tmp_path):
             break
         shown += chunk
     os.close(leader)
-    assert tty.returncode == 0
-    text = shown.decode("utf-8", "replace")
-    assert "reading big.csv" in text and "rows" in text and "release dpot" in text
+    assert proc.returncode == 0, shown
+    return shown.decode("utf-8", "replace")
 
 
 def test_readme_heart_example_runs_as_written(data_root, tmp_path, monkeypatch, capsys):
@@ -307,3 +319,23 @@ def test_source_side_mismatch_and_broken_pipe(tmp_path, capsys, monkeypatch):
     proc.stdout.close()
     assert proc.wait(timeout=120) == 0 and first.startswith(b"Release")
     assert proc.stderr.read() == b""
+
+
+def test_schema_draft_reads_only_the_header(tmp_path, capsys):
+    export = tmp_path / "export.csv"
+    export.write_bytes(b"patient_id;age;cp;diagnosis\n\xff\xfe not even text;;;\n")  # rows are never read
+    out = tmp_path / "draft.toml"
+    assert main(["schema", "draft", "--header-of", str(export), "--label", "diagnosis", "--classes", "healthy,disease",
+                 "--id", "patient_id", "--categorical", "cp", "--out", str(out)]) == 0
+    assert "fill in 2 place(s)" in capsys.readouterr().out
+    assert main(["schema", "check", str(out)]) == 1  # ranges and codes are left to fill: it does not load yet
+    assert "columns.age.range: a numeric column needs its public range" in capsys.readouterr().err
+    text = out.read_text().replace("range = []", "range = [0, 110]").replace("categories = []", "categories = [1, 2, 3, 4]")
+    out.write_text(text)
+    from dpadapt.tables import load_schema
+
+    schema = load_schema(out)
+    assert schema.delimiter == ";" and schema.id_column == "patient_id" and schema.classes == ("healthy", "disease")
+    assert schema.feature_names == ["age", "cp=1", "cp=2", "cp=3", "cp=4"]
+    assert main(["schema", "draft", "--columns", "a,b,a", "--out", str(tmp_path / "x.toml")]) == 1
+    assert "names a column twice: 'a'" in capsys.readouterr().err and not (tmp_path / "x.toml").exists()

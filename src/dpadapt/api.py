@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dpadapt.base import DAEstimator
-from dpadapt.privacy.guarantee import Guarantee
+from dpadapt.privacy.guarantee import REPRODUCIBLE_NOISE_REASON, Guarantee
 
 _MISSING = dataclasses.MISSING
 
@@ -219,6 +219,8 @@ class Plan:
     def __post_init__(self) -> None:
         if self.config.private and self.guarantee is None:
             raise ValueError("a private plan needs its guarantee")
+        if self.guarantee is not None and self.config.reproducible_noise:  # issue 19, item 8
+            object.__setattr__(self, "guarantee", self.guarantee.invalidated(REPRODUCIBLE_NOISE_REASON))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -283,6 +285,7 @@ def register(family: Family) -> Family:
 #: the modules whose import registers a family (each registers itself once, on first import)
 FAMILY_MODULES = (
     "dpadapt.classstats",
+    "dpadapt.sound",
     "dpadapt.transport",
     "dpadapt.alignment",
     "dpadapt.discrepancy",

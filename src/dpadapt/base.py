@@ -7,7 +7,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from dpadapt.privacy.guarantee import Guarantee
+from dpadapt.privacy.guarantee import REPRODUCIBLE_NOISE_REASON, Guarantee
 from dpadapt.validation import check_features, check_labels, check_same_features, split_domains
 
 
@@ -76,6 +76,9 @@ class DAEstimator(ClassifierMixin, BaseEstimator):
         return Xs, ys, Xt, yt
 
     def _set_guarantees(self, *guarantees: Guarantee) -> None:
+        """Record the fitted guarantees; with ``reproducible_noise=True`` they are marked invalid (issue 19, item 8)."""
+        if getattr(self, "reproducible_noise", False):
+            guarantees = tuple(g.invalidated(REPRODUCIBLE_NOISE_REASON) for g in guarantees)
         self.guarantees_ = {g.party: g for g in guarantees}
 
     # -- privacy reporting -----------------------------------------------------------------

@@ -57,6 +57,15 @@ class BenchTask:
     metric: str = "accuracy"
     paper_value: float | None = None
     params: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: The paper's table row this row stands beside (e.g. "PRIMA"): rows of one task sharing it form
+    #: one line of the paper comparison (paper, paper mode, paper mode without noise, sound mode).
+    paper_row: str | None = None
+    #: One line: why paper mode misses the paper's number (shown when it is > 5 points off),
+    #: backed by an experiment in the suite's note.
+    cause: str | None = None
+    #: Why this row cannot be compared with the paper here (e.g. the paper's data is not available);
+    #: printed as "blocked on data: ..." in both tables.
+    blocked: str | None = None
 
     @property
     def key(self) -> tuple:

@@ -192,6 +192,7 @@ def _features(X, log1p: bool):
         M = sp.diags(np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)) @ M
         return sp.hstack([M, np.ones((M.shape[0], 1))], format="csr") / np.sqrt(2.0)
     M = row_map(X, log1p)
+    M = M.toarray() if hasattr(M, "toarray") else M  # the per-example gradients below are dense anyway
     return np.hstack([M, np.ones((M.shape[0], 1))]) / np.sqrt(2.0)
 
 
@@ -218,7 +219,7 @@ class DPLogisticRegression(_SourceOnly):
             P = np.exp(logits - logsumexp(logits, axis=1, keepdims=True))
             total = clipped_gradient_sum(F, P - onehot, c.clip).ravel()
             if c.private:
-                total = gaussian(total, sigma=sigma, sensitivity=guarantee.sensitivity, noise=noise).value
+                total = gaussian(total, sigma=sigma, sensitivity=guarantee.sensitivity, noise=noise, vetted=False).value
             W -= c.learning_rate * total.reshape(K, d) / n
         self.coef_ = W
         self.classes_ = np.asarray(classes)

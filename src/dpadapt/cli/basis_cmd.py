@@ -3,8 +3,9 @@
 In DPOT's setting the target is not protected: it sends the mean and top-k principal directions
 of its own (mapped) rows in the clear so that the source can release its class statistics in that
 k-dimensional space (`dpadapt release dpot --basis FILE`). The Release records this disclosure
-(ε = ∞, not a DP guarantee, with the reason); nothing is charged to a privacy budget. Do not use it
-when your own data must be protected.
+(ε = ∞, not a DP guarantee, with the reason); nothing is charged to a privacy budget, and a dataset
+that has a budget in your ledger is refused unless you pass --declare-public. Do not use it when
+your own data must be protected.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import argparse
 
 from dpadapt import classstats
 from dpadapt.cli.main import add_command
-from dpadapt.cli.party_cmd import N_FEATURES_PARAM, _check_out
+from dpadapt.cli.party_cmd import N_FEATURES_PARAM, _check_out, add_disclosure_arguments, check_disclosure
 from dpadapt.cli.table_options import add_table_arguments, load_data
 
 
@@ -23,15 +24,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--label-column", default="y", help="label column of a .csv/.parquet file (default y)")
     p.add_argument("--k", type=int, default=classstats.Config.__dataclass_fields__["k"].default, help="basis dimension (default 20)")
     p.add_argument("--feature-type", choices=("dense", "counts"), default="dense", help="public feature type ('counts': log1p before normalising)")
-    p.add_argument("--method", default="dpot", choices=("dpot", "classstats"), help="the method the basis is for (default dpot)")
+    p.add_argument("--method", default="dpot", choices=("dpot", "classstats", "sound"), help="the method the basis is for (default dpot)")
     p.add_argument("--out", required=True, help="basis Release file to give the other party")
     p.add_argument("--force", action="store_true", help="overwrite an existing output file")
+    add_disclosure_arguments(p)
     add_table_arguments(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     table = load_data(args)
+    check_disclosure(args, args.data, "target")
     out = _check_out(args.out, args.force)
     config = classstats.Config(k=args.k, feature_type=args.feature_type)
     release = classstats.basis(table.X, config, family=args.method)

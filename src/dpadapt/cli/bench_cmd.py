@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 import argparse
-
-from dpadapt.bench import format_table, run_suite
 from pathlib import Path
-
-from dpadapt.bench.registry import all_suites, get_suite
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -24,6 +20,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args) -> int:
+    from dpadapt.bench import format_table, run_suite  # here: `dpadapt bench --help` imports no suite
+    from dpadapt.bench.registry import all_suites, get_suite
+
     if args.list or not args.suite:
         for name, suite in all_suites().items():
             print(f"{name:<24} {suite.description}")

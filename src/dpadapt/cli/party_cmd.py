@@ -28,8 +28,8 @@ from dpadapt.cli.main import add_command
 from dpadapt.cli.methods import MethodCommands, PlannedRelease, load_plugins, methods
 from dpadapt.cli.table_options import add_table_arguments, load_data, step
 from dpadapt.io import Table
-from dpadapt.privacy.guarantee import Guarantee, compose_guarantees
-from dpadapt.privacy.ledger import Ledger, fingerprint, short_id
+from dpadapt.privacy.guarantee import LARGE_EPSILON, LARGE_EPSILON_WORDS, Guarantee, compose_guarantees
+from dpadapt.privacy.ledger import Ledger, default_path, fingerprint, short_id
 from dpadapt.protocol import Channel, FileChannel, Message, SocketChannel, serve
 from dpadapt.release import Release
 from dpadapt.validation import check_delta, check_epsilon
@@ -107,6 +107,34 @@ def _add_ledger_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--sign", metavar="KEY", help="sign what you write with this Ed25519 private key (dpadapt keys new)")
     add_table_arguments(p)
+
+
+def add_disclosure_arguments(p: argparse.ArgumentParser) -> None:
+    """``--ledger``/``--dataset-id``/``--party``/``--declare-public`` of a command that discloses an
+    un-noised summary of its data (``dpadapt basis``, ``dpadapt slices``)."""
+    p.add_argument("--ledger", help="privacy-budget ledger file (default: $DPADAPT_LEDGER or the user data dir)")
+    p.add_argument("--dataset-id", help="name of the dataset in the ledger (default: SHA-256 of the data file)")
+    p.add_argument("--party", help="your party name in the ledger (default: the party this summary describes)")
+    p.add_argument("--declare-public", action="store_true",
+                   help="these data are public: disclose the un-noised summary even though the ledger has a budget for them")
+
+
+def check_disclosure(args: argparse.Namespace, data: str, party: str) -> None:
+    """Refuse an un-noised disclosure (ε = ∞) of a dataset the ledger holds a privacy budget for, unless
+    ``--declare-public`` (issue 19, item 9): like ``release``, nothing without a guarantee leaves a
+    protected dataset silently. A missing ledger file holds no budget (and is not created)."""
+    if getattr(args, "declare_public", False):
+        return
+    path = Path(args.ledger) if getattr(args, "ledger", None) else default_path()
+    if not path.exists():
+        return
+    name = args.party or party
+    dataset_id = args.dataset_id or fingerprint(data)
+    if Ledger(path).budget(name, dataset_id) is not None:
+        raise ValueError(
+            f"the {name} party has a privacy budget for {short_id(dataset_id)} in {path}: this command discloses an "
+            "un-noised summary of those data (ε = ∞); refused. If these data are public, pass --declare-public"
+        )
 
 
 def add_trust_argument(p: argparse.ArgumentParser) -> None:
@@ -187,6 +215,8 @@ def run_release(args: argparse.Namespace) -> int:
         release = budgeted_release(plan, table, args, out, commands.name, requested=(args.epsilon, args.delta))
     print(f"wrote {out}: {release.method}/{release.kind}, release id {release.release_id}")
     print(f"  {release.guarantee.summary()}")
+    if release.guarantee.epsilon > LARGE_EPSILON:
+        print(f"warning: {LARGE_EPSILON_WORDS}", file=sys.stderr)
     return 0
 
 

@@ -59,6 +59,7 @@ def _sweep_plot(points: list[tuple[float, float]], baselines: dict[str, list[tup
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     fig, ax = plt.subplots(figsize=(5.5, 3.6), dpi=100)
     xs, ys = zip(*sorted(points))
@@ -68,6 +69,9 @@ def _sweep_plot(points: list[tuple[float, float]], baselines: dict[str, list[tup
             bx, by = zip(*sorted(pts))
             ax.plot(bx, by, "s--", label=name)
     ax.set_xscale("log")
+    ax.set_xticks(sorted(set(xs)))
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_xlabel("ε of the protected party")
     ax.set_ylabel("accuracy on the target's labels")
     ax.grid(alpha=0.3)

@@ -5,7 +5,8 @@ source-only network g → h on its own rows and sends the frozen extractor g (wi
 standardisation), h, a centre, k scaled random directions and fixed bins in the clear, so that the
 target can release its sliced marginals under that map (`dpadapt release dpswd-marginals --map
 FILE`). The Release records this disclosure (ε = ∞, not a DP guarantee, with the reason); nothing
-is charged to a privacy budget. Do not use it when your own data must be protected.
+is charged to a privacy budget, and a dataset that has a budget in your ledger is refused unless you
+pass --declare-public. Do not use it when your own data must be protected.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy as np
 
 from dpadapt.cli.config_options import add_config_options, config_from_args
 from dpadapt.cli.main import add_command
-from dpadapt.cli.party_cmd import N_FEATURES_PARAM, _check_out, sign_key
+from dpadapt.cli.party_cmd import N_FEATURES_PARAM, _check_out, add_disclosure_arguments, check_disclosure, sign_key
 from dpadapt.io import load_table
 
 #: the source's options, declared once in :class:`~dpadapt.deep.configs.DPSWDConfig`
@@ -34,6 +35,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, help="map Release file to give the other party")
     p.add_argument("--force", action="store_true", help="overwrite an existing output file")
     p.add_argument("--sign", metavar="KEY", help="sign the map with this Ed25519 private key (dpadapt keys new)")
+    add_disclosure_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -47,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
     config = config_from_args(DPSWDConfig, args)
     key = sign_key(args)
     table = load_table(args.data, args.label_column)
+    check_disclosure(args, args.data, "source")
     if table.y is None:
         raise ValueError(f"{table.path}: the source data needs labels (column '{args.label_column}')")
     X = check_features(table.X, "source data")

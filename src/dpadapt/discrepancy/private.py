@@ -44,7 +44,14 @@ from dpadapt.discrepancy.stage2 import weighted_regression
 from dpadapt.privacy import accounting
 from dpadapt.privacy.families import discrepancy as families
 from dpadapt.privacy.guarantee import Guarantee
-from dpadapt.privacy.mechanisms import NoiseSource, gaussian, random_streams, report_noisy_min
+from dpadapt.privacy.mechanisms import (
+    FAST_SAMPLER_WORDS,
+    NoiseSource,
+    gaussian,
+    random_streams,
+    recorded,
+    report_noisy_min,
+)
 from dpadapt.validation import (
     check_delta,
     check_epsilon,
@@ -63,7 +70,7 @@ THEOREM_FW = (
 )
 THEOREM_MD = (
     "Noisy mirror descent (Bassily, Mohri & Suresh, AISTATS 2023, Alg. 3 / Thm 6): K Gaussian "
-    "mechanisms on the gradient, ℓ2 sensitivity √m·τ, RDP composition (Mironov 2017)"
+    "mechanisms on the gradient, ℓ2 sensitivity √m·τ, RDP composition (Mironov 2017); " + FAST_SAMPLER_WORDS
 )
 THEOREM_SS = (
     "Single-stage private Frank-Wolfe (Bassily, Mohri & Suresh, AISTATS 2023, Alg. 1 / Thm 4): K "
@@ -201,7 +208,7 @@ def plan_rnm_steps(
     epsilon = check_epsilon(epsilon, allow_inf=True)
     if math.isinf(epsilon):
         return _non_private_plan()
-    delta = check_delta(delta)
+    delta = check_delta(delta, problem.n, sound=privacy_mode == "sound")
     K = problem.K
     details = {"K": K, "mu": problem.mu, "r": problem.r, "r_hat": problem.r_hat, "n": problem.n, "m": problem.m}
     if privacy_mode == "sound":
@@ -235,7 +242,7 @@ def plan_gaussian_steps(problem: Problem, epsilon: float, delta: float, privacy_
     epsilon = check_epsilon(epsilon, allow_inf=True)
     if math.isinf(epsilon):
         return _non_private_plan()
-    delta = check_delta(delta)
+    delta = check_delta(delta, problem.n, sound=privacy_mode == "sound")
     K, m = problem.K, problem.m
     l2 = math.sqrt(m) * problem.tau(tight=True)
     if privacy_mode == "sound":
@@ -316,7 +323,8 @@ def first_stage(
         q, name = run_noisy_mirror_descent(problem, plan, noise, variant), f"noisy_mirror_descent[{variant}]"
     else:
         raise ValueError(f"algorithm must be 'frank_wolfe' or 'mirror_descent', got {algorithm!r}")
-    return _result(q, problem, plan, y_source, Lambda, name)
+    result = _result(q, problem, plan, y_source, Lambda, name)
+    return dataclasses.replace(result, guarantee=recorded(result.guarantee, noise))
 
 
 def noisy_frank_wolfe(X_target, X_source, epsilon: float, delta: float, **options) -> PrivateResult:
@@ -386,7 +394,7 @@ def run_noisy_mirror_descent(
         _, grad = softmax_value_grad(q, problem.M0, problem.X_source, problem.mu)
         g = grad + problem.lam * q
         if plan.noisy:
-            g = gaussian(g, sigma=plan.sigma, sensitivity=plan.sensitivity, noise=noise).value
+            g = gaussian(g, sigma=plan.sigma, sensitivity=plan.sensitivity, noise=noise, vetted=False).value
         if variant == "entropic":
             logq = logq - eta * g
             logq -= special.logsumexp(logq)
@@ -517,7 +525,8 @@ def single_stage_frank_wolfe(
     public, noise = random_streams(random_state, reproducible_noise=reproducible_noise)
     problem = make_problem(X_target, X_source, K=K, lam=0.0, r=r, mu=mu, r_hat=r_hat)
     plan = plan_single_stage(problem, epsilon, delta, privacy_mode, Lambda, selection)
-    return run_single_stage(problem, plan, y_source, Lambda, Y, selection, public, noise)
+    result = run_single_stage(problem, plan, y_source, Lambda, Y, selection, public, noise)
+    return dataclasses.replace(result, guarantee=recorded(result.guarantee, noise))
 
 
 def _result(q, problem: Problem, plan: Plan, y_source, Lambda, name: str) -> PrivateResult:

@@ -136,6 +136,12 @@ class Guarantee:
         object.__setattr__(self, "events", tuple(self.events))
         object.__setattr__(self, "reasons", tuple(self.reasons))
 
+    def invalidated(self, reason: str) -> Guarantee:
+        """This guarantee marked invalid with one more ``reason`` (unchanged if it already gives it)."""
+        if reason in self.reasons:
+            return self
+        return dataclasses.replace(self, valid=False, reasons=(*self.reasons, reason))
+
     # -- construction ---------------------------------------------------------------------
 
     @classmethod
@@ -250,6 +256,10 @@ class Guarantee:
         ]
         if self.delta_extra:
             lines.append(f"  of which δ    : {self.delta_extra:.3g} for the failure of a high-probability bound")
+        if self.relation == "add_remove":
+            lines.append(f"Dataset size    : {ADD_REMOVE_N_PUBLIC}")
+        if self.valid and self.epsilon > LARGE_EPSILON:
+            lines.append(f"Warning         : {LARGE_EPSILON_WORDS}")
         if self.sensitivity is not None:
             lines.append(f"Sensitivity     : {self.sensitivity:.6g}")
         for key, value in sorted(self.details.items()):
@@ -265,6 +275,27 @@ class Guarantee:
         return "\n".join(lines)
 
     __str__ = summary
+
+
+#: Issue 19, item 6: what an add/remove guarantee of this library assumes of the dataset size.
+ADD_REMOVE_N_PUBLIC = (
+    "n is treated as public: σ, the default δ = 1/(10 n), step sizes divided by n and DP-SGD's sampling rate B/n "
+    "are computed from the true n, so n itself (and a record's presence, as far as n reveals it) is not protected; "
+    "use replace-one (the default) when the size of the dataset must stay secret"
+)
+
+#: Issue 19, item 12: above this ε a "valid" guarantee is reported as no meaningful protection.
+LARGE_EPSILON = 10.0
+LARGE_EPSILON_WORDS = (
+    f"ε > {LARGE_EPSILON:g}: the odds of any outcome may change by a factor above e^{LARGE_EPSILON:g} ≈ 22 000 "
+    "with one record, so this guarantee is no meaningful protection (the noise may be negligible)"
+)
+
+#: Issue 19, item 8: why a release with ``reproducible_noise=True`` is not private.
+REPRODUCIBLE_NOISE_REASON = (
+    "reproducible_noise=True: the noise was derived from the integer random_state, so anyone who finds the seed "
+    "(a brute force over small seeds recovers it from the release alone) subtracts the noise and gets the exact values"
+)
 
 
 def _json_float(x: float) -> float | str:

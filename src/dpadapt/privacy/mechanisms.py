@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import math
 from collections.abc import Iterator
 from typing import Any
 
 import dp_accounting
 import numpy as np
+import scipy.sparse as sp
 
 from dpadapt.privacy import accounting
 from dpadapt.privacy.guarantee import Guarantee, Party, Unit, analytic_gaussian_guarantee, closed_form_guarantee
@@ -70,6 +72,14 @@ class NoiseSource:
         g = torch.Generator()
         g.manual_seed(int(_noise_generator(self).integers(2**63 - 1)))
         return g
+
+
+def recorded(guarantee: Guarantee, noise) -> Guarantee:
+    """``guarantee`` as it holds for noise drawn from ``noise``: invalid (with the reason) when the noise
+    is reproducible from a seed (issue 19, item 8)."""
+    from dpadapt.privacy.guarantee import REPRODUCIBLE_NOISE_REASON
+
+    return guarantee.invalidated(REPRODUCIBLE_NOISE_REASON) if _reproducible(noise) else guarantee
 
 
 _NOISE_SPAWN_KEY = (0x6E6F697365,)  # "noise": keeps reproducible noise apart from the public stream
@@ -142,18 +152,97 @@ class Noised:
     event: "dp_accounting.DpEvent"
 
 
-def gaussian(value, *, sigma: float, sensitivity: float, noise: NoiseSource, symmetric: bool = False) -> Noised:
+# --- the vetted samplers (issue 19, item 11) --------------------------------------------------
+#
+# Every one-release mechanism adds its noise with OpenDP's measurements (``make_gaussian`` /
+# ``make_laplace`` on float vectors, OpenDP 0.16): the value itself goes in, is rounded onto
+# OpenDP's lattice and gets exactly sampled discrete noise (Canonne, Kamath & Steinke 2020 for
+# the Gaussian), so the output has none of the support gaps of ``value + float noise`` that
+# Mironov (CCS 2012) turned into an attack on the Laplace mechanism. With the default
+# granularity the rounding costs nothing: OpenDP's own privacy map gives ρ = Δ²/(2σ²) exactly,
+# the zCDP of the continuous Gaussian our accounting (σ/Δ) assumes. OpenDP draws from OS
+# entropy; reproducible noise (``NoiseSource(reproducible=True)``, already marked invalid in the
+# Guarantee) and iterative mechanisms that add noise at every step (noisy GD, Frank–Wolfe,
+# DP-SWD rounds, DP-SGD: their per-step draws would cost minutes with OpenDP, see
+# ``docs/notes/issue-19.md``) use numpy's / torch's float samplers and say so in their theorems.
+
+#: Words for the theorem text of mechanisms that keep numpy's or torch's float sampler.
+FAST_SAMPLER_WORDS = ("noise from numpy's/torch's float Gaussian samplers (not floating-point vetted; "
+                      "OpenDP's per-draw cost is prohibitive for per-step noise)")
+
+
+@functools.lru_cache(maxsize=64)
+def _opendp_measurement(kind: str, scale: float):
+    """OpenDP's Gaussian (ℓ2) or Laplace (ℓ1) measurement on float vectors of any length, at ``scale``."""
+    import opendp.prelude as dp
+
+    dp.enable_features("contrib")
+    domain = dp.vector_domain(dp.atom_domain(T=float, nan=False))
+    if kind == "gaussian":
+        return dp.m.make_gaussian(domain, dp.l2_distance(T=float), scale=scale)
+    return dp.m.make_laplace(domain, dp.l1_distance(T=float), scale=scale)
+
+
+def _reproducible(noise) -> bool:
+    return isinstance(noise, np.random.Generator) or getattr(noise, "reproducible", False)
+
+
+def vetted_gaussian(values, sigma: float, noise: NoiseSource) -> np.ndarray:
+    """``values + N(0, σ²)`` element-wise through OpenDP's floating-point-safe Gaussian measurement.
+
+    ``noise`` only announces the draw (and, when reproducible, supplies numpy's sampler instead).
+    """
+    values = np.asarray(values, dtype=np.float64)
+    _require_finite(values, "the values to release")
+    gen = _noise_generator(noise)
+    if _reproducible(noise) or values.size == 0:
+        return values + gen.normal(0.0, sigma, size=values.shape)
+    meas = _opendp_measurement("gaussian", float(sigma))
+    return np.asarray(meas(values.ravel()), dtype=np.float64).reshape(values.shape)
+
+
+def vetted_laplace(values, scale: float, noise: NoiseSource) -> np.ndarray:
+    """``values + Lap(b)`` element-wise through OpenDP's floating-point-safe Laplace measurement."""
+    values = np.asarray(values, dtype=np.float64)
+    _require_finite(values, "the values to release")
+    gen = _noise_generator(noise)
+    if _reproducible(noise) or values.size == 0:
+        return values + gen.laplace(0.0, scale, size=values.shape)
+    meas = _opendp_measurement("laplace", float(scale))
+    return np.asarray(meas(values.ravel()), dtype=np.float64).reshape(values.shape)
+
+
+def gaussian(
+    value, *, sigma: float, sensitivity: float, noise: NoiseSource, symmetric: bool = False, vetted: bool = True
+) -> Noised:
     """Release ``value + N(0, σ²)`` for a σ fixed by a plan; the event is ``GaussianDpEvent(σ/Δ)``.
 
     ``sensitivity`` is the ℓ2 sensitivity Δ of ``value`` under the plan's neighbouring relation
     (for ``symmetric``, of the upper triangle with diagonal); the caller's plan must have enforced it.
+    The noise comes from the vetted sampler (:func:`vetted_gaussian`); ``vetted=False`` is for
+    iterative mechanisms only (one draw per step), whose theorem text says so (:data:`FAST_SAMPLER_WORDS`).
     """
     check_positive(sigma, "sigma")
     check_positive(sensitivity, "sensitivity")
     value = np.asarray(value, dtype=np.float64)
     _require_finite(value, "the values to release")
-    noisy = value + gaussian_noise(value.shape, sigma, noise, symmetric=symmetric)
+    if not vetted:
+        noisy = value + _noise_generator(noise).normal(0.0, sigma, size=value.shape)
+    elif symmetric:
+        noisy = _symmetric(value, lambda upper: vetted_gaussian(upper, sigma, noise))
+    else:
+        noisy = vetted_gaussian(value, sigma, noise)
     return Noised(noisy, accounting.gaussian_event(sigma / sensitivity))
+
+
+def _symmetric(value: np.ndarray, release) -> np.ndarray:
+    """A symmetric matrix whose upper triangle (with diagonal) is released once and mirrored."""
+    if value.ndim != 2 or value.shape[0] != value.shape[1]:
+        raise ValueError(f"symmetric noise needs a square matrix, got shape {value.shape}")
+    iu = np.triu_indices(value.shape[0])
+    out = np.zeros_like(value)
+    out[iu] = release(value[iu])
+    return np.triu(out) + np.triu(out, 1).T
 
 
 class NonFiniteError(ValueError):
@@ -184,7 +273,7 @@ def clip_rows(X: np.ndarray, max_norm: float) -> np.ndarray:
     X = np.asarray(X, dtype=np.float64)
     _require_finite(X, "rows to clip")
     with np.errstate(over="ignore"):
-        norms = np.linalg.norm(X, axis=1, keepdims=True)
+        norms = np.sqrt(np.einsum("ij,ij->i", X, X))[:, None] if X.ndim == 2 else np.linalg.norm(X, axis=1, keepdims=True)
     _require_finite(norms, "row norms")  # a finite row can still overflow its norm
     scale = np.ones_like(norms)
     over = norms > max_norm
@@ -223,24 +312,12 @@ def gaussian_mechanism(
     """
     check_positive(sensitivity, "sensitivity")
     sigma = gaussian_sigma_for(epsilon, delta, sensitivity)
-    value = np.asarray(value, dtype=np.float64)
-    _require_finite(value, "the values to release")
-    noise = gaussian_noise(value.shape, sigma, rng, symmetric=symmetric)
+    noisy = gaussian(value, sigma=sigma, sensitivity=sensitivity, noise=rng, symmetric=symmetric).value
     guarantee = analytic_gaussian_guarantee(
         epsilon, delta, sigma / sensitivity, party=party, unit=unit, relation=relation, theorem=theorem,
         sensitivity=float(sensitivity), details={"sigma": sigma},
     )
-    return MechanismOutput(value + noise, sigma, guarantee)
-
-
-def gaussian_noise(shape: tuple[int, ...], sigma: float, rng: np.random.Generator, symmetric: bool = False) -> np.ndarray:
-    """i.i.d. N(0, σ²) noise; symmetric (mirrored upper triangle) for square matrices when asked."""
-    if not symmetric:
-        return _noise_generator(rng).normal(0.0, sigma, size=shape)
-    if len(shape) != 2 or shape[0] != shape[1]:
-        raise ValueError(f"symmetric noise needs a square matrix, got shape {shape}")
-    upper = np.triu(_noise_generator(rng).normal(0.0, sigma, size=shape))
-    return upper + np.triu(upper, 1).T
+    return MechanismOutput(noisy, sigma, guarantee)
 
 
 def gaussian_matrix_release(
@@ -266,8 +343,7 @@ def laplace_mechanism(
     check_epsilon(epsilon)
     check_positive(l1_sensitivity, "l1_sensitivity")
     scale = l1_sensitivity / epsilon
-    value = np.asarray(value, dtype=np.float64)
-    noisy = value + _noise_generator(rng).laplace(0.0, scale, size=value.shape)
+    noisy = vetted_laplace(value, scale, rng)
     guarantee = closed_form_guarantee(
         float(epsilon), 0.0, party=party, unit=unit, relation=relation, accounting="pure",
         events=(accounting.laplace_event(1.0 / epsilon),), theorem="Laplace mechanism (Dwork, McSherry, Nissim, Smith 2006)",
@@ -331,9 +407,7 @@ def report_noisy_min(
     check_epsilon(epsilon)
     check_positive(sensitivity, "sensitivity")
     scale = (1.0 if monotone else 2.0) * sensitivity / epsilon
-    scores = np.asarray(scores, dtype=np.float64)
-    _require_finite(scores, "the scores")
-    noisy = scores + _noise_generator(rng).laplace(0.0, scale, size=scores.shape)
+    noisy = vetted_laplace(scores, scale, rng)
     return int(np.argmin(noisy)), scale
 
 
@@ -348,6 +422,14 @@ CLASS_STATISTICS_SENSITIVITY = {"replace_one": 2.0, "add_remove": math.sqrt(2.0)
 #: ℓ2 sensitivity of (n, Σx, upper triangle of Σxxᵀ) for rows with norm ≤ 1. Add/remove: 1 + 1 + 1
 #: (‖xxᵀ‖_F = ‖x‖² ≤ 1). Replace-one: count 0, sum ≤ 2, ‖xxᵀ − x′x′ᵀ‖_F² = ‖x‖⁴ + ‖x′‖⁴ − 2(xᵀx′)² ≤ 2.
 MOMENT_STATISTICS_SENSITIVITY = {"replace_one": math.sqrt(6.0), "add_remove": math.sqrt(3.0)}
+
+#: ℓ2 sensitivity of the joint vector (S_1..S_K, c_1..c_K, upper triangle of the pooled Σxxᵀ) of
+#: rows with norm ≤ 1 (:func:`class_moment_statistics`, the sufficient statistics of LDA / ridge).
+#: Replace-one (x, a) → (x′, b): a ≠ b moves the sums by ‖x‖² + ‖x′‖² ≤ 2, the counts by 1 + 1 = 2
+#: and the second moment by ‖x′x′ᵀ − xxᵀ‖_F² ≤ ‖x‖⁴ + ‖x′‖⁴ − 2(xᵀx′)² ≤ 2 (squared norms), 6 in
+#: all; a = b moves the sums by ‖x′ − x‖² ≤ 4, the counts by 0 and the moment by ≤ 2, 6 again — √6,
+#: attained by orthogonal unit rows that change class. Add/remove: ‖x‖² + 1 + ‖x‖⁴ ≤ 3 — √3.
+CLASS_MOMENT_SENSITIVITY = {"replace_one": math.sqrt(6.0), "add_remove": math.sqrt(3.0)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -369,12 +451,69 @@ class MomentStatistics:
     event: "dp_accounting.DpEvent"
 
 
-def _unit_ball_rows(Z) -> np.ndarray:
-    """Rows projected onto the unit ℓ2 ball: the bound the sensitivities above rest on, enforced here."""
+def _unit_ball_rows(Z):
+    """Rows projected onto the unit ℓ2 ball: the bound the sensitivities above rest on, enforced here.
+
+    A scipy sparse matrix stays sparse (CSR, float64): its stored values are scaled row by row.
+    """
+    if sp.issparse(Z):
+        Z = sp.csr_matrix(Z, dtype=np.float64, copy=True)
+        norms = np.sqrt(np.bincount(np.repeat(np.arange(Z.shape[0]), np.diff(Z.indptr)), Z.data**2, minlength=Z.shape[0]))
+        scale = np.ones_like(norms)
+        over = norms > 1.0
+        scale[over] = 1.0 / norms[over]
+        Z.data *= np.repeat(scale, np.diff(Z.indptr))
+        return Z
     Z = np.asarray(Z, dtype=np.float64)
     if Z.ndim != 2:
         raise ValueError(f"rows must be a 2-D array, got shape {Z.shape}")
     return clip_rows(Z, 1.0)
+
+
+def class_sums(Z, labels, num_classes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Exact per-class sums (K, k) and counts (K,) of the rows clipped to the unit ball — no noise.
+
+    The rows are clipped HERE, so the sums of any number of calls (one per chunk of the data, or per
+    partition on a cluster) are the sums of unit-ball rows and :func:`release_class_sums` of their
+    total has the sensitivity it states. ``labels`` are indices into a *public* label set of size
+    ``num_classes`` (an index outside ``0..num_classes-1`` is an error). Sparse rows stay sparse; the
+    sums are one matrix product with the one-hot label matrix.
+    """
+    Z = _unit_ball_rows(Z)
+    labels = np.asarray(labels)
+    if labels.shape != (Z.shape[0],):
+        raise ValueError(f"labels has shape {labels.shape}; expected ({Z.shape[0]},)")
+    if num_classes < 1:
+        raise ValueError("the public label set is empty")
+    if labels.size and (not np.issubdtype(labels.dtype, np.integer) or labels.min() < 0 or labels.max() >= num_classes):
+        raise ValueError(f"labels must be indices into the public label set 0..{num_classes - 1}")
+    n = labels.size
+    onehot = sp.csc_matrix((np.ones(n), labels.astype(np.int64), np.arange(n + 1)), shape=(num_classes, n))
+    sums = onehot @ Z
+    sums = np.asarray(sums.toarray() if sp.issparse(sums) else sums, dtype=np.float64)
+    return sums, np.bincount(labels, minlength=num_classes).astype(np.float64)
+
+
+def release_class_sums(
+    sums, counts, *, sigma: float, relation: accounting.Relation, noise: NoiseSource
+) -> ClassStatistics:
+    """Release per-class sums and counts made by :func:`class_sums` (summed over chunks) as ONE Gaussian.
+
+    The joint vector (S_1..S_K, c_1..c_K) of unit-ball rows has sensitivity
+    ``CLASS_STATISTICS_SENSITIVITY[relation]`` (2 replace-one, √2 add/remove) whatever n is; the
+    release is one Gaussian mechanism with noise multiplier σ/Δ (the event returned). The bound holds
+    only for sums that :func:`class_sums` produced (it clips every row): callers never pass other sums.
+    """
+    if relation not in CLASS_STATISTICS_SENSITIVITY:
+        raise ValueError(f"relation must be one of {tuple(CLASS_STATISTICS_SENSITIVITY)}, got {relation!r}")
+    sums = np.asarray(sums, dtype=np.float64)
+    counts = np.asarray(counts, dtype=np.float64)
+    if sums.ndim != 2 or counts.shape != (sums.shape[0],):
+        raise ValueError(f"sums (K, k) and counts (K,) do not match: {sums.shape}, {counts.shape}")
+    num_classes, k = sums.shape
+    joint = np.concatenate([sums.ravel(), counts])
+    out = gaussian(joint, sigma=sigma, sensitivity=CLASS_STATISTICS_SENSITIVITY[relation], noise=noise)
+    return ClassStatistics(out.value[: num_classes * k].reshape(num_classes, k), out.value[num_classes * k :], out.event)
 
 
 def class_statistics(
@@ -387,25 +526,50 @@ def class_statistics(
     here, so the joint vector (S_1..S_K, c_1..c_K) has sensitivity
     ``CLASS_STATISTICS_SENSITIVITY[relation]`` (2 replace-one, √2 add/remove) whatever n is; the
     release is one Gaussian mechanism with noise multiplier σ/Δ (the event returned). Labels are
-    covered by the same release: no randomized response is needed.
+    covered by the same release: no randomized response is needed. The same as
+    :func:`release_class_sums` of :func:`class_sums` (the streaming path sums chunks in between).
     """
     if relation not in CLASS_STATISTICS_SENSITIVITY:
         raise ValueError(f"relation must be one of {tuple(CLASS_STATISTICS_SENSITIVITY)}, got {relation!r}")
+    sums, counts = class_sums(Z, labels, num_classes)
+    return release_class_sums(sums, counts, sigma=sigma, relation=relation, noise=noise)
+
+
+def moment_sums(Z) -> tuple[float, np.ndarray, np.ndarray]:
+    """Exact count, sum (k,) and second moment Σxxᵀ (k, k) of the rows clipped to the unit ball — no noise.
+
+    Rows are clipped HERE, so the totals of several calls (chunks, partitions) are moments of
+    unit-ball rows and :func:`release_moment_sums` of them has the sensitivity it states.
+    """
     Z = _unit_ball_rows(Z)
-    labels = np.asarray(labels)
-    if labels.shape != (Z.shape[0],):
-        raise ValueError(f"labels has shape {labels.shape}; expected ({Z.shape[0]},)")
-    if num_classes < 1:
-        raise ValueError("the public label set is empty")
-    if labels.size and (not np.issubdtype(labels.dtype, np.integer) or labels.min() < 0 or labels.max() >= num_classes):
-        raise ValueError(f"labels must be indices into the public label set 0..{num_classes - 1}")
-    sums = np.zeros((num_classes, Z.shape[1]))
-    np.add.at(sums, labels, Z)
-    counts = np.bincount(labels, minlength=num_classes).astype(np.float64)
-    joint = np.concatenate([sums.ravel(), counts])
-    out = gaussian(joint, sigma=sigma, sensitivity=CLASS_STATISTICS_SENSITIVITY[relation], noise=noise)
-    k = Z.shape[1]
-    return ClassStatistics(out.value[: num_classes * k].reshape(num_classes, k), out.value[num_classes * k :], out.event)
+    second = Z.T @ Z
+    return float(Z.shape[0]), np.asarray(Z.sum(axis=0), dtype=np.float64).ravel(), np.asarray(
+        second.toarray() if sp.issparse(second) else second, dtype=np.float64)
+
+
+def release_moment_sums(count: float, total, second, *, sigma: float, relation: accounting.Relation,
+                        noise: NoiseSource) -> MomentStatistics:
+    """Release moments made by :func:`moment_sums` (summed over chunks) as ONE Gaussian.
+
+    The joint vector (n, Σx, upper triangle of Σxxᵀ) has sensitivity
+    ``MOMENT_STATISTICS_SENSITIVITY[relation]`` (√6 replace-one, √3 add/remove) for unit-ball rows,
+    which only :func:`moment_sums` guarantees. The noisy second moment is symmetric (upper triangle
+    drawn once and mirrored, as in "Analyze Gauss", Dwork, Talwar, Thakurta & Zhang, STOC 2014).
+    """
+    if relation not in MOMENT_STATISTICS_SENSITIVITY:
+        raise ValueError(f"relation must be one of {tuple(MOMENT_STATISTICS_SENSITIVITY)}, got {relation!r}")
+    total = np.asarray(total, dtype=np.float64)
+    second = np.asarray(second, dtype=np.float64)
+    k = total.shape[0]
+    if second.shape != (k, k):
+        raise ValueError(f"second moment has shape {second.shape}; expected ({k}, {k})")
+    iu = np.triu_indices(k)
+    joint = np.concatenate([[float(count)], total, second[iu]])
+    out = gaussian(joint, sigma=sigma, sensitivity=MOMENT_STATISTICS_SENSITIVITY[relation], noise=noise)
+    noisy = np.zeros((k, k))
+    noisy[iu] = out.value[1 + k :]
+    noisy = noisy + np.triu(noisy, 1).T
+    return MomentStatistics(float(out.value[0]), out.value[1 : 1 + k], noisy, out.event)
 
 
 def moment_statistics(Z, *, sigma: float, relation: accounting.Relation, noise: NoiseSource) -> MomentStatistics:
@@ -415,18 +579,11 @@ def moment_statistics(Z, *, sigma: float, relation: accounting.Relation, noise: 
     sensitivity ``MOMENT_STATISTICS_SENSITIVITY[relation]`` (√6 replace-one, √3 add/remove). The
     noisy second moment is symmetric (upper triangle drawn once and mirrored, as in "Analyze Gauss",
     Dwork, Talwar, Thakurta & Zhang, STOC 2014). A mean and covariance follow by post-processing.
+    The same as :func:`release_moment_sums` of :func:`moment_sums`.
     """
     if relation not in MOMENT_STATISTICS_SENSITIVITY:
         raise ValueError(f"relation must be one of {tuple(MOMENT_STATISTICS_SENSITIVITY)}, got {relation!r}")
-    Z = _unit_ball_rows(Z)
-    k = Z.shape[1]
-    iu = np.triu_indices(k)
-    joint = np.concatenate([[float(Z.shape[0])], Z.sum(axis=0), (Z.T @ Z)[iu]])
-    out = gaussian(joint, sigma=sigma, sensitivity=MOMENT_STATISTICS_SENSITIVITY[relation], noise=noise)
-    second = np.zeros((k, k))
-    second[iu] = out.value[1 + k :]
-    second = second + np.triu(second, 1).T
-    return MomentStatistics(float(out.value[0]), out.value[1 : 1 + k], second, out.event)
+    return release_moment_sums(*moment_sums(Z), sigma=sigma, relation=relation, noise=noise)
 
 
 # --- DPOT per-row release (dpot-classstats) -------------------------------------------------
@@ -568,7 +725,19 @@ def sliced_histogram_release(F, U, edges, *, sigma: float, noise: NoiseSource, l
     computed from it afterwards (training a generator against the marginals) is post-processing.
     """
     counts = sliced_histogram(F, U, edges, labels, n_classes)
-    return gaussian(counts, sigma=sigma, sensitivity=math.sqrt(2.0 * np.asarray(U).shape[1]), noise=noise)
+    return release_sliced_counts(counts, sigma=sigma, noise=noise)
+
+
+def release_sliced_counts(counts, *, sigma: float, noise: NoiseSource) -> Noised:
+    """One Gaussian release of histogram counts summed from :func:`sliced_histogram` calls (chunks).
+
+    Every row adds exactly one count per direction whichever chunk it is in, so the total over
+    chunks has the sensitivity of one call: sqrt(2k) replace-one, k = ``counts.shape[-2]``.
+    """
+    counts = np.asarray(counts, dtype=np.float64)
+    if counts.ndim not in (2, 3):
+        raise ValueError(f"counts must be (k, bins) or (classes, k, bins), got shape {counts.shape}")
+    return gaussian(counts, sigma=sigma, sensitivity=math.sqrt(2.0 * counts.shape[-2]), noise=noise)
 
 
 def unbias_randomized_response_counts(noisy_labels, num_classes: int, epsilon: float) -> np.ndarray:
@@ -580,3 +749,52 @@ def unbias_randomized_response_counts(noisy_labels, num_classes: int, epsilon: f
     other = (1.0 - keep) / (num_classes - 1)
     return (observed - n * other) / (keep - other)
 
+
+# --- class sums, counts and pooled second moment (the sound SSP design, issue 23) -------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassMomentStatistics:
+    """Noisy per-class sums (K, k), counts (K,) and pooled second moment Σxxᵀ (k, k), and the event."""
+
+    sums: np.ndarray
+    counts: np.ndarray
+    second: np.ndarray
+    event: "dp_accounting.DpEvent"
+
+
+def class_moment_statistics(
+    Z, labels, num_classes: int, *, sigma: float, relation: accounting.Relation, noise: NoiseSource
+) -> ClassMomentStatistics:
+    """Release per-class sums S_c, counts c_c and the pooled second moment Σxxᵀ as ONE Gaussian.
+
+    The sufficient statistics of LDA and of ridge regression on one-hot labels (sufficient-statistics
+    perturbation; Dwork, Talwar, Thakurta & Zhang 2014, Wang 2018). Rows are clipped to ℓ2 norm 1
+    here and ``labels`` index a *public* label set of size ``num_classes``, so the joint vector
+    (S_1..S_K, c_1..c_K, upper triangle of Σxxᵀ with its diagonal) has ℓ2 sensitivity
+    ``CLASS_MOMENT_SENSITIVITY[relation]`` (√6 replace-one, √3 add/remove; proof beside the constant)
+    whatever n is. One Gaussian mechanism of multiplier σ/Δ (the event returned); the noisy second
+    moment is the drawn upper triangle mirrored (symmetric). Everything after is post-processing.
+    """
+    if relation not in CLASS_MOMENT_SENSITIVITY:
+        raise ValueError(f"relation must be one of {tuple(CLASS_MOMENT_SENSITIVITY)}, got {relation!r}")
+    Z = _unit_ball_rows(Z)
+    labels = np.asarray(labels)
+    if labels.shape != (Z.shape[0],):
+        raise ValueError(f"labels has shape {labels.shape}; expected ({Z.shape[0]},)")
+    if num_classes < 1:
+        raise ValueError("the public label set is empty")
+    if labels.size and (not np.issubdtype(labels.dtype, np.integer) or labels.min() < 0 or labels.max() >= num_classes):
+        raise ValueError(f"labels must be indices into the public label set 0..{num_classes - 1}")
+    k = Z.shape[1]
+    sums = np.zeros((num_classes, k))
+    np.add.at(sums, labels, Z)
+    counts = np.bincount(labels, minlength=num_classes).astype(np.float64)
+    iu = np.triu_indices(k)
+    joint = np.concatenate([sums.ravel(), counts, (Z.T @ Z)[iu]])
+    out = gaussian(joint, sigma=sigma, sensitivity=CLASS_MOMENT_SENSITIVITY[relation], noise=noise)
+    m = num_classes * k
+    second = np.zeros((k, k))
+    second[iu] = out.value[m + num_classes :]
+    second = second + np.triu(second, 1).T
+    return ClassMomentStatistics(out.value[:m].reshape(num_classes, k), out.value[m : m + num_classes], second, out.event)

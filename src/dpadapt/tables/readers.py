@@ -199,9 +199,10 @@ def _csv_chunks(path: Path, schema: Schema):
 
 
 def _first_line(path: Path) -> str:
+    with open(path, "rb") as fh:  # bytes: decoding only the first line (a later bad byte is that line's error)
+        raw = fh.readline(1 << 20)
     try:
-        with open(path, encoding="utf-8-sig", newline="") as fh:
-            return fh.readline(1 << 20).rstrip("\r\n")
+        return raw.decode("utf-8-sig").rstrip("\r\n")
     except UnicodeDecodeError:
         raise TableError(f"{path}: line 1: not UTF-8 text") from None
 

@@ -53,6 +53,7 @@ from dpadapt.privacy.mechanisms import (
     public_gaussian_matrix,
     random_streams,
     randomized_response,
+    recorded,
     secret_order,
 )
 from dpadapt.release import Release
@@ -636,4 +637,5 @@ def release_dpot_source(
     )
     release = execute_dpot_source(plan, Xs, label_indices(ys, classes), noise)
     release.params["classes"] = list(classes)
+    release.guarantee = recorded(release.guarantee, noise)
     return release

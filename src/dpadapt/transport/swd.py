@@ -47,7 +47,7 @@ from scipy import linalg, optimize, special, stats
 
 from dpadapt.privacy import accounting
 from dpadapt.privacy.guarantee import Guarantee
-from dpadapt.privacy.mechanisms import NoiseSource, clip_rows, noisy_projections, random_streams, secret_permutation
+from dpadapt.privacy.mechanisms import NoiseSource, clip_rows, noisy_projections, random_streams, recorded, secret_permutation
 from dpadapt.release import Release, ReleaseError
 from dpadapt.validation import (
     check_delta,
@@ -295,7 +295,7 @@ def release_projections(
         kind="target_projections",
         owner="target",
         arrays={"projections": P, "directions": U},
-        guarantee=plan.guarantee,
+        guarantee=recorded(plan.guarantee, noise),
         params={"sigma": sigma, "clip_norm": plan.clip_norm, "k": plan.k, "d": d, "n": n,
                 "sensitivity": sigma / plan.noise_multiplier, "method": plan.method, "foreign_directions": foreign},
     )

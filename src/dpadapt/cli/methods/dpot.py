@@ -10,8 +10,9 @@ Sound mode (default): the class-statistics protocol in three steps —
 3. target: ``dpadapt adapt dpot --release stats.release --release basis.release --data target.npz
    --out model.dpadapt``.
 
-``--design rows`` (or ``--privacy-mode paper``) keeps the per-row release of noisy projected rows
-(weak in sound mode: each row's noise is far larger than the row). The public label set
+``--privacy-mode paper`` keeps the published per-row release of noisy projected rows (flagged
+invalid); sound mode refuses ``--design rows`` (issue 19: its minibatch accounting does not hold
+and the whole-batch release is near chance). The public label set
 (``--classes`` or ``--n-classes``) is required in sound mode; a source label outside it is an error.
 """
 
@@ -46,7 +47,7 @@ RELEASE_OPTIONS = ("privacy_mode", "design", "classes", "feature_type", "log1p",
                    "noise_multiplier", "steps", "label_epsilon", "labels", "proj_dim", "projection", "row_norm",
                    "clip_norm")
 #: the target's options (refinement of the class-statistics design; OT and head of the per-row design)
-ADAPT_OPTIONS = ("refinement", "ot_method", "reg_e", "reg_g", "head", "target_batch_size")
+ADAPT_OPTIONS = ("classes", "refinement", "ot_method", "reg_e", "reg_g", "head", "target_batch_size")
 
 
 def add_release_arguments(parser: argparse.ArgumentParser) -> None:

@@ -47,7 +47,7 @@ from dpadapt.validation import check_features, check_random_state
 def add_release_arguments(parser: argparse.ArgumentParser) -> None:
     add_option(parser, "--epsilon", type=float, required=True, help="target budget ε of the release")
     add_option(parser, "--delta", type=float, default=1e-5, help="δ")
-    add_option(parser, "--seed", type=int, default=None, help="seed of the public directions U and of the noise")
+    add_option(parser, "--seed", type=int, default=None, help="seed of the public randomness (directions U); the noise is always fresh OS entropy")
     add_option(parser, "--k", type=int, default=200, help="number of random directions")
     add_option(parser, "--clip-norm", type=float, default=1.0, help="public row-norm bound R (rows are clipped to it)")
 

@@ -15,7 +15,7 @@ import math
 
 from dpadapt.privacy import accounting
 from dpadapt.privacy.guarantee import Guarantee, analytic_gaussian_guarantee
-from dpadapt.privacy.mechanisms import CLASS_STATISTICS_SENSITIVITY
+from dpadapt.privacy.mechanisms import CLASS_STATISTICS_SENSITIVITY, FAST_SAMPLER_WORDS
 
 THEOREM = (
     "Analytic Gaussian mechanism (Balle & Wang, ICML 2018, Thm. 8) on the joint vector of per-class "
@@ -78,7 +78,7 @@ GD_THEOREM = (
     "full-batch noisy gradient descent: T Gaussian releases of the sum of per-example gradients, each "
     "clipped to ℓ2 norm C (Δ = 2C replace-one, C add/remove); T Gaussians of noise multiplier z compose "
     "exactly into one Gaussian of multiplier z/√T (Dong, Roth & Su 2022, Cor. 3.3), calibrated with the "
-    "analytic Gaussian (Balle & Wang 2018, Thm. 8)"
+    "analytic Gaussian (Balle & Wang 2018, Thm. 8); " + FAST_SAMPLER_WORDS
 )
 
 

@@ -17,7 +17,9 @@ from dpadapt.validation import check_delta, check_epsilon, check_privacy_mode
 
 THEOREM = (
     "DP-SGD (Abadi et al., CCS 2016): Poisson-subsampled Gaussian mechanism on per-example gradients "
-    "clipped to C, RDP of the sampled Gaussian (Mironov, Talwar & Zhang 2019) composed over steps by dp-accounting"
+    "clipped to C, RDP of the sampled Gaussian (Mironov, Talwar & Zhang 2019) composed over steps by dp-accounting; "
+    "noise from torch's float32 Gaussian sampler (not floating-point vetted: OpenDP's sampler would cost minutes per "
+    "epoch for the per-step noise of every parameter)"
 )
 
 
@@ -110,8 +112,8 @@ def plan_party(
     ``cap_steps`` steps meet (ε, δ) exactly.
     """
     epsilon = check_epsilon(epsilon, f"{party} epsilon")
-    delta = check_delta(delta, n_rows, f"{party} delta")
     mode = check_privacy_mode(mode)
+    delta = check_delta(delta, n_rows, f"{party} delta", sound=mode == "sound")
     if batch_size > n_rows:
         raise ValueError(f"batch_size {batch_size} exceeds the {n_rows} {party} rows")
     rate = batch_size / n_rows

@@ -15,16 +15,18 @@ import numpy as np
 
 from dpadapt.privacy import accounting
 from dpadapt.privacy.guarantee import Guarantee, analytic_gaussian_guarantee
+from dpadapt.privacy.mechanisms import FAST_SAMPLER_WORDS
 from dpadapt.validation import check_delta, check_epsilon, check_positive
 
 THEOREM_SPECTRAL = (
     "Gaussian mechanism on clip(X)U with Frobenius sensitivity 2R‖U‖op (exact given the public U), "
-    "fixed-size sampling without replacement (Wang, Balle & Kasiviswanathan, AISTATS 2019), RDP composition"
+    "fixed-size sampling without replacement (Wang, Balle & Kasiviswanathan, AISTATS 2019), RDP composition; "
+    + FAST_SAMPLER_WORDS
 )
 THEOREM_BETA = (
     "Gaussian mechanism on clip(X)U with sensitivity 2R·sqrt(w) where w bounds Σ_j (zᵀu_j)² except with "
     "probability δ_fail/T per release (Rakotomamonjy & Ralaivola 2021, Lemma 1; {bound}); union bound over "
-    "the T releases; sampling without replacement (WBK19); RDP composition"
+    "the T releases; sampling without replacement (WBK19); RDP composition; " + FAST_SAMPLER_WORDS
 )
 PAPER_REASONS = {
     "failure": "the probabilistic sensitivity bound fails with probability δ/2 at every one of the T releases "
@@ -134,10 +136,10 @@ def plan_releases(
     Guarantee is marked invalid with reasons.
     """
     check_epsilon(epsilon)
-    check_delta(delta)
-    check_positive(clip_norm, "clip_norm")
     if mode not in ("sound", "paper"):
         raise ValueError(f"mode must be 'sound' or 'paper', got {mode!r}")
+    check_delta(delta, n, sound=mode == "sound")
+    check_positive(clip_norm, "clip_norm")
     if method not in _swd().SENSITIVITY_METHODS:
         raise ValueError(f"method must be one of {_swd().SENSITIVITY_METHODS}, got {method!r}")
     if mode == "sound" and method not in _swd().SOUND_METHODS:
@@ -181,7 +183,8 @@ def plan_releases(
             g = Guarantee(
                 **common, epsilon=epsilon, delta=delta, events=(accounting.gaussian_event(z),),
                 accounting="analytic_gaussian", valid=not extra_reasons, reasons=tuple(extra_reasons),
-                theorem="Analytic Gaussian mechanism (Balle & Wang, ICML 2018, Thm. 8) on clip(X)U, sensitivity 2R‖U‖op",
+                theorem="Analytic Gaussian mechanism (Balle & Wang, ICML 2018, Thm. 8) on clip(X)U, sensitivity 2R‖U‖op; "
+                + FAST_SAMPLER_WORDS,
                 details={**spectral_details, "noise_multiplier": z},
             )
         else:
@@ -245,7 +248,7 @@ THEOREM_SLICED_MARGINALS = (
 def plan_sliced_marginals(epsilon: float, delta: float, *, n: int, k: int, bins: int, party: str = "target"):
     """σ and the Guarantee of ONE Gaussian release of k sliced histograms (replace-one, sqrt(2k) sensitivity)."""
     check_epsilon(epsilon)
-    check_delta(delta)
+    check_delta(delta, n, sound=True)
     if int(k) < 1 or int(bins) < 2:
         raise ValueError(f"need k ≥ 1 directions and ≥ 2 bins, got k={k}, bins={bins}")
     sensitivity = math.sqrt(2.0 * int(k))
@@ -275,7 +278,8 @@ def projections_guarantee(epsilon: float, delta: float, *, sigma: float, clip_no
     sensitivity 2R‖U‖op, was computed by the caller (:func:`dpadapt.privacy.accounting.analytic_gaussian_epsilon`)."""
     return Guarantee(
         party="target", unit="record", relation="replace_one", epsilon=epsilon, delta=delta,
-        accounting="analytic_gaussian", theorem="Analytic Gaussian mechanism on clip(X)U, sensitivity 2R‖U‖op",
+        accounting="analytic_gaussian",
+        theorem="Analytic Gaussian mechanism on clip(X)U, sensitivity 2R‖U‖op; " + FAST_SAMPLER_WORDS,
         sensitivity=None, details={"sigma": sigma, "clip_norm": clip_norm, "k": k},
     )
 

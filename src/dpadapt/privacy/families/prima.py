@@ -28,6 +28,12 @@ THEOREM_TARGET_SILENT = (
     "nothing computed from the target's rows leaves the target: it post-processes the source's release and "
     "keeps its refined classifier (its own computation); a classifier sent elsewhere needs its own mechanism"
 )
+#: Issue 19, item 10: what the target's (0, 0) covers and what it keeps.
+TARGET_KEEPS = (
+    "the fitted model is the target's own and is not covered: it holds the exact target mean (model_.target_mean, "
+    "the re-centring of its rows) and a classifier refined on its rows, so its predictions change with one target "
+    "row; (0, 0) is the cost of the exchange with the source, not of publishing the model"
+)
 THEOREM_TARGET_COVARIANCES = (
     "Analytic Gaussian mechanism (Balle & Wang 2018, Thm. 8) on the packed upper triangles of all "
     "subspace blocks of (1/n)XᵀX, joint sensitivity √2/n for unit rows (spec 04, soundness notes 1–3)"
@@ -63,7 +69,7 @@ def target_silent() -> Guarantee:
     """The target's Guarantee when it releases nothing (ε = 0, δ = 0)."""
     return Guarantee(
         party="target", unit="record", relation="replace_one", epsilon=0.0, delta=0.0, accounting="pure",
-        theorem=THEOREM_TARGET_SILENT, details={"released": "nothing"},
+        theorem=THEOREM_TARGET_SILENT, details={"released": "nothing", "kept by the target": TARGET_KEEPS},
     )
 
 
