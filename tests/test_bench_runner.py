@@ -134,3 +134,26 @@ def test_format_table_flags_sound_rows_not_beating_dp_source_only():
     assert not lines[("strong", "2")].endswith("< DP-SO")
     assert not lines[("weak", "20")].endswith("< DP-SO")  # no DP source-only row at ε = 20
     assert not lines[("np", "∞")].endswith("< DP-SO") and not lines[("dp-ncm", "2")].endswith("< DP-SO")
+
+
+def _summary_row(method, mode, eps, mean, paper=None, row="X", cause=None, blocked=None):
+    return {"task": "toy:A->B", "method": method, "mode": mode, "epsilon": eps, "mean": mean, "std": 0.0, "n": 1,
+            "errors": 0, "paper": paper, "paper_row": row, "cause": cause, "blocked": blocked}
+
+
+def test_paper_table_shows_cause_only_when_paper_mode_is_far_off():
+    from dpadapt.bench.runner import format_paper_table
+
+    rows = [_summary_row("m", "paper", 2.0, 0.60, paper=0.90, cause="noise"), _summary_row("m", "paper-no-noise", math.inf, 0.88),
+            _summary_row("ours", "sound", 2.0, 0.80)]
+    line = format_paper_table(rows).splitlines()[-1]
+    assert "90.0" in line and "60.0" in line and "88.0" in line and "80.0" in line and line.endswith("noise")
+    close = format_paper_table([_summary_row("m", "paper", 2.0, 0.87, paper=0.90, cause="noise")]).splitlines()[-1]
+    assert not close.endswith("noise")
+    missing = format_paper_table([_summary_row("m", "paper", 2.0, 0.10, paper=0.90)]).splitlines()[-1]
+    assert missing.endswith("MISSING")
+    assert format_paper_table([_summary_row("m", "paper", 2.0, 0.1, row=None)]) == ""
+    blocked = format_paper_table([_summary_row("m", "paper", 2.0, 0.88, paper=0.90, blocked="no such data")]).splitlines()[-1]
+    assert blocked.endswith("blocked on data: no such data")
+    percent = format_paper_table([_summary_row("m", "paper", 10.0, 78.0, paper=95.5, cause="c")]).splitlines()[-1]
+    assert " 95.5 " in percent and "78.0" in percent and percent.endswith("c")

@@ -462,3 +462,13 @@ def test_bad_inputs_give_clear_errors(rng):
         release_dpot_source(Xs, ys, 2.0, 1e-3, classes=CL, row_norm="none")
     with pytest.raises(ValueError, match="features"):
         DPOTAdapter(epsilon=8.0, classes=CL).fit_domains(Xs, ys, Xt[:, :5])
+
+
+def test_adapter_routes_paper_mode_to_the_published_rows_and_sound_to_class_statistics(rng):
+    """One route per design (issue 22): paper mode never touches the class-statistics path, nor sound the rows."""
+    Xs, ys, Xt, _ = make_domains(rng)
+    paper = DPOTAdapter(epsilon=20.0, privacy_mode="paper", random_state=0, head="logreg").fit_domains(Xs, ys, Xt)
+    assert paper.release_.kind == "source_projection" and hasattr(paper, "adaptation_")
+    assert not hasattr(paper, "basis_release_") and not paper.guarantee_.valid
+    sound = DPOTAdapter(epsilon=4.0, classes=(0, 1, 2, 3), k=5, random_state=0).fit_domains(Xs, ys, Xt)
+    assert hasattr(sound, "basis_release_") and not hasattr(sound, "adaptation_") and sound.guarantee_.valid

@@ -457,3 +457,41 @@ def test_cli_method_plans_match_releases(rng, tmp_path):
     assert back.guarantee.to_dict() == outcome.return_release.guarantee.to_dict()
     final = commands.adapt(b, target, [back])
     assert 0.0 <= final.metrics["accuracy"] <= 1.0 and final.return_release is None
+
+
+# --- paper mode (issue 22) -----------------------------------------------------------------------
+
+
+def test_paper_mode_heads_learn_without_noise(rng):
+    """The paper-mode heads pipeline, noise off, separates well-separated classes in 800 dimensions.
+
+    Fails on the old code, which divided every head input by sqrt(d) (not in the paper): the
+    heads then barely moved from zero and the vote was at chance (issue 22).
+    """
+    d, classes = 800, 3
+    centers = rng.uniform(size=(classes, d))
+    ys, yt = rng.choice(classes, size=150, p=[0.6, 0.2, 0.2]), rng.integers(classes, size=150)
+    Xs = centers[ys] + 0.3 * rng.uniform(size=(150, d))
+    Xt = centers[yt] + 0.3 * rng.uniform(size=(150, d))
+    est = PRIMA(epsilon=None, classes=CLASSES, source_release="dpsgd_heads", privacy_mode="paper", partition="random",
+                subspace_size=200, psd_repair="shrink", epochs=5, random_state=0)
+    assert est.fit_domains(Xs, ys, Xt).score(Xt, yt) > 0.9
+
+
+def test_paper_mode_median_clip_is_each_runs_own(rng):
+    """Separate DP-SGD runs (paper mode) clip at their own median gradient norm, not at that of all heads joined."""
+    from dpadapt.alignment.dp_training import median_gradient_norm
+
+    Z = np.abs(rng.normal(size=(80, 6)))
+    Z[:, :3] *= 10.0  # head 0 sees ten times larger inputs
+    y = rng.integers(2, size=80)
+    tr = train_heads(Z, y, [3, 3], 2, epochs=1, batch_size=10, noise_multiplier=1.0, joint=False, clip_rule="median",
+                     seed=3)
+    own = [median_gradient_norm(Z[:, :3], y, [3], 2, "logreg", (), 3000),
+           median_gradient_norm(Z[:, 3:], y, [3], 2, "logreg", (), 3001)]
+    assert tr.clip_norms == pytest.approx(own)
+    assert tr.clip_norms[0] > 5 * tr.clip_norms[1]
+    joined = median_gradient_norm(Z, y, [3, 3], 2, "logreg", (), 3000)
+    assert tr.clip_norms[1] < 0.5 * joined
+    with pytest.raises(ValueError, match="clip_rule"):
+        train_heads(Z, y, [3, 3], 2, epochs=1, batch_size=10, clip_rule="mean")

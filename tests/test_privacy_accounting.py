@@ -192,3 +192,16 @@ def test_event_to_dict_round_trip(event):
 def test_event_from_dict_rejects_unknown_type():
     with pytest.raises(ValueError, match="unknown"):
         A.event_from_dict({"type": "MadeUpDpEvent"})
+
+
+@pytest.mark.parametrize("q,steps,eps", [(1.0, 1, 1.0), (0.01, 10_000, 1.0)])
+def test_two_stage_calibration_matches_all_orders_and_is_valid(q, steps, eps):
+    """Issue 20: σ is calibrated on a coarse order set, then on a window of orders; it must be valid
+    under the full accountant and equal the all-orders calibration to its tolerance."""
+    from dpadapt.privacy.accounting import RDP_ORDERS, _calibrate
+
+    make = lambda z: A.poisson_gaussian_event(z, q, steps)  # noqa: E731
+    z = A.calibrate_noise_multiplier(make, eps, 1e-5)
+    reference = _calibrate(make, eps, 1e-5, "add_remove", "rdp", 1e-4, RDP_ORDERS, 1.0)
+    assert A.epsilon(make(z), 1e-5) <= eps
+    assert z == pytest.approx(reference, rel=1e-3)

@@ -57,7 +57,7 @@ def test_our_estimator_fits_in_a_pipeline_and_is_cloneable(shifted):
     pipe.fit(X, y, sample_domain=sd)
     target = sd < 0
     assert pipe.predict_proba(X[target]).shape == (target.sum(), 2)
-    assert clone(pipe).get_params()["sourceonly__scaling"] == "floored"
+    assert clone(pipe).get_params()["sourceonly__scaling"] == "cv"
 
 
 @pytest.mark.parametrize("name", SKADA_BASELINES)

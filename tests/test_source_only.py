@@ -1,9 +1,11 @@
-"""SourceOnly preprocessing does not blow up on (nearly) constant features (issue 13, item 5)."""
+"""SourceOnly: preprocessing does not blow up on (nearly) constant features (issue 13, item 5); its default
+chooses scaling and C by cross-validation on the source (issue 23, item 5)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from dpadapt.baselines import FlooredStandardScaler, SourceOnly
 
@@ -49,3 +51,28 @@ def test_unknown_scaling_is_refused():
     Xs, ys, Xt, _ = pixel_domains()
     with pytest.raises(ValueError, match="scaling"):
         SourceOnly(scaling="minmax").fit_domains(Xs, ys, Xt)
+
+
+def small_unit_signal(seed: int, n: int):
+    """Two classes told apart only by a feature measured in tiny units, beside 20 unit-scale noise features."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    signal = 1e-3 * (2.0 * y - 1.0 + 0.5 * rng.normal(size=n))
+    return np.column_stack([signal, rng.normal(size=(n, 20))]), y
+
+
+def test_default_chooses_scaling_and_C_by_cross_validation_on_the_source():
+    Xs, ys = small_unit_signal(0, 300)
+    Xt, yt = small_unit_signal(1, 300)
+    fixed = SourceOnly(scaling="none", C=0.01, random_state=0).fit_domains(Xs, ys)
+    tuned = SourceOnly(random_state=0).fit_domains(Xs, ys)
+    assert fixed.cv_best_ is None and fixed.score(Xt, yt) <= 0.7  # unscaled + strong ℓ2 penalty: the tiny-unit weight is shrunk away
+    assert tuned.cv_best_["scaler"] != "passthrough" and tuned.score(Xt, yt) >= 0.9
+    sparse = SourceOnly(random_state=0).fit_domains(sp.csr_matrix(np.abs(Xs)), ys)
+    assert sparse.cv_best_["scaler"] == "passthrough"  # counts are never scaled
+
+
+def test_bad_C_is_refused():
+    Xs, ys, Xt, _ = pixel_domains()
+    with pytest.raises(ValueError, match="C must be"):
+        SourceOnly(C=-1.0).fit_domains(Xs, ys, Xt)

@@ -285,6 +285,7 @@ def register(family: Family) -> Family:
 #: the modules whose import registers a family (each registers itself once, on first import)
 FAMILY_MODULES = (
     "dpadapt.classstats",
+    "dpadapt.sound",
     "dpadapt.transport",
     "dpadapt.alignment",
     "dpadapt.discrepancy",

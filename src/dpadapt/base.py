@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.metaestimators import available_if
@@ -12,9 +10,6 @@ from sklearn.utils.validation import check_is_fitted
 from dpadapt.privacy.guarantee import REPRODUCIBLE_NOISE_REASON, Guarantee
 from dpadapt.validation import check_features, check_labels, check_same_features, split_domains
 
-
-#: ``_check_domains`` default: the estimator's own ``classes`` parameter.
-_OWN_CLASSES = object()
 
 class DAEstimator(ClassifierMixin, BaseEstimator):
     """A domain-adaptation classifier that runs both party steps in one process.
@@ -64,18 +59,15 @@ class DAEstimator(ClassifierMixin, BaseEstimator):
 
     # -- helpers for subclasses --------------------------------------------------------------
 
-    def _check_domains(self, Xs, ys, Xt, yt=None, allow_sparse: bool = False, classes: Any = _OWN_CLASSES):
+    def _check_domains(self, Xs, ys, Xt, yt=None, allow_sparse: bool = False):
         """Validate and return dense (or CSR) source/target arrays with integer labels.
 
-        With a public label set (``classes``; default: the estimator's ``classes`` parameter) a
-        one-class source is valid.
+        With the estimator's public label set (its ``classes`` parameter) a one-class source is valid.
         """
-        if classes is _OWN_CLASSES:
-            classes = getattr(self, "classes", None)
         Xs = check_features(Xs, "Xs (source)", allow_sparse=allow_sparse)
         Xt = check_features(Xt, "Xt (target)", allow_sparse=allow_sparse)
         check_same_features(Xs, Xt)
-        ys = check_labels(ys, Xs.shape[0], "ys (source labels)", classes=classes)
+        ys = check_labels(ys, Xs.shape[0], "ys (source labels)", classes=getattr(self, "classes", None))
         if yt is not None:
             yt = np.asarray(yt)
             if yt.shape[0] != Xt.shape[0]:

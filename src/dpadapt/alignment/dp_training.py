@@ -13,7 +13,7 @@ protected by "parallel composition" (spec 04, soundness note 4). Two sound optio
 Sampling is Poisson with rate q = 1/⌈n/B⌉ (as Opacus' Poisson loader), matching
 :func:`dpadapt.privacy.accounting.poisson_gaussian_event` (add/remove relation; Abadi et al.
 2016; Mironov, Talwar, Zhang 2019). The clipping bound is fixed a priori, except in paper mode
-(``clip_rule="median"``: the median per-example gradient norm of the private data — flagged).
+(``clip_rule="median"``: each run's median per-example gradient norm of the private data — flagged).
 Noise is Abadi's form g̃ = (Σ clipped g + N(0, σ²c²I)) / B.
 """
 
@@ -33,6 +33,7 @@ from dpadapt.privacy.mechanisms import NoiseSource, poisson_subsample, torch_gau
 from dpadapt.validation import check_finite_in
 
 HEAD_TYPES = ("logreg", "mlp")
+CLIP_RULES = ("fixed", "median")
 #: δ at which ``TrainedHeads.opacus_epsilons`` reports ε (the name is kept for compatibility; the
 #: value is dp-accounting's RDP ε of the run, which Opacus' accountant reproduces).
 OPACUS_CHECK_DELTA = 1e-5
@@ -117,6 +118,7 @@ class TrainedHeads:
     sample_rate: float
     steps: int
     opacus_epsilons: list[float]
+    clip_norms: list[float] | None = None  # per head (None when non-private)
 
     def event(self):
         return accounting.compose(self.events)
@@ -156,6 +158,7 @@ def train_heads(
     joint: bool = True,
     seed: int = 0,
     noise: NoiseSource | None = None,
+    clip_rule: str = "fixed",
 ) -> TrainedHeads:
     """Train the m subspace heads on rows ``Z`` (blocks concatenated in ``sizes`` order).
 
@@ -163,8 +166,12 @@ def train_heads(
     ``joint`` selects one DP-SGD run over all heads (one clip of the concatenated per-example
     gradient) or m separate runs (events composed by the caller through :meth:`TrainedHeads.event`).
     ``seed`` fixes the public randomness (initialisation, non-private shuffles); the Poisson samples
-    and the noise come from ``noise`` (fresh entropy when not given).
+    and the noise come from ``noise`` (fresh entropy when not given). ``clip_rule="median"`` (paper
+    mode only, NOT private) replaces ``max_grad_norm`` by each run's own median per-example gradient
+    norm at initialisation; :attr:`TrainedHeads.clip_norms` records the bound of every head.
     """
+    if clip_rule not in CLIP_RULES:
+        raise ValueError(f"clip_rule must be one of {CLIP_RULES}, got {clip_rule!r}")
     noise = NoiseSource() if noise is None else noise
     check_finite_in(Z, np.float32, "the aligned features")
     Z = np.asarray(Z, dtype=np.float32)
@@ -179,19 +186,26 @@ def train_heads(
         groups = [[i] for i in range(len(sizes))]
     offsets = np.concatenate([[0], np.cumsum(sizes)])
     params: list[list[np.ndarray]] = [None] * len(sizes)  # type: ignore[list-item]
+    clips: list[float] = [float(max_grad_norm)] * len(sizes)
     events, opacus_eps = [], []
     for g, members in enumerate(groups):
         cols = np.concatenate([np.arange(offsets[i], offsets[i + 1]) for i in members])
+        group_sizes = [sizes[i] for i in members]
+        clip = float(max_grad_norm)
+        if clip_rule == "median" and noise_multiplier is not None:  # this run's own heads, as the paper
+            clip = median_gradient_norm(Z[:, cols], y, group_sizes, n_classes, head, hidden, seed * 1000 + g)
         module, ev, eps = _train_one(
-            Z[:, cols], y, [sizes[i] for i in members], n_classes, head, hidden, epochs, batch_size, lr,
-            momentum, max_grad_norm, noise_multiplier, seed * 1000 + g, noise,
+            Z[:, cols], y, group_sizes, n_classes, head, hidden, epochs, batch_size, lr,
+            momentum, clip, noise_multiplier, seed * 1000 + g, noise,
         )
         for i, p in zip(members, export_params(module)):
             params[i] = p
+            clips[i] = clip
         if ev is not None:
             events.append(ev)
             opacus_eps.append(eps)
-    return TrainedHeads(params, events, noise_multiplier, None if noise_multiplier is None else max_grad_norm, q, steps, opacus_eps)
+    return TrainedHeads(params, events, noise_multiplier, None if noise_multiplier is None else max_grad_norm, q, steps,
+                        opacus_eps, clip_norms=None if noise_multiplier is None else clips)
 
 
 def _train_one(Z, y, sizes, n_classes, head, hidden, epochs, batch_size, lr, momentum, max_grad_norm, noise_multiplier,

@@ -35,7 +35,7 @@ import scipy.sparse as sp
 
 from dpadapt.alignment import covariance as cov
 from dpadapt.alignment.coral import coral_matrix
-from dpadapt.alignment.dp_training import dpsgd_schedule, head_scores, median_gradient_norm, train_heads
+from dpadapt.alignment.dp_training import dpsgd_schedule, head_scores, train_heads
 from dpadapt.alignment.subspace import sa_bases
 from dpadapt.api import Config, ConfigError, Plan, param
 from dpadapt.classstats.adapt import REFINEMENTS, class_means, normalise_rows, principal_directions, refine
@@ -411,7 +411,6 @@ def release_source_heads(plan_: Plan, target_release: Release, Xs, ys, public: n
     else:
         covs_s, sigma_s = cov.block_second_moments(X, parts), 0.0
     scale = float(d) if mode == "sound" else 1.0
-    in_div = 1.0 if mode == "sound" else math.sqrt(d)
     sigma_t = float(target_release.params["sigma_entry"])
     if not (math.isfinite(sigma_t) and sigma_t >= 0):
         raise ReleaseError(f"the target release's sigma_entry {sigma_t!r} is not a finite number ≥ 0; refused")
@@ -422,25 +421,23 @@ def release_source_heads(plan_: Plan, target_release: Release, Xs, ys, public: n
             ridge = config.reg
             if config.noise_aware_reg and mode == "sound":
                 ridge += scale * (cov.noise_spectral_scale(len(idx), sigma_t) + cov.noise_spectral_scale(len(idx), sigma_s))
-            feats.append(B @ _checked_map(coral_matrix(covs_s[i], covs_t[i], ridge, scale), i) / in_div)
+            feats.append(B @ _checked_map(coral_matrix(covs_s[i], covs_t[i], ridge, scale), i))
             sizes.append(len(idx))
         else:
             k = min(config.sa_dim, len(idx))
             Ps, Bt = sa_bases(covs_s[i], covs_t[i], k)
-            feats.append(B @ _checked_map(Ps, i) / in_div)
+            feats.append(B @ _checked_map(Ps, i))
             tproj.append(Bt)
             sizes.append(k)
     Z = np.hstack(feats)
     # the DP-SGD engine takes an integer seed for its noise: drawn from the secret stream
     seed = int(noise.torch_generator().initial_seed() % (2**31 - 1)) if config.private else int(public.integers(2**31 - 1))
     z = cal.get("noise_multiplier") if config.private else None
-    clip = config.max_grad_norm
-    if mode == "paper" and config.private:
-        clip = median_gradient_norm(Z, y_idx, sizes, len(classes), config.head, config.hidden, seed)
     trained = train_heads(
         Z, y_idx, sizes, len(classes), head=config.head, hidden=config.hidden, epochs=config.epochs,
-        batch_size=config.batch_size, lr=config.lr, momentum=config.momentum, max_grad_norm=clip,
-        noise_multiplier=z, joint=config.joint and mode == "sound", seed=seed,
+        batch_size=config.batch_size, lr=config.lr, momentum=config.momentum, max_grad_norm=config.max_grad_norm,
+        noise_multiplier=z, joint=config.joint and mode == "sound", seed=seed, noise=noise,
+        clip_rule="median" if mode == "paper" else "fixed",
     )
     if config.private:
         guarantee = plan_.guarantee
@@ -461,9 +458,9 @@ def release_source_heads(plan_: Plan, target_release: Release, Xs, ys, public: n
         arrays[f"tproj_{i}"] = Bt
     return Release(METHOD, "source_models", "source", arrays, guarantee, {
         "alignment": config.alignment, "head": config.head, "n_heads": len(parts),
-        "n_layers": len(trained.params[0]) // 2, "input_divisor": in_div,
+        "n_layers": len(trained.params[0]) // 2,
         "log_counts": bool(target_release.params["log_counts"]), "privacy_mode": mode,
-        "target_release_id": target_release.release_id, "max_grad_norm": clip, "noise_multiplier": z,
+        "target_release_id": target_release.release_id, "max_grad_norm": trained.clip_norms, "noise_multiplier": z,
         "cov_noise_multiplier": z_cov if config.private else None, "dpsgd_runs": len(trained.events),
     })
 
@@ -506,7 +503,7 @@ def vote_scores(release: Release, Xt) -> np.ndarray:
         if p["alignment"] == "sa":
             Z = Z @ release[f"tproj_{i}"]
         params = [release[f"head{i}_p{j}"] for j in range(2 * int(p["n_layers"]))]
-        s = head_scores(params, Z / float(p["input_divisor"]))
+        s = head_scores(params, Z)
         votes[np.arange(X.shape[0]), s.argmax(axis=1)] += 1
         e = np.exp(s - s.max(axis=1, keepdims=True))
         prob_sum += e / e.sum(axis=1, keepdims=True)

@@ -1,7 +1,9 @@
 """Declarative benchmark rows and the suite registry.
 
 A suite is a function ``build(quick, epsilons) -> list[BenchTask]`` registered with
-:func:`register_suite` in a module of :mod:`dpadapt.bench.suites` (discovered automatically).
+:func:`register_suite` in a module of :mod:`dpadapt.bench.suites` (discovered automatically),
+optionally with a ``report(rows, out) -> list[Path]`` that writes the suite's own tables and plots
+beside the result file ``out``.
 Each :class:`BenchTask` names its dataset pair, method, mode, (ε, δ) and the number the paper
 reports, and carries the function that runs one seed.
 """
@@ -13,6 +15,7 @@ import importlib
 import math
 import pkgutil
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from dpadapt.privacy.guarantee import Guarantee
@@ -54,6 +57,15 @@ class BenchTask:
     metric: str = "accuracy"
     paper_value: float | None = None
     params: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: The paper's table row this row stands beside (e.g. "PRIMA"): rows of one task sharing it form
+    #: one line of the paper comparison (paper, paper mode, paper mode without noise, sound mode).
+    paper_row: str | None = None
+    #: One line: why paper mode misses the paper's number (shown when it is > 5 points off),
+    #: backed by an experiment in the suite's note.
+    cause: str | None = None
+    #: Why this row cannot be compared with the paper here (e.g. the paper's data is not available);
+    #: printed as "blocked on data: ..." in both tables.
+    blocked: str | None = None
 
     @property
     def key(self) -> tuple:
@@ -61,6 +73,7 @@ class BenchTask:
 
 
 SuiteBuilder = Callable[[bool, Sequence[float] | None], list[BenchTask]]
+SuiteReport = Callable[[list[dict[str, Any]], Path], list[Path]]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,18 +81,19 @@ class Suite:
     name: str
     build: SuiteBuilder
     description: str
+    report: SuiteReport | None = None
 
 
 _SUITES: dict[str, Suite] = {}
 
 
-def register_suite(name: str, description: str = "") -> Callable[[SuiteBuilder], SuiteBuilder]:
-    """Decorator registering ``build(quick, epsilons)`` as benchmark suite ``name``."""
+def register_suite(name: str, description: str = "", report: SuiteReport | None = None) -> Callable[[SuiteBuilder], SuiteBuilder]:
+    """Decorator registering ``build(quick, epsilons)`` as benchmark suite ``name`` (``report``: see module doc)."""
 
     def deco(build: SuiteBuilder) -> SuiteBuilder:
         if name in _SUITES and _SUITES[name].build is not build:
             raise ValueError(f"benchmark suite {name!r} is registered twice")
-        _SUITES[name] = Suite(name, build, description or (build.__doc__ or "").strip().splitlines()[0])
+        _SUITES[name] = Suite(name, build, description or (build.__doc__ or "").strip().splitlines()[0], report)
         return build
 
     return deco

@@ -31,8 +31,17 @@ ROW_FIELDS = (
     "seconds",
     "guarantee_valid",
     "paper_value",
+    "paper_row",
+    "cause",
+    "blocked",
     "error",
 )
+
+#: Modes of the paper comparison, in column order (:func:`format_paper_table`).
+PAPER_MODE = "paper"
+PAPER_NO_NOISE = "paper-no-noise"
+#: Paper mode further than this from the paper's number needs a cause.
+CAUSE_GAP = 0.05
 
 
 def select_tasks(tasks: list[BenchTask], patterns: Sequence[str] | None) -> list[BenchTask]:
@@ -56,6 +65,9 @@ def run_task(task: BenchTask, seed: int) -> dict[str, Any]:
         "seed": seed,
         "metric": task.metric,
         "paper_value": task.paper_value,
+        "paper_row": task.paper_row,
+        "cause": task.cause,
+        "blocked": task.blocked,
         "error": None,
     }
     try:
@@ -155,6 +167,10 @@ def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "epsilon_spent": max(spent) if spent else math.nan,
                 "valid": all(r.get("guarantee_valid") for r in rs),
                 "paper": rs[0].get("paper_value"),
+                "metric": rs[0].get("metric", "accuracy"),
+                "paper_row": rs[0].get("paper_row"),
+                "cause": rs[0].get("cause"),
+                "blocked": rs[0].get("blocked"),
                 "seconds": float(np.mean([r["seconds"] for r in rs])),
             }
         )
@@ -193,10 +209,84 @@ def format_table(rows: list[dict[str, Any]]) -> str:
         ref = best.get((s["task"], s["epsilon"]))
         flag = ("< DP-SO" if s["mode"] == "sound" and s["method"] not in DP_SOURCE_ONLY and ref is not None
                 and s["n"] and s["mean"] <= ref else "")
+        if s.get("blocked"):
+            flag = f"{flag} blocked on data".strip()
         lines.append(
             f"{s['task']:<22} {s['method']:<22} {s['mode']:<12} {eps:>8} {spent:>8} {'yes' if s['valid'] else 'no':>5} {measured:>15} {paper:>7} {s['seconds']:>7.2f}  {flag}".rstrip()
         )
-    return "\n".join(lines)
+    paper = format_paper_table(summary)
+    return "\n".join(lines + ([""] + paper.splitlines() if paper else []))
+
+
+def _points(accuracy: float) -> float:
+    """Accuracy in percent points (suites report fractions, a few report percent already)."""
+    return 100.0 * accuracy if accuracy <= 1.5 else accuracy
+
+
+def format_paper_table(summary: list[dict[str, Any]]) -> str:
+    """One line per (task, paper row, ε): paper, paper mode, paper mode without noise, sound mode, cause.
+
+    Rows join a line through their ``paper_row``; the paper's number is taken from whichever row
+    carries it. For accuracy the cause is printed when paper mode is more than :data:`CAUSE_GAP` off
+    the paper (``MISSING`` when the suite gave none, so that a gap cannot pass unexplained); for other
+    metrics (e.g. MSE on a different scale) whenever the suite gives one. A joined non-private row is
+    the "no noise" column. A line whose
+    paper data is not available here says "blocked on data" with the reason instead.
+    """
+    lines_by_key: dict[tuple, dict[str, Any]] = {}
+    for s in summary:
+        if not s.get("paper_row"):
+            continue
+        key = (s["task"], s["paper_row"])
+        line = lines_by_key.setdefault(key, {"paper": None, "cause": None, "blocked": None, "by_mode": {}})
+        if s["paper"] is not None:
+            line["paper"] = s["paper"]
+        line["cause"] = line["cause"] or s.get("cause")
+        line["blocked"] = line["blocked"] or s.get("blocked")
+        line["metric"] = s.get("metric", "accuracy")
+        # a non-private row joined to a paper line is the same pipeline without noise
+        mode = PAPER_NO_NOISE if s["mode"] == "non-private" else s["mode"]
+        eps = math.inf if mode == PAPER_NO_NOISE else s["epsilon"]
+        line["by_mode"].setdefault(mode, {})[eps] = s
+    if not lines_by_key:
+        return ""
+
+    def fmt(value: float, metric: str) -> str:  # accuracy in percent, other metrics as they are
+        return f"{_points(value):.1f}" if metric == "accuracy" else f"{value:.4f}"
+
+    def cell(s: dict[str, Any] | None) -> str:
+        if s is None:
+            return "—"
+        if not s["n"]:
+            return f"ERROR×{s['errors']}"
+        metric = s.get("metric", "accuracy")
+        std = 100 * s["std"] if metric == "accuracy" and s["mean"] <= 1.5 else s["std"]
+        return f"{fmt(s['mean'], metric)}±{std:.1f}" if metric == "accuracy" else f"{fmt(s['mean'], metric)}±{std:.4f}"
+
+    header = (f"{'task':<22} {'paper row':<20} {'ε':>5} {'paper':>6} {'paper mode':>13} {'no noise':>13} "
+              f"{'sound mode':>13}  cause (paper mode > {100 * CAUSE_GAP:.0f} points off)")
+    out = [header, "-" * len(header)]
+    for (task, row), line in sorted(lines_by_key.items()):
+        modes = line["by_mode"]
+        for eps in sorted({e for m, by in modes.items() if m != PAPER_NO_NOISE for e in by} or {math.inf}):
+            paper_mode = modes.get(PAPER_MODE, {}).get(eps)
+            no_noise = next(iter(modes.get(PAPER_NO_NOISE, {}).values()), None)
+            sound = modes.get("sound", {}).get(eps)
+            at_eps = [r["paper"] for r in (paper_mode, sound, no_noise if math.isinf(eps) else None)
+                      if r is not None and r["paper"] is not None]  # the paper's number at this ε
+            paper_value = at_eps[0] if at_eps else line["paper"]
+            cause = ""
+            accuracy = line["metric"] == "accuracy"
+            if paper_value is not None and paper_mode is not None and paper_mode["n"] and \
+                    (not accuracy or abs(_points(paper_mode["mean"]) - _points(paper_value)) > 100 * CAUSE_GAP):
+                cause = line["cause"] or ("MISSING" if accuracy else "")
+            if line["blocked"]:
+                cause = f"blocked on data: {line['blocked']}"
+            paper = "—" if paper_value is None else fmt(paper_value, line["metric"])
+            e = "∞" if math.isinf(eps) else f"{eps:g}"
+            out.append(f"{task:<22} {row:<20} {e:>5} {paper:>6} {cell(paper_mode):>13} {cell(no_noise):>13} "
+                       f"{cell(sound):>13}  {cause}".rstrip())
+    return "\n".join(out)
 
 
 def load_rows(path: str | Path) -> list[dict[str, Any]]:

@@ -30,9 +30,11 @@ from dpadapt.api import ConfigEstimator, Family, Plan, param, register
 from dpadapt.classstats.adapt import REFINEMENTS, ClassStatsModel, fit_basis, project, prototypes_from_release, refine, row_map
 from dpadapt.privacy.families.classstats import basis_disclosure, class_statistics_plan
 from dpadapt.privacy.guarantee import Guarantee
-from dpadapt.privacy.mechanisms import class_statistics, random_streams
+from dpadapt.privacy.mechanisms import random_streams
+from dpadapt.stream.readers import ChunkedSource, from_arrays
+from dpadapt.stream.sums import ClassSums, RowMap, accumulate, label_indices
 from dpadapt.release import Release, ReleaseError
-from dpadapt.validation import check_basis, check_features, check_labels
+from dpadapt.validation import check_basis, check_features, check_labels, check_same_features
 
 BASIS_KIND = "target_basis"
 STATS_KIND = "class_statistics"
@@ -109,46 +111,71 @@ def _check_basis(
     return mean, comp, rel.params["sha256"]
 
 
-def label_indices(ys, classes: tuple) -> np.ndarray:
-    """Positions of the labels in the public label set; a label outside it is an error."""
-    ys = np.asarray(ys)
-    cls = np.asarray(classes)
-    order = np.argsort(cls, kind="stable")
-    pos = np.searchsorted(cls[order], ys)
-    pos = np.clip(pos, 0, len(cls) - 1)
-    idx = order[pos]
-    bad = cls[idx] != ys
-    if np.any(bad):
-        raise ValueError(f"label(s) {sorted(set(ys[bad].tolist()))[:5]} are not in the public label set classes={list(classes)}")
-    return idx.astype(np.int64)
+def _class_sums(Xs, ys, classes, row_map_: RowMap, *, client, label_column: str) -> ClassSums:
+    """Exact class sums of the source's rows: chunk by chunk here, or per partition on a Dask cluster."""
+    if hasattr(Xs, "__dask_graph__"):  # a dask collection: sums on the workers
+        from dpadapt.stream import dask_engine
+
+        if hasattr(Xs, "columns"):
+            return dask_engine.class_sums_frame(Xs, label_column, classes, row_map_, client=client)
+        return dask_engine.class_sums_array(Xs, ys, classes, row_map_, client=client)
+    return accumulate(ClassSums(classes, row_map_), Xs)
 
 
-def release(plan_: Plan, Xs, ys, noise, *, basis_release: Release | None = None) -> Release:
-    """The source's step: class statistics of its mapped rows (in the basis) as ONE Gaussian."""
+def release(plan_: Plan, Xs, ys=None, noise=None, *, basis_release: Release | None = None, client=None,
+            label_column: str = "y") -> Release:
+    """The source's step: class statistics of its mapped rows (in the basis) as ONE Gaussian.
+
+    ``Xs`` is an array / sparse matrix with labels ``ys``; a :class:`~dpadapt.stream.ChunkedSource`
+    (labels in its chunks); or a Dask collection — a ``dask.array`` with labels ``ys``, or a
+    ``dask.dataframe`` with a ``label_column`` — summed per partition on the Dask cluster of
+    ``client`` (default: the current one). Either way every row goes through the public per-row map
+    and the clipping of :func:`dpadapt.privacy.mechanisms.class_sums`, the exact sums are added over
+    chunks / partitions (:class:`~dpadapt.stream.ClassSums`), and the noise is drawn once, here.
+    """
     config: Config = plan_.config
-    Xs = check_features(Xs, "Xs (source)", allow_sparse=True)
-    ys = check_labels(ys, Xs.shape[0], "ys (source labels)", classes=config.classes)
-    if Xs.shape[0] != int(plan_.facts["n_source"]):
-        raise ValueError(f"the plan is for {plan_.facts['n_source']} source rows, got {Xs.shape[0]}")
-    classes = config.required_classes() if config.private else (config.classes or tuple(np.unique(ys).tolist()))
-    mean, comp, digest = _check_basis(basis_release, plan_.family, Xs.shape[1])
+    n_plan = int(plan_.facts["n_source"])
+    if isinstance(Xs, ChunkedSource):
+        if ys is not None:
+            raise ValueError("a chunked source carries its labels; pass ys=None")
+        if not Xs.labelled:
+            raise ValueError(f"{Xs.name}: the source's rows need labels")
+    elif not hasattr(Xs, "__dask_graph__"):
+        source = from_arrays(Xs, None, name="Xs (source)")  # features are checked chunk by chunk
+        ys = check_labels(ys, source.n_rows, "ys (source labels)", classes=config.classes)
+        Xs = from_arrays(Xs, ys, name="Xs (source)")
+    n_rows = getattr(Xs, "n_rows", None) or (Xs.shape[0] if not hasattr(Xs, "columns") else None)
+    if n_rows is not None and int(n_rows) != n_plan:
+        raise ValueError(f"the plan is for {n_plan} source rows, got {n_rows}")
+    if isinstance(Xs, ChunkedSource):
+        n_features = Xs.n_features
+    else:  # a dask collection: an array's columns, or a frame's columns but the label
+        n_features = int(Xs.shape[1]) if not hasattr(Xs, "columns") else len(Xs.columns) - 1
+    mean, comp, digest = _check_basis(basis_release, plan_.family, n_features)
     if config.k and comp is None:
         raise ReleaseError(f"k={config.k} needs the receiver's basis release (or set k=0)")
-    Z = project(row_map(Xs, config.use_log1p()), mean, comp)
-    idx = label_indices(ys, classes)
     if config.private:
-        st = class_statistics(Z, idx, len(classes), sigma=plan_.calibration["sigma"], relation=config.relation, noise=noise)
+        classes = config.required_classes()
+    elif config.classes:
+        classes = tuple(config.classes)
+    elif isinstance(Xs, ChunkedSource):  # non-private counterpart: the label set may come from the data
+        classes = tuple(np.unique(np.concatenate([np.unique(y) for _, y in Xs])).tolist())
+    else:
+        raise ValueError("the non-private counterpart on a Dask collection needs the public label set (classes=...)")
+    acc = _class_sums(Xs, ys, classes, RowMap(config.use_log1p(), mean, comp), client=client, label_column=label_column)
+    if acc.n_rows != n_plan:
+        raise ValueError(f"the plan is for {n_plan} source rows, got {acc.n_rows}")
+    if config.private:
+        st = acc.release(sigma=plan_.calibration["sigma"], relation=config.relation, noise=noise)
         sums, counts, guarantee = st.sums, st.counts, plan_.guarantee
     else:
-        sums = np.zeros((len(classes), Z.shape[1]))
-        np.add.at(sums, idx, Z)
-        counts = np.bincount(idx, minlength=len(classes)).astype(float)
+        sums, counts = acc.sums, acc.counts
         guarantee = Guarantee.non_private("source", "epsilon=None: the non-private counterpart")
     return Release(
         method=plan_.family, kind=STATS_KIND, owner="source", arrays={"sums": sums, "counts": counts},
         guarantee=guarantee,
         params={"classes": list(classes), "log1p": config.use_log1p(), "basis_sha256": digest,
-                "n_features": int(Xs.shape[1]), "sigma": float(plan_.calibration.get("sigma", 0.0)),
+                "n_features": n_features, "sigma": float(plan_.calibration.get("sigma", 0.0)),
                 "relation": config.relation},
     )
 
@@ -244,9 +271,14 @@ class ClassStatsDA(ConfigEstimator):
         if config.classes is not None and not all(isinstance(c, int) for c in config.classes):
             # labels that are not integers (e.g. "healthy"): released as indices into the public label set
             names = np.asarray(config.classes)
-            ys = encode_labels(np.asarray(ys).ravel(), config.classes)
             config = config.replace(classes=tuple(range(len(names))))
-        Xs, ys, Xt, _ = self._check_domains(Xs, ys, Xt, None, allow_sparse=True, classes=config.classes)
+            Xs = check_features(Xs, "Xs (source)", allow_sparse=True)
+            Xt = check_features(Xt, "Xt (target)", allow_sparse=True)
+            check_same_features(Xs, Xt)
+            ys = check_labels(encode_labels(np.asarray(ys).ravel(), tuple(names)), Xs.shape[0], "ys (source labels)",
+                              classes=config.classes)
+        else:
+            Xs, ys, Xt, _ = self._check_domains(Xs, ys, Xt, None, allow_sparse=True)
         self.basis_release_, self.release_, self.model_ = run_parties(config, Xs, ys, Xt)
         if names is not None:
             self.model_ = dataclasses.replace(self.model_, classes=names)

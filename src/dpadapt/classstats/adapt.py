@@ -30,43 +30,102 @@ REFINEMENTS = STARTS + ("self_training",) + tuple(f"{s}+st" for s in STARTS) + (
 _ALIASES = {"prototypes": "none"}  # PRIMA's earlier name for the nearest DP prototype
 
 
-def row_map(X, log1p: bool) -> np.ndarray:
+def row_norms(X) -> np.ndarray:
+    """ℓ2 norm of every row of a dense array or a CSR matrix (sparse: from the stored values only)."""
+    if sp.issparse(X):
+        X = X.tocsr()
+        return np.sqrt(np.bincount(np.repeat(np.arange(X.shape[0]), np.diff(X.indptr)), X.data**2, minlength=X.shape[0]))
+    return np.sqrt(np.einsum("ij,ij->i", X, X))
+
+
+def row_map(X, log1p: bool):
     """The public per-row map: ``log1p`` of non-negative counts (if asked), then ℓ2-normalise each row.
 
     A per-record operation: each mapped row has norm 1 (0 for an all-zero row), whatever the data.
+    Dense input gives a new float64 array (one copy); sparse input stays sparse (a float64 CSR
+    matrix: ``log1p`` and the row norms act on the stored values, log1p(0) = 0 keeps zeros zero).
     """
     if sp.issparse(X):
-        X = X.toarray()
+        X = sp.csr_matrix(X, dtype=np.float64, copy=True)
+        X.sum_duplicates()
+        if log1p:
+            if X.data.size and X.data.min() < 0:
+                raise ValueError("log1p is a map for non-negative count features; got negative values")
+            np.log1p(X.data, out=X.data)
+        norms = row_norms(X)
+        scale = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
+        X.data *= np.repeat(scale, np.diff(X.indptr))
+        X.eliminate_zeros()
+        return X
     X = np.asarray(X, dtype=np.float64)
     if log1p:
         if np.any(X < 0):
             raise ValueError("log1p is a map for non-negative count features; got negative values")
-        X = np.log1p(X)
-    norms = np.linalg.norm(X, axis=1, keepdims=True)
-    return np.divide(X, norms, out=np.zeros_like(X), where=norms > 0)
+        out = np.log1p(X)
+    else:
+        out = np.array(X, dtype=np.float64, copy=True)
+    norms = row_norms(out)[:, None]
+    return np.divide(out, norms, out=out, where=norms > 0)
 
 
-def fit_basis(M: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and top-``k`` principal directions (d × k, orthonormal columns) of mapped rows ``M``."""
-    mean = M.mean(axis=0)
-    k = int(min(k, M.shape[0] - 1, M.shape[1]))
+#: Below this many entries (n × d) the basis is an exact SVD; above, a randomized one (Halko et al. 2011).
+EXACT_SVD_ENTRIES = 4_000_000
+
+
+def fit_basis(M, k: int, *, n_iter: int = 4, oversample: int = 10) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and top-``k`` principal directions (d × k, orthonormal columns) of mapped rows ``M``.
+
+    Small inputs (n·d ≤ :data:`EXACT_SVD_ENTRIES`, dense) use an exact SVD of ``M − mean``; larger or
+    sparse ones a randomized SVD (Halko, Martinsson & Tropp 2011, Alg. 4.4: ``n_iter`` subspace
+    iterations, ``oversample`` extra directions, a fixed public test matrix) on the implicitly
+    centred matrix — ``M − mean`` is never formed, so sparse input is never densified.
+    """
+    n, d = M.shape
+    mean = np.asarray(M.mean(axis=0), dtype=np.float64).ravel()
+    k = int(min(k, n - 1, d))
     if k < 1:
         raise ValueError("a basis needs at least two rows")
-    _, _, vt = np.linalg.svd(M - mean, full_matrices=False)
+    if not sp.issparse(M) and n * d <= EXACT_SVD_ENTRIES:
+        _, _, vt = np.linalg.svd(M - mean, full_matrices=False)
+        return mean, vt[:k].T.copy()
+    from dpadapt.privacy.mechanisms import public_gaussian_matrix
+
+    def times(V):  # (M − 1 meanᵀ) V
+        return np.asarray(M @ V) - (mean @ V)[None, :]
+
+    def times_t(U):  # (M − 1 meanᵀ)ᵀ U
+        return np.asarray(M.T @ U) - np.outer(mean, U.sum(axis=0))
+
+    ell = min(k + oversample, n, d)
+    Q, _ = np.linalg.qr(times(public_gaussian_matrix((d, ell), 1.0, seed=0)))
+    for _ in range(n_iter):
+        W, _ = np.linalg.qr(times_t(Q))
+        Q, _ = np.linalg.qr(times(W))
+    _, _, vt = np.linalg.svd(times_t(Q).T, full_matrices=False)
     return mean, vt[:k].T.copy()
 
 
-def project(M: np.ndarray, mean: np.ndarray | None, components: np.ndarray | None) -> np.ndarray:
-    """Mapped rows in the basis, re-normalised to the unit sphere (identity basis when ``components`` is None)."""
-    Z = M if components is None else (M - mean) @ components
-    norms = np.linalg.norm(Z, axis=1, keepdims=True)
-    return np.divide(Z, norms, out=np.zeros_like(Z), where=norms > 0)
+def project(M, mean: np.ndarray | None, components: np.ndarray | None):
+    """Mapped rows in the basis, re-normalised to the unit sphere (identity basis when ``components`` is None).
+
+    ``(M − mean) C`` is computed as ``M C − mean C`` (no centred copy of ``M``); sparse ``M`` gives a
+    dense n × k result, or stays sparse without a basis.
+    """
+    if components is None:
+        if sp.issparse(M):
+            norms = row_norms(M)
+            return sp.diags(np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)) @ M
+        return normalise_rows(M)
+    Z = np.asarray(M @ components)
+    Z -= mean @ components
+    norms = row_norms(Z)[:, None]
+    return np.divide(Z, norms, out=Z, where=norms > 0)
 
 
 def normalise_rows(P: np.ndarray) -> np.ndarray:
     """Rows scaled to unit ℓ2 norm (zero rows stay zero)."""
-    norms = np.linalg.norm(P, axis=1, keepdims=True)
-    return np.divide(P, norms, out=np.zeros_like(P), where=norms > 0)
+    norms = row_norms(P)[:, None]
+    return np.divide(P, norms, out=np.zeros_like(P, dtype=np.float64), where=norms > 0)
 
 
 def prototypes_from_release(sums: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -115,21 +174,31 @@ def refine_kmeans(Z: np.ndarray, centers: np.ndarray, n_iter: int = 50) -> np.nd
     return centers
 
 
-def refine_ot(Z: np.ndarray, centers: np.ndarray, proportions: np.ndarray, reg: float = 0.05, n_iter: int = 500) -> np.ndarray:
+def refine_ot(
+    Z: np.ndarray, centers: np.ndarray, proportions: np.ndarray, reg: float = 0.05, n_iter: int = 500, tol: float = 1e-9
+) -> np.ndarray:
     """Soft labels (n × K) from entropic OT between the rows (uniform mass) and the classes (DP proportions).
 
-    The cost of row i to class c is 1 − cos(z_i, P_c); log-domain Sinkhorn with regularisation ``reg``.
+    The cost of row i to class c is 1 − cos(z_i, P_c); Sinkhorn's scalings with regularisation ``reg``,
+    at most ``n_iter`` iterations, stopping once the row marginals are within ``tol`` (ℓ1) of uniform
+    (checked every 10 iterations). Each row's cost is shifted by its minimum (absorbed by the row
+    scaling, the plan is unchanged), so every row of the Gibbs kernel has a 1 and no row underflows;
+    the soft labels are the plan's rows normalised, ``K_ic v_c / Σ_c' K_ic' v_c'``.
     """
     C = 1.0 - Z @ centers.T
-    logK = -C / reg
+    C -= C.min(axis=1, keepdims=True)
+    K = np.exp(-C / reg)
     n = Z.shape[0]
-    log_a = np.full(n, -np.log(n))
-    log_b = np.log(proportions)
-    f, g = np.zeros(n), np.zeros(centers.shape[0])
-    for _ in range(n_iter):
-        f = log_a - logsumexp(logK + g[None, :], axis=1)
-        g = log_b - logsumexp(logK + f[:, None], axis=0)
-    plan = np.exp(logK + f[:, None] + g[None, :])
+    b = np.asarray(proportions, dtype=np.float64)
+    tiny = np.finfo(np.float64).tiny
+    v = np.ones(K.shape[1])
+    for it in range(n_iter):
+        Kv = np.maximum(K @ v, tiny)
+        u = (1.0 / n) / Kv
+        v = b / np.maximum(K.T @ u, tiny)
+        if it % 10 == 9 and np.abs(u * (K @ v) - 1.0 / n).sum() < tol:
+            break
+    plan = K * v[None, :]
     return plan / plan.sum(axis=1, keepdims=True)
 
 

@@ -12,7 +12,6 @@ import json
 import math
 
 from dpadapt.cli.main import add_command
-from dpadapt.privacy import accounting
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -28,6 +27,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _maker(args):
+    from dpadapt.privacy import accounting  # here, not at import: `dpadapt account --help` stays fast
+
     if args.without_replacement:
         n, b = args.without_replacement
         return "replace_one", lambda z: accounting.sampled_without_replacement_gaussian_event(z, n, b, args.steps)
@@ -51,6 +52,8 @@ def run(args) -> int:
 
 
 def _run(args) -> int:
+    from dpadapt.privacy import accounting
+
     relation, make = _maker(args)
     if args.steps < 1:
         raise ValueError("--steps must be ≥ 1")

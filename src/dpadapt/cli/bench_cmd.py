@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import argparse
-
-from dpadapt.bench import format_table, run_suite
-from dpadapt.bench.registry import all_suites
+from pathlib import Path
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -16,12 +14,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--epsilon", type=float, nargs="+", help="override the suite's ε values")
     p.add_argument("--quick", action="store_true", help="reduced version of the suite (about a minute)")
-    p.add_argument("--out", default=None, help="JSON file for the result rows (a CSV is written beside it)")
+    p.add_argument("--out", default=None, help="JSON file for the result rows (a CSV is written beside it, and the suite's own tables/plots if it has them)")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
+    from dpadapt.bench import format_table, run_suite  # here: `dpadapt bench --help` imports no suite
+    from dpadapt.bench.registry import all_suites, get_suite
+
     if args.list or not args.suite:
         for name, suite in all_suites().items():
             print(f"{name:<24} {suite.description}")
@@ -38,6 +39,9 @@ def run(args) -> int:
     print(format_table(rows))
     if args.out:
         print(f"\n{len(rows)} rows written to {args.out}")
+        report = get_suite(args.suite).report
+        for path in report(rows, Path(args.out)) if report is not None else ():
+            print(f"written: {path}")
     errors = [str(r["error"]) for r in rows if r.get("error") is not None]
     if errors:
         print(f"\n{len(errors)} run(s) failed:")

@@ -14,7 +14,10 @@ from pathlib import Path
 
 from dpadapt.cli.main import add_command
 from dpadapt.cli.table_options import add_table_arguments
-from dpadapt.privacy.ledger import Ledger, fingerprint, short_id
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dpadapt.privacy.ledger import Ledger
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -42,6 +45,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _dataset_id(args) -> str | None:
+    from dpadapt.privacy.ledger import fingerprint  # here, not at import: `--help` stays fast
+
     if args.data and args.dataset_id:
         raise ValueError("give --data or --dataset-id, not both")
     return fingerprint(args.data) if args.data else args.dataset_id
@@ -52,6 +57,8 @@ def _eps(x: float) -> str:
 
 
 def run_set(args) -> int:
+    from dpadapt.privacy.ledger import Ledger, short_id  # here, not at import: `--help` stays fast
+
     dataset_id = _dataset_id(args)
     if dataset_id is None:
         raise ValueError("give --data FILE or --dataset-id ID")
@@ -71,7 +78,7 @@ def run_set(args) -> int:
 
 def _existing_ledger(args, empty_json: object) -> Ledger | None:
     """The ledger, or ``None`` (saying so) when its file does not exist: showing never creates a ledger."""
-    from dpadapt.privacy.ledger import default_path
+    from dpadapt.privacy.ledger import Ledger, default_path  # here, not at import: `--help` stays fast
 
     path = Path(args.ledger) if args.ledger else default_path()
     if path.exists():
@@ -84,6 +91,8 @@ def _existing_ledger(args, empty_json: object) -> Ledger | None:
 
 
 def run_show(args) -> int:
+    from dpadapt.privacy.ledger import short_id  # here, not at import: `--help` stays fast
+
     ledger = _existing_ledger(args, {"ledger": str(Path(args.ledger)) if args.ledger else None, "budgets": []})
     if ledger is None:
         return 0
@@ -144,6 +153,8 @@ def run_history(args) -> int:
 
 
 def _print_history(ledger: Ledger, party: str | None, dataset_id: str | None) -> None:
+    from dpadapt.privacy.ledger import short_id  # here, not at import: `--help` stays fast
+
     entries = ledger.history(party, dataset_id)
     print(f"  {len(entries)} release(s) recorded")
     for e in entries:

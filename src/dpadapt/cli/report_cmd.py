@@ -24,8 +24,13 @@ from dpadapt.release import Release
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p, _ = add_command(sub, "report", __doc__.split("\n\n")[1])
-    p.add_argument("file", help="a .release file (dpadapt release) or a model file (dpadapt adapt)")
+    p.add_argument("file", nargs="+", help="a .release file (dpadapt release) or a model file (dpadapt adapt); "
+                   "with --html, several model files of one method at different ε draw accuracy against ε")
     p.add_argument("--json", action="store_true", help="print JSON instead of words")
+    p.add_argument("--html", metavar="OUT", help="write one HTML page (who was protected, ε/δ against budgets, "
+                   "accuracies, accuracy against ε for a sweep) for model file(s)")
+    p.add_argument("--ledger", help="with --html: the protected party's ledger, to show its budget")
+    p.add_argument("--force", action="store_true", help="overwrite --html OUT")
     add_trust_argument(p)
     p.set_defaults(func=run)
 
@@ -89,8 +94,29 @@ def words(path: str | Path, trusted: list[Any] | tuple = ()) -> str:
 
 def run(args) -> int:
     trusted = trusted_keys(args)
-    if args.json:
-        print(json.dumps(describe(args.file, trusted), indent=2, sort_keys=True))
-    else:
-        print(words(args.file, trusted))
+    if args.html:
+        return _run_html(args, trusted)
+    for i, path in enumerate(args.file):
+        if i:
+            print()
+        if args.json:
+            print(json.dumps(describe(path, trusted), indent=2, sort_keys=True))
+        else:
+            print(words(path, trusted))
+    return 0
+
+
+def _run_html(args, trusted) -> int:
+    from dpadapt.cli.party_cmd import _check_out
+    from dpadapt.cli.report_html import render
+    from dpadapt.container import write_atomic
+
+    out = _check_out(args.html, args.force)
+    for path in args.file:
+        if _is_release(Path(path)):
+            raise ValueError(f"{path}: --html reports model files (dpadapt adapt --out); this is a release file")
+    bundles = [load_model(path, trusted) for path in args.file]
+    page = render(args.file, bundles, args.ledger)
+    write_atomic(out, page.encode("utf-8"))
+    print(f"wrote {out}")
     return 0

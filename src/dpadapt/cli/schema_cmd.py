@@ -17,7 +17,8 @@ from pathlib import Path
 
 from dpadapt.cli.main import add_command
 from dpadapt.cli.party_cmd import _check_out
-from dpadapt.tables.readers import _detect_delimiter
+from dpadapt.tables.readers import _detect_delimiter, _first_line
+from dpadapt.tables.rowmap import TableError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -60,10 +61,9 @@ def _public_columns(path: Path) -> tuple[list[str], dict[str, str], str | None]:
                  for f in schema}
         return list(schema.names), kinds, None
     try:
-        with open(path, encoding="utf-8-sig", newline="") as fh:
-            line = fh.readline(1 << 20).rstrip("\r\n")
-    except UnicodeDecodeError:
-        raise ValueError(f"{path}: line 1: not UTF-8 text") from None
+        line = _first_line(path)
+    except TableError as exc:
+        raise ValueError(str(exc)) from None
     delimiter = _detect_delimiter(line)
     names = [c.strip() for c in next(csv.reader([line], delimiter=delimiter))] if line.strip() else []
     if not names or not all(names):

@@ -45,6 +45,7 @@ import torch
 from torch import nn
 
 from dpadapt.api import ConfigEstimator
+from dpadapt.baselines.source_only import FlooredStandardScaler
 from dpadapt.deep.configs import DPSWDConfig, training_steps
 from dpadapt.deep.dann import GradientReversal
 from dpadapt.deep.runtime import blas_like_torch, training_device
@@ -373,7 +374,8 @@ class DPSWDAdapter(ConfigEstimator):
     non-private SWD-DA (no clipping, no noise), and with ``lam=0`` the source-only network.
     ``alignment="adversarial"`` (non-private) trains the paper's DANN row in the same loop.
     ``network="digits"`` is the paper's CNN for 28×28 images (rows of 784 pixels; other sizes are
-    refused); ``"mlp"`` the paper's Office MLP on source-standardised features. The training
+    refused); ``"mlp"`` the paper's Office MLP on source-standardised features (each scale floored at the
+    features' RMS std, :class:`~dpadapt.baselines.FlooredStandardScaler`). The training
     length is ``epochs`` over the source with at least ``min_steps`` steps, of which the first
     ``start_align`` epochs are source-only pre-training (nothing released).
 
@@ -417,8 +419,11 @@ class DPSWDAdapter(ConfigEstimator):
         else:
             self.classes_, y_idx = np.unique(ys, return_inverse=True)  # the source labels are public
         rng, noise = random_streams(cfg.random_state, reproducible_noise=cfg.reproducible_noise)
-        self.mean_ = Xs.mean(axis=0).astype(np.float32)  # source (public) statistics only
-        self.scale_ = (Xs.std(axis=0) + 1e-6).astype(np.float32)
+        # Standardise by the public source's statistics, with each feature's scale floored at the
+        # features' RMS std (FlooredStandardScaler): a pixel constant in the source must not turn
+        # into z-scores of ~1e5 on a target where it varies (issue 23, item 5).
+        scaler = FlooredStandardScaler().fit(Xs)
+        self.mean_, self.scale_ = scaler.mean_.astype(np.float32), scaler.scale_.astype(np.float32)
         torch.manual_seed(int(rng.integers(2**31)))  # weight init and dropout: public randomness
         g, h = networks(cfg.network, Xs.shape[1], len(self.classes_))
         B = min(int(cfg.batch_size), Xs.shape[0], Xt.shape[0])

@@ -23,6 +23,7 @@ from typing import Any
 
 import dp_accounting
 import numpy as np
+import scipy.sparse as sp
 
 from dpadapt.privacy import accounting
 from dpadapt.privacy.guarantee import Guarantee, Party, Unit, analytic_gaussian_guarantee, closed_form_guarantee
@@ -272,7 +273,7 @@ def clip_rows(X: np.ndarray, max_norm: float) -> np.ndarray:
     X = np.asarray(X, dtype=np.float64)
     _require_finite(X, "rows to clip")
     with np.errstate(over="ignore"):
-        norms = np.linalg.norm(X, axis=1, keepdims=True)
+        norms = np.sqrt(np.einsum("ij,ij->i", X, X))[:, None] if X.ndim == 2 else np.linalg.norm(X, axis=1, keepdims=True)
     _require_finite(norms, "row norms")  # a finite row can still overflow its norm
     scale = np.ones_like(norms)
     over = norms > max_norm
@@ -422,6 +423,14 @@ CLASS_STATISTICS_SENSITIVITY = {"replace_one": 2.0, "add_remove": math.sqrt(2.0)
 #: (‖xxᵀ‖_F = ‖x‖² ≤ 1). Replace-one: count 0, sum ≤ 2, ‖xxᵀ − x′x′ᵀ‖_F² = ‖x‖⁴ + ‖x′‖⁴ − 2(xᵀx′)² ≤ 2.
 MOMENT_STATISTICS_SENSITIVITY = {"replace_one": math.sqrt(6.0), "add_remove": math.sqrt(3.0)}
 
+#: ℓ2 sensitivity of the joint vector (S_1..S_K, c_1..c_K, upper triangle of the pooled Σxxᵀ) of
+#: rows with norm ≤ 1 (:func:`class_moment_statistics`, the sufficient statistics of LDA / ridge).
+#: Replace-one (x, a) → (x′, b): a ≠ b moves the sums by ‖x‖² + ‖x′‖² ≤ 2, the counts by 1 + 1 = 2
+#: and the second moment by ‖x′x′ᵀ − xxᵀ‖_F² ≤ ‖x‖⁴ + ‖x′‖⁴ − 2(xᵀx′)² ≤ 2 (squared norms), 6 in
+#: all; a = b moves the sums by ‖x′ − x‖² ≤ 4, the counts by 0 and the moment by ≤ 2, 6 again — √6,
+#: attained by orthogonal unit rows that change class. Add/remove: ‖x‖² + 1 + ‖x‖⁴ ≤ 3 — √3.
+CLASS_MOMENT_SENSITIVITY = {"replace_one": math.sqrt(6.0), "add_remove": math.sqrt(3.0)}
+
 
 @dataclasses.dataclass(frozen=True)
 class ClassStatistics:
@@ -442,12 +451,72 @@ class MomentStatistics:
     event: "dp_accounting.DpEvent"
 
 
-def _unit_ball_rows(Z) -> np.ndarray:
-    """Rows projected onto the unit ℓ2 ball: the bound the sensitivities above rest on, enforced here."""
+def _unit_ball_rows(Z):
+    """Rows projected onto the unit ℓ2 ball: the bound the sensitivities above rest on, enforced here.
+
+    A scipy sparse matrix stays sparse (CSR, float64): its stored values are scaled row by row.
+    """
+    if sp.issparse(Z):
+        Z = sp.csr_matrix(Z, dtype=np.float64, copy=True)
+        _require_finite(Z.data, "rows to clip")
+        with np.errstate(over="ignore"):
+            norms = np.sqrt(np.bincount(np.repeat(np.arange(Z.shape[0]), np.diff(Z.indptr)), Z.data**2, minlength=Z.shape[0]))
+        _require_finite(norms, "row norms")
+        scale = np.ones_like(norms)
+        over = norms > 1.0
+        scale[over] = 1.0 / norms[over]
+        Z.data *= np.repeat(scale, np.diff(Z.indptr))
+        return Z
     Z = np.asarray(Z, dtype=np.float64)
     if Z.ndim != 2:
         raise ValueError(f"rows must be a 2-D array, got shape {Z.shape}")
     return clip_rows(Z, 1.0)
+
+
+def class_sums(Z, labels, num_classes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Exact per-class sums (K, k) and counts (K,) of the rows clipped to the unit ball — no noise.
+
+    The rows are clipped HERE, so the sums of any number of calls (one per chunk of the data, or per
+    partition on a cluster) are the sums of unit-ball rows and :func:`release_class_sums` of their
+    total has the sensitivity it states. ``labels`` are indices into a *public* label set of size
+    ``num_classes`` (an index outside ``0..num_classes-1`` is an error). Sparse rows stay sparse; the
+    sums are one matrix product with the one-hot label matrix.
+    """
+    Z = _unit_ball_rows(Z)
+    labels = np.asarray(labels)
+    if labels.shape != (Z.shape[0],):
+        raise ValueError(f"labels has shape {labels.shape}; expected ({Z.shape[0]},)")
+    if num_classes < 1:
+        raise ValueError("the public label set is empty")
+    if labels.size and (not np.issubdtype(labels.dtype, np.integer) or labels.min() < 0 or labels.max() >= num_classes):
+        raise ValueError(f"labels must be indices into the public label set 0..{num_classes - 1}")
+    n = labels.size
+    onehot = sp.csc_matrix((np.ones(n), labels.astype(np.int64), np.arange(n + 1)), shape=(num_classes, n))
+    sums = onehot @ Z
+    sums = np.asarray(sums.toarray() if sp.issparse(sums) else sums, dtype=np.float64)
+    return sums, np.bincount(labels, minlength=num_classes).astype(np.float64)
+
+
+def release_class_sums(
+    sums, counts, *, sigma: float, relation: accounting.Relation, noise: NoiseSource
+) -> ClassStatistics:
+    """Release per-class sums and counts made by :func:`class_sums` (summed over chunks) as ONE Gaussian.
+
+    The joint vector (S_1..S_K, c_1..c_K) of unit-ball rows has sensitivity
+    ``CLASS_STATISTICS_SENSITIVITY[relation]`` (2 replace-one, √2 add/remove) whatever n is; the
+    release is one Gaussian mechanism with noise multiplier σ/Δ (the event returned). The bound holds
+    only for sums that :func:`class_sums` produced (it clips every row): callers never pass other sums.
+    """
+    if relation not in CLASS_STATISTICS_SENSITIVITY:
+        raise ValueError(f"relation must be one of {tuple(CLASS_STATISTICS_SENSITIVITY)}, got {relation!r}")
+    sums = np.asarray(sums, dtype=np.float64)
+    counts = np.asarray(counts, dtype=np.float64)
+    if sums.ndim != 2 or counts.shape != (sums.shape[0],):
+        raise ValueError(f"sums (K, k) and counts (K,) do not match: {sums.shape}, {counts.shape}")
+    num_classes, k = sums.shape
+    joint = np.concatenate([sums.ravel(), counts])
+    out = gaussian(joint, sigma=sigma, sensitivity=CLASS_STATISTICS_SENSITIVITY[relation], noise=noise)
+    return ClassStatistics(out.value[: num_classes * k].reshape(num_classes, k), out.value[num_classes * k :], out.event)
 
 
 def class_statistics(
@@ -460,25 +529,50 @@ def class_statistics(
     here, so the joint vector (S_1..S_K, c_1..c_K) has sensitivity
     ``CLASS_STATISTICS_SENSITIVITY[relation]`` (2 replace-one, √2 add/remove) whatever n is; the
     release is one Gaussian mechanism with noise multiplier σ/Δ (the event returned). Labels are
-    covered by the same release: no randomized response is needed.
+    covered by the same release: no randomized response is needed. The same as
+    :func:`release_class_sums` of :func:`class_sums` (the streaming path sums chunks in between).
     """
     if relation not in CLASS_STATISTICS_SENSITIVITY:
         raise ValueError(f"relation must be one of {tuple(CLASS_STATISTICS_SENSITIVITY)}, got {relation!r}")
+    sums, counts = class_sums(Z, labels, num_classes)
+    return release_class_sums(sums, counts, sigma=sigma, relation=relation, noise=noise)
+
+
+def moment_sums(Z) -> tuple[float, np.ndarray, np.ndarray]:
+    """Exact count, sum (k,) and second moment Σxxᵀ (k, k) of the rows clipped to the unit ball — no noise.
+
+    Rows are clipped HERE, so the totals of several calls (chunks, partitions) are moments of
+    unit-ball rows and :func:`release_moment_sums` of them has the sensitivity it states.
+    """
     Z = _unit_ball_rows(Z)
-    labels = np.asarray(labels)
-    if labels.shape != (Z.shape[0],):
-        raise ValueError(f"labels has shape {labels.shape}; expected ({Z.shape[0]},)")
-    if num_classes < 1:
-        raise ValueError("the public label set is empty")
-    if labels.size and (not np.issubdtype(labels.dtype, np.integer) or labels.min() < 0 or labels.max() >= num_classes):
-        raise ValueError(f"labels must be indices into the public label set 0..{num_classes - 1}")
-    sums = np.zeros((num_classes, Z.shape[1]))
-    np.add.at(sums, labels, Z)
-    counts = np.bincount(labels, minlength=num_classes).astype(np.float64)
-    joint = np.concatenate([sums.ravel(), counts])
-    out = gaussian(joint, sigma=sigma, sensitivity=CLASS_STATISTICS_SENSITIVITY[relation], noise=noise)
-    k = Z.shape[1]
-    return ClassStatistics(out.value[: num_classes * k].reshape(num_classes, k), out.value[num_classes * k :], out.event)
+    second = Z.T @ Z
+    return float(Z.shape[0]), np.asarray(Z.sum(axis=0), dtype=np.float64).ravel(), np.asarray(
+        second.toarray() if sp.issparse(second) else second, dtype=np.float64)
+
+
+def release_moment_sums(count: float, total, second, *, sigma: float, relation: accounting.Relation,
+                        noise: NoiseSource) -> MomentStatistics:
+    """Release moments made by :func:`moment_sums` (summed over chunks) as ONE Gaussian.
+
+    The joint vector (n, Σx, upper triangle of Σxxᵀ) has sensitivity
+    ``MOMENT_STATISTICS_SENSITIVITY[relation]`` (√6 replace-one, √3 add/remove) for unit-ball rows,
+    which only :func:`moment_sums` guarantees. The noisy second moment is symmetric (upper triangle
+    drawn once and mirrored, as in "Analyze Gauss", Dwork, Talwar, Thakurta & Zhang, STOC 2014).
+    """
+    if relation not in MOMENT_STATISTICS_SENSITIVITY:
+        raise ValueError(f"relation must be one of {tuple(MOMENT_STATISTICS_SENSITIVITY)}, got {relation!r}")
+    total = np.asarray(total, dtype=np.float64)
+    second = np.asarray(second, dtype=np.float64)
+    k = total.shape[0]
+    if second.shape != (k, k):
+        raise ValueError(f"second moment has shape {second.shape}; expected ({k}, {k})")
+    iu = np.triu_indices(k)
+    joint = np.concatenate([[float(count)], total, second[iu]])
+    out = gaussian(joint, sigma=sigma, sensitivity=MOMENT_STATISTICS_SENSITIVITY[relation], noise=noise)
+    noisy = np.zeros((k, k))
+    noisy[iu] = out.value[1 + k :]
+    noisy = noisy + np.triu(noisy, 1).T
+    return MomentStatistics(float(out.value[0]), out.value[1 : 1 + k], noisy, out.event)
 
 
 def moment_statistics(Z, *, sigma: float, relation: accounting.Relation, noise: NoiseSource) -> MomentStatistics:
@@ -488,18 +582,11 @@ def moment_statistics(Z, *, sigma: float, relation: accounting.Relation, noise: 
     sensitivity ``MOMENT_STATISTICS_SENSITIVITY[relation]`` (√6 replace-one, √3 add/remove). The
     noisy second moment is symmetric (upper triangle drawn once and mirrored, as in "Analyze Gauss",
     Dwork, Talwar, Thakurta & Zhang, STOC 2014). A mean and covariance follow by post-processing.
+    The same as :func:`release_moment_sums` of :func:`moment_sums`.
     """
     if relation not in MOMENT_STATISTICS_SENSITIVITY:
         raise ValueError(f"relation must be one of {tuple(MOMENT_STATISTICS_SENSITIVITY)}, got {relation!r}")
-    Z = _unit_ball_rows(Z)
-    k = Z.shape[1]
-    iu = np.triu_indices(k)
-    joint = np.concatenate([[float(Z.shape[0])], Z.sum(axis=0), (Z.T @ Z)[iu]])
-    out = gaussian(joint, sigma=sigma, sensitivity=MOMENT_STATISTICS_SENSITIVITY[relation], noise=noise)
-    second = np.zeros((k, k))
-    second[iu] = out.value[1 + k :]
-    second = second + np.triu(second, 1).T
-    return MomentStatistics(float(out.value[0]), out.value[1 : 1 + k], second, out.event)
+    return release_moment_sums(*moment_sums(Z), sigma=sigma, relation=relation, noise=noise)
 
 
 # --- DPOT per-row release (dpot-classstats) -------------------------------------------------
@@ -641,7 +728,19 @@ def sliced_histogram_release(F, U, edges, *, sigma: float, noise: NoiseSource, l
     computed from it afterwards (training a generator against the marginals) is post-processing.
     """
     counts = sliced_histogram(F, U, edges, labels, n_classes)
-    return gaussian(counts, sigma=sigma, sensitivity=math.sqrt(2.0 * np.asarray(U).shape[1]), noise=noise)
+    return release_sliced_counts(counts, sigma=sigma, noise=noise)
+
+
+def release_sliced_counts(counts, *, sigma: float, noise: NoiseSource) -> Noised:
+    """One Gaussian release of histogram counts summed from :func:`sliced_histogram` calls (chunks).
+
+    Every row adds exactly one count per direction whichever chunk it is in, so the total over
+    chunks has the sensitivity of one call: sqrt(2k) replace-one, k = ``counts.shape[-2]``.
+    """
+    counts = np.asarray(counts, dtype=np.float64)
+    if counts.ndim not in (2, 3):
+        raise ValueError(f"counts must be (k, bins) or (classes, k, bins), got shape {counts.shape}")
+    return gaussian(counts, sigma=sigma, sensitivity=math.sqrt(2.0 * counts.shape[-2]), noise=noise)
 
 
 def unbias_randomized_response_counts(noisy_labels, num_classes: int, epsilon: float) -> np.ndarray:
@@ -653,3 +752,52 @@ def unbias_randomized_response_counts(noisy_labels, num_classes: int, epsilon: f
     other = (1.0 - keep) / (num_classes - 1)
     return (observed - n * other) / (keep - other)
 
+
+# --- class sums, counts and pooled second moment (the sound SSP design, issue 23) -------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassMomentStatistics:
+    """Noisy per-class sums (K, k), counts (K,) and pooled second moment Σxxᵀ (k, k), and the event."""
+
+    sums: np.ndarray
+    counts: np.ndarray
+    second: np.ndarray
+    event: "dp_accounting.DpEvent"
+
+
+def class_moment_statistics(
+    Z, labels, num_classes: int, *, sigma: float, relation: accounting.Relation, noise: NoiseSource
+) -> ClassMomentStatistics:
+    """Release per-class sums S_c, counts c_c and the pooled second moment Σxxᵀ as ONE Gaussian.
+
+    The sufficient statistics of LDA and of ridge regression on one-hot labels (sufficient-statistics
+    perturbation; Dwork, Talwar, Thakurta & Zhang 2014, Wang 2018). Rows are clipped to ℓ2 norm 1
+    here and ``labels`` index a *public* label set of size ``num_classes``, so the joint vector
+    (S_1..S_K, c_1..c_K, upper triangle of Σxxᵀ with its diagonal) has ℓ2 sensitivity
+    ``CLASS_MOMENT_SENSITIVITY[relation]`` (√6 replace-one, √3 add/remove; proof beside the constant)
+    whatever n is. One Gaussian mechanism of multiplier σ/Δ (the event returned); the noisy second
+    moment is the drawn upper triangle mirrored (symmetric). Everything after is post-processing.
+    """
+    if relation not in CLASS_MOMENT_SENSITIVITY:
+        raise ValueError(f"relation must be one of {tuple(CLASS_MOMENT_SENSITIVITY)}, got {relation!r}")
+    Z = _unit_ball_rows(Z)
+    labels = np.asarray(labels)
+    if labels.shape != (Z.shape[0],):
+        raise ValueError(f"labels has shape {labels.shape}; expected ({Z.shape[0]},)")
+    if num_classes < 1:
+        raise ValueError("the public label set is empty")
+    if labels.size and (not np.issubdtype(labels.dtype, np.integer) or labels.min() < 0 or labels.max() >= num_classes):
+        raise ValueError(f"labels must be indices into the public label set 0..{num_classes - 1}")
+    k = Z.shape[1]
+    sums = np.zeros((num_classes, k))
+    np.add.at(sums, labels, Z)
+    counts = np.bincount(labels, minlength=num_classes).astype(np.float64)
+    iu = np.triu_indices(k)
+    joint = np.concatenate([sums.ravel(), counts, (Z.T @ Z)[iu]])
+    out = gaussian(joint, sigma=sigma, sensitivity=CLASS_MOMENT_SENSITIVITY[relation], noise=noise)
+    m = num_classes * k
+    second = np.zeros((k, k))
+    second[iu] = out.value[m + num_classes :]
+    second = second + np.triu(second, 1).T
+    return ClassMomentStatistics(out.value[:m].reshape(num_classes, k), out.value[m : m + num_classes], second, out.event)

@@ -96,7 +96,8 @@ def iter_chunks(
 def _resolve(schema: Schema, present: list[str], where: str) -> list[str]:
     """The columns to read, after checking ``present`` (the data's columns) against the schema."""
     needed = [c.name for c in schema.columns]
-    if present and all(_looks_numeric(p) for p in present) and any(n not in present for n in needed):
+    numeric = sum(_looks_numeric(p) for p in present)
+    if present and numeric >= max(1, len(present) // 2) and any(n not in present for n in needed):
         raise TableError(f"{where}: the first line looks like data, not a header: set header = false and list "
                          "table.names in the schema")
     seen: set[str] = set()
@@ -198,9 +199,10 @@ def _csv_chunks(path: Path, schema: Schema):
 
 
 def _first_line(path: Path) -> str:
+    with open(path, "rb") as fh:  # bytes: decoding only the first line (a later bad byte is that line's error)
+        raw = fh.readline(1 << 20)
     try:
-        with open(path, encoding="utf-8-sig", newline="") as fh:
-            return fh.readline(1 << 20).rstrip("\r\n")
+        return raw.decode("utf-8-sig").rstrip("\r\n")
     except UnicodeDecodeError:
         raise TableError(f"{path}: line 1: not UTF-8 text") from None
 

@@ -310,38 +310,7 @@ class DPOTAdapter(ConfigEstimator):
 
     def fit_domains(self, Xs, ys, Xt, yt=None):
         self.config_ = c = self.make_config()
-        design = c.resolved_design()
-        if design == "classstats":
-            Xs, ys, Xt, _ = self._check_domains(Xs, ys, Xt, None, allow_sparse=True)
-            start = time.perf_counter()
-            self.basis_release_, self.release_, self.model_ = classstats.run_parties(c, Xs, ys, Xt, family="dpot")
-            self.seconds_ = {"total": time.perf_counter() - start}
-            self.classes_ = self.model_.classes_
-            self._set_guarantees(*([self.release_.guarantee] if c.private else []))
-            return self
-        if not c.private:
-            raise ConfigError("the per-row design needs epsilon; its non-private counterpart is OTDA")
-        Xs, ys, Xt, yt = self._check_domains(Xs, ys, Xt, yt)
-        start = time.perf_counter()
-        self.release_ = release_dpot_source(
-            Xs, ys, c.epsilon,
-            c.resolved_delta(Xs.shape[0]) if c.privacy_mode == "sound" or c.delta is not None else 1.0 / (1.2 * Xs.shape[0]),
-            classes=c.classes, proj_dim=c.proj_dim, batch_size=c.batch_size, noise_multiplier=c.noise_multiplier,
-            steps=c.steps, label_epsilon=c.label_epsilon, labels=c.labels, row_norm=c.row_norm,
-            clip_norm=c.clip_norm, privacy_mode=c.privacy_mode, projection=c.projection,
-            random_state=c.random_state, reproducible_noise=c.reproducible_noise,
-        )
-        released = time.perf_counter()
-        self.adaptation_ = adapt_dpot(
-            self.release_, Xt, yt, ot_method=c.ot_method, reg_e=c.reg_e, reg_g=c.reg_g, head=c.head,
-            target_batch_size=c.target_batch_size, random_state=c.random_state,
-        )
-        self.model_ = self.adaptation_.model
-        self.classes_ = self.model_.classes_
-        self.w_tilde_ = self.adaptation_.w_tilde
-        self.seconds_ = {"release": released - start, **self.adaptation_.seconds}
-        self._set_guarantees(self.release_.guarantee)
-        return self
+        return _FIT_BY_DESIGN[c.resolved_design()](self, c, Xs, ys, Xt, yt)
 
     def predict(self, X):
         check_is_fitted(self, "model_")
@@ -350,6 +319,48 @@ class DPOTAdapter(ConfigEstimator):
     def predict_proba(self, X):
         check_is_fitted(self, "model_")
         return self.model_.predict_proba(check_features(X, allow_sparse=True) if hasattr(self.model_, "transform") else check_features(X))
+
+
+def _fit_classstats(est: DPOTAdapter, c: Config, Xs, ys, Xt, yt) -> DPOTAdapter:
+    """Class-statistics design (sound default): target basis → one Gaussian on class statistics → refinement."""
+    Xs, ys, Xt, _ = est._check_domains(Xs, ys, Xt, None, allow_sparse=True)
+    start = time.perf_counter()
+    est.basis_release_, est.release_, est.model_ = classstats.run_parties(c, Xs, ys, Xt, family="dpot")
+    est.seconds_ = {"total": time.perf_counter() - start}
+    est.classes_ = est.model_.classes_
+    est._set_guarantees(*([est.release_.guarantee] if c.private else []))
+    return est
+
+
+def _fit_rows(est: DPOTAdapter, c: Config, Xs, ys, Xt, yt) -> DPOTAdapter:
+    """Per-row design: the published procedure in paper mode (noisy projected rows, OT, barycentric images)."""
+    if not c.private:
+        raise ConfigError("the per-row design needs epsilon; its non-private counterpart is OTDA")
+    Xs, ys, Xt, yt = est._check_domains(Xs, ys, Xt, yt)
+    start = time.perf_counter()
+    est.release_ = release_dpot_source(
+        Xs, ys, c.epsilon,
+        c.resolved_delta(Xs.shape[0]) if c.privacy_mode == "sound" or c.delta is not None else 1.0 / (1.2 * Xs.shape[0]),
+        classes=c.classes, proj_dim=c.proj_dim, batch_size=c.batch_size, noise_multiplier=c.noise_multiplier,
+        steps=c.steps, label_epsilon=c.label_epsilon, labels=c.labels, row_norm=c.row_norm,
+        clip_norm=c.clip_norm, privacy_mode=c.privacy_mode, projection=c.projection,
+        random_state=c.random_state, reproducible_noise=c.reproducible_noise,
+    )
+    released = time.perf_counter()
+    est.adaptation_ = adapt_dpot(
+        est.release_, Xt, yt, ot_method=c.ot_method, reg_e=c.reg_e, reg_g=c.reg_g, head=c.head,
+        target_batch_size=c.target_batch_size, random_state=c.random_state,
+    )
+    est.model_ = est.adaptation_.model
+    est.classes_ = est.model_.classes_
+    est.w_tilde_ = est.adaptation_.w_tilde
+    est.seconds_ = {"release": released - start, **est.adaptation_.seconds}
+    est._set_guarantees(est.release_.guarantee)
+    return est
+
+
+#: One route per design; :meth:`DPOTAdapter.fit_domains` dispatches once on the resolved design.
+_FIT_BY_DESIGN = {"classstats": _fit_classstats, "rows": _fit_rows}
 
 
 class OTDA(DAEstimator):

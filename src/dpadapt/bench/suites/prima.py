@@ -44,6 +44,36 @@ ABLATIONS = {
 
 RESULTS = Path(__file__).resolve().parents[4] / "benchmarks" / "results"
 
+#: The paper's DP-SGD setting (Sec. 5.2): noise multiplier σ = 4, batch 25, ε read off the moments
+#: accountant as a function of the epochs E. Paper mode runs the most epochs whose ε at σ = 4 stays
+#: within the target ε, then calibrates σ (≈ 4) to spend exactly that ε.
+PAPER_SIGMA = 4.0
+PAPER_BATCH = 25
+
+#: Why paper mode misses the paper's number, one line per (source, target, paper row); the
+#: experiments are in docs/notes/issue-22.md.
+CAUSES = {
+    ("dslr", "webcam", "PRIMA"): "DP-SGD noise at the paper's σ≈4, B=25 on 157 rows: the same code without noise scores 90.6 "
+                                 "(random subspaces: 98.0) and recovers only at ε≈32 (issue-22 note §1.2)",
+    ("webcam", "dslr", "PRIMA"): "DP-SGD noise at the paper's σ≈4, B=25 on 295 rows: the same code without noise scores "
+                                 "W_D_NONOISE (random subspaces: 100); on D→W it recovers only at ε≈32 (issue-22 note §1.2)",
+}
+CAUSES.update({(s, t, "PRISA"): c for (s, t, _), c in CAUSES.items()})
+
+
+def paper_epochs(n_source: int, epsilon: float, delta: float = DELTA) -> int:
+    """The most epochs E (≥ 1) whose Poisson-subsampled Gaussian at σ = 4, batch 25 spends ≤ ε (the paper's rule)."""
+    from dpadapt.alignment.dp_training import dpsgd_schedule
+    from dpadapt.privacy import accounting
+
+    q, per_epoch = dpsgd_schedule(n_source, PAPER_BATCH, 1)
+    best = 1
+    for epochs in range(1, 201):
+        if accounting.epsilon(accounting.poisson_gaussian_event(PAPER_SIGMA, q, per_epoch * epochs), delta) > epsilon:
+            break
+        best = epochs
+    return best
+
 
 def _quiet() -> None:
     import torch
@@ -82,13 +112,14 @@ def _estimator(method: str, mode: str, dataset: str, epsilon: float | None, seed
         if method == "dp-ncm":  # DP source-only: the same release, prototypes only, no target statistics
             params.update(refinement="prototypes", center=False, basis_dim=None)
     else:
+        paper = mode in ("paper", "paper-no-noise")
         params.update(
             source_release="dpsgd_heads", epochs=epochs,
             # paper mode: forward selection on the raw target rows, except on 5000-d Amazon where the
             # column-subset criterion is too slow on 2 shared CPUs (random partition; documented)
-            partition="forward" if mode == "paper" and not bow else "random",
-            psd_repair="shrink" if mode == "paper" else "eig_clip",
-            privacy_mode="paper" if mode == "paper" else "sound",
+            partition="forward" if paper and not bow else "random",
+            psd_repair="shrink" if paper else "eig_clip",
+            privacy_mode="paper" if paper else "sound",
         )
     params.update(extra or {})
     cls = PRISA if method.startswith("prisa") else PRIMA
@@ -136,7 +167,11 @@ def _runner(dataset, source, target, method, mode, epsilon, epochs, extra=None, 
         _quiet()
         pair = cached_pair(dataset, source, target)
         classes = tuple(np.unique(pair.ys).tolist())  # the dataset's public label set (0..K-1)
-        est = _estimator(method, mode, dataset, None if math.isinf(epsilon) else epsilon, seed, epochs, classes, extra)
+        if mode in ("paper", "paper-no-noise"):  # the paper's σ = 4 rule; without noise: the same epochs
+            epochs_run = paper_epochs(len(pair.ys), PAPER_EPSILON_OF_RUN if math.isinf(epsilon) else epsilon)
+        else:
+            epochs_run = epochs
+        est = _estimator(method, mode, dataset, None if math.isinf(epsilon) else epsilon, seed, epochs_run, classes, extra)
         if method == "source-only":
             est.fit_domains(pair.Xs, pair.ys)
         else:
@@ -144,6 +179,8 @@ def _runner(dataset, source, target, method, mode, epsilon, epochs, extra=None, 
         value = est.score(pair.Xt_test, pair.yt_test)
         guarantees = dict(est.guarantees_)
         extra_out = {}
+        if mode in ("paper", "paper-no-noise"):
+            extra_out["epochs"] = epochs_run
         if "target" in guarantees:
             extra_out["epsilon_target_party"] = guarantees["target"].epsilon
             extra_out["epsilon_source_party"] = guarantees["source"].epsilon
@@ -165,6 +202,7 @@ def _tasks(suite, pairs, methods, epsilons, epochs, paper=None, extra_by_method=
             continue  # non-private baselines once per task
         # the paper's number beside our rows of the same method (its own procedure is the paper-mode row)
         paper_value = (paper or {}).get((s, t), {}).get(PAPER_NAMES.get(method, method))
+        row = PAPER_ROWS.get((method, mode)) if paper else None
         extra = (extra_by_method or {}).get(method)
         out.append(
             BenchTask(
@@ -177,6 +215,8 @@ def _tasks(suite, pairs, methods, epsilons, epochs, paper=None, extra_by_method=
                 delta=DELTA if private else None,
                 paper_value=paper_value,
                 params={"epochs": epochs, **(extra or {})},
+                paper_row=row,
+                cause=CAUSES.get((s, t, row)) if row else None,
             )
         )
     return out
@@ -184,8 +224,14 @@ def _tasks(suite, pairs, methods, epsilons, epochs, paper=None, extra_by_method=
 
 BASELINES = [("source-only", "non-private"), ("coral", "non-private"), ("sa", "non-private")]
 OURS = [("prima", "sound"), ("dp-ncm", "sound"), ("dp-logreg", "sound"), ("prima", "non-private")]
-HEADS = [("prima-heads", "sound"), ("prisa", "sound"), ("prima-heads", "paper"), ("prisa", "paper")]
+HEADS = [("prima-heads", "sound"), ("prisa", "sound"), ("prima-heads", "paper"), ("prisa", "paper"),
+         ("prima-heads", "paper-no-noise"), ("prisa", "paper-no-noise")]
 PAPER_NAMES = {"prima-heads": "prima"}
+#: Lines of the paper comparison: paper mode, the same without noise, and our sound default beside them.
+PAPER_ROWS = {("prima", "sound"): "PRIMA", ("prisa", "sound"): "PRISA", ("prima-heads", "paper"): "PRIMA", ("prima-heads", "paper-no-noise"): "PRIMA",
+              ("prisa", "paper"): "PRISA", ("prisa", "paper-no-noise"): "PRISA"}
+#: ε whose paper-mode epochs the run without noise uses (the paper's Table 1 ε).
+PAPER_EPSILON_OF_RUN = 2.0
 
 
 @register_suite("prima", "PRIMA (sound class statistics, heads, paper) vs DP source-only, CORAL, SA, source-only: DeCAF6 D↔W and the paper's 4 Amazon pairs, ε = 2")
@@ -193,7 +239,8 @@ def build(quick: bool, epsilons=None) -> list[BenchTask]:
     eps = list(epsilons or [2.0])
     if quick:
         pairs = [("decaf6", "dslr", "webcam")]
-        methods = [("source-only", "non-private"), ("coral", "non-private")] + OURS + [("prima-heads", "paper")]
+        methods = [("source-only", "non-private"), ("coral", "non-private")] + OURS + [("prima-heads", "paper"),
+                                                                                         ("prima-heads", "paper-no-noise")]
         return _tasks("prima", pairs, methods, eps, epochs=10, paper=PAPER_TABLE1)
     office = _tasks("prima", [("decaf6", "dslr", "webcam"), ("decaf6", "webcam", "dslr")], BASELINES + OURS + HEADS, eps, 10,
                     PAPER_TABLE1)

@@ -70,6 +70,7 @@ def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
     n = X.shape[0]
     basis = Release.load(args.basis, expect_method="dpot") if args.basis else None
     if basis is not None:  # untrusted input, checked before the ledger is touched or a private row mapped
+        _check_basis_file(args.basis, basis, X.shape[1], table.path)
         _check_basis(basis, "dpot", X.shape[1])
     k = int(basis.params["k"]) if basis is not None else 0
     config = _config(args, k=k)
@@ -98,6 +99,16 @@ def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
         return rel
 
     return PlannedRelease(plan.guarantee, execute)
+
+
+def _check_basis_file(path: str, basis: Release, n_features: int, data_path) -> None:
+    """The --basis file is the receiver's basis, computed in this data's feature space."""
+    if basis.kind != "target_basis" or "k" not in basis.params:
+        raise ReleaseError(f"{path}: a {basis.method}/{basis.kind} release, not a basis (make one with `dpadapt basis`)")
+    width = basis.params.get("n_features")
+    if width is not None and int(width) != n_features:
+        raise ValueError(f"{data_path} has {n_features} features but the basis {path} was computed on data with {width}; "
+                         "both parties must map their rows the same way (the same --schema)")
 
 
 def add_adapt_arguments(parser: argparse.ArgumentParser) -> None:
@@ -130,6 +141,11 @@ def adapt(args: argparse.Namespace, table: Table, releases: list[Release]) -> Ad
         known = table.y >= 0
         X = table.X[known] if release.kind == "class_statistics" else check_features(table.X)[known]
         metrics["accuracy_on_target_labels"] = float(np.mean(model.predict(X) == table.y[known]))
+        if release.kind == "class_statistics" and config.refinement != "none":
+            # the baseline the release itself gives: its DP class prototypes, no refinement (post-processing)
+            plain = dpot_family.adapt(release, table.X, config.replace(refinement="none"),
+                                      basis_release=basis[0] if basis else None)
+            metrics["prototypes_accuracy"] = float(np.mean(plain.predict(X) == table.y[known]))
     return AdaptOutcome(model=model, guarantees={"source": release.guarantee}, metrics=metrics)
 
 

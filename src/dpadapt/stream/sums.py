@@ -1,0 +1,146 @@
+"""Exact sums of the sound releases, accumulated chunk by chunk; the noise is drawn once at the end.
+
+The sound releases (class statistics, moments, sliced histograms) are sums of a per-row map, so
+they can be computed in one pass over any number of chunks — or per partition on a cluster and
+added — in memory O(chunk × d + K × k). Each accumulator applies the *public* per-row map to a
+chunk (:func:`dpadapt.classstats.adapt.row_map`, :func:`~dpadapt.classstats.adapt.project`) and
+adds the exact sums from :mod:`dpadapt.privacy.mechanisms` (:func:`class_sums`,
+:func:`moment_sums`, :func:`sliced_histogram`), which clip every row of every chunk to the unit
+ball: the total is therefore a sum of unit-ball rows and the single Gaussian of
+:func:`release_class_sums` / :func:`release_moment_sums` / :func:`release_sliced_counts` has the
+sensitivity those functions state (Δ does not depend on how the rows were split into chunks).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+
+import numpy as np
+
+from dpadapt.privacy import mechanisms
+
+
+def label_indices(ys, classes: tuple) -> np.ndarray:
+    """Positions of the labels in the public label set; a label outside it is an error."""
+    ys = np.asarray(ys)
+    cls = np.asarray(classes)
+    if ys.dtype.kind in "iu" and cls.dtype.kind in "iu" and np.array_equal(cls, np.arange(cls.size)):
+        if ys.size and (ys.min() < 0 or ys.max() >= cls.size):  # labels are already the indices 0..K-1
+            bad = ys[(ys < 0) | (ys >= cls.size)]
+            raise ValueError(f"label(s) {sorted(set(bad.tolist()))[:5]} are not in the public label set classes={list(classes)}")
+        return ys.astype(np.int64, copy=False)
+    order = np.argsort(cls, kind="stable")
+    pos = np.searchsorted(cls[order], ys)
+    pos = np.clip(pos, 0, len(cls) - 1)
+    idx = order[pos]
+    bad = cls[idx] != ys
+    if np.any(bad):
+        raise ValueError(f"label(s) {sorted(set(ys[bad].tolist()))[:5]} are not in the public label set classes={list(classes)}")
+    return idx.astype(np.int64)
+
+
+@dataclasses.dataclass
+class RowMap:
+    """The public per-row map of the class-statistics design: (log1p), ℓ2-normalise, (project on a basis, re-normalise)."""
+
+    log1p: bool
+    mean: np.ndarray | None = None
+    components: np.ndarray | None = None
+
+    def __call__(self, X):
+        from dpadapt.classstats.adapt import project, row_map  # here: dpadapt.classstats imports this module
+
+        return project(row_map(X, self.log1p), self.mean, self.components)
+
+    @property
+    def dim(self) -> int | None:
+        return None if self.components is None else int(self.components.shape[1])
+
+
+@dataclasses.dataclass
+class ClassSums:
+    """Per-class sums (K, k) and counts (K,) of mapped, unit-ball rows over the chunks added so far."""
+
+    classes: tuple
+    row_map: RowMap
+    sums: np.ndarray | None = None
+    counts: np.ndarray | None = None
+    n_rows: int = 0
+
+    def add(self, X, y) -> ClassSums:
+        """Map one chunk and add its exact class sums (rows clipped in :func:`mechanisms.class_sums`)."""
+        if y is None:
+            raise ValueError("class statistics need labels")
+        s, c = mechanisms.class_sums(self.row_map(X), label_indices(y, self.classes), len(self.classes))
+        return self._add(s, c, X.shape[0])
+
+    def _add(self, s: np.ndarray, c: np.ndarray, n: int) -> ClassSums:
+        self.sums = s if self.sums is None else self.sums + s
+        self.counts = c if self.counts is None else self.counts + c
+        self.n_rows += int(n)
+        return self
+
+    def merge(self, other: ClassSums) -> ClassSums:
+        """The sums of two disjoint parts of the data (e.g. two partitions)."""
+        return self._add(other.sums, other.counts, other.n_rows) if other.sums is not None else self
+
+    def release(self, *, sigma: float, relation, noise) -> mechanisms.ClassStatistics:
+        """ONE Gaussian on the totals (:func:`mechanisms.release_class_sums`)."""
+        if self.sums is None:
+            raise ValueError("no rows were read")
+        return mechanisms.release_class_sums(self.sums, self.counts, sigma=sigma, relation=relation, noise=noise)
+
+
+@dataclasses.dataclass
+class MomentSums:
+    """Count, sum (k,) and second moment (k, k) of mapped, unit-ball rows over the chunks added so far."""
+
+    row_map: RowMap
+    count: float = 0.0
+    total: np.ndarray | None = None
+    second: np.ndarray | None = None
+
+    def add(self, X, y=None) -> MomentSums:
+        n, t, s = mechanisms.moment_sums(self.row_map(X))
+        self.count += n
+        self.total = t if self.total is None else self.total + t
+        self.second = s if self.second is None else self.second + s
+        return self
+
+    def release(self, *, sigma: float, relation, noise) -> mechanisms.MomentStatistics:
+        if self.total is None:
+            raise ValueError("no rows were read")
+        return mechanisms.release_moment_sums(self.count, self.total, self.second, sigma=sigma, relation=relation, noise=noise)
+
+
+@dataclasses.dataclass
+class SlicedCounts:
+    """Histogram counts of the projections ``F U`` in public bins (per class with ``classes``), over chunks.
+
+    ``F`` are rows the caller has already mapped into the public feature space (e.g. a public
+    extractor's clipped output); each row adds one count per direction whichever chunk it is in.
+    """
+
+    U: np.ndarray
+    edges: np.ndarray
+    classes: tuple | None = None
+    counts: np.ndarray | None = None
+
+    def add(self, F, y=None) -> SlicedCounts:
+        labels = None if self.classes is None else label_indices(y, self.classes)
+        c = mechanisms.sliced_histogram(F, self.U, self.edges, labels, None if self.classes is None else len(self.classes))
+        self.counts = c if self.counts is None else self.counts + c
+        return self
+
+    def release(self, *, sigma: float, noise) -> mechanisms.Noised:
+        if self.counts is None:
+            raise ValueError("no rows were read")
+        return mechanisms.release_sliced_counts(self.counts, sigma=sigma, noise=noise)
+
+
+def accumulate(acc, chunks: Iterable):
+    """Feed every ``(X_chunk, y_chunk)`` of ``chunks`` to the accumulator ``acc``; returns ``acc``."""
+    for X, y in chunks:
+        acc.add(X, y)
+    return acc
