@@ -11,6 +11,7 @@ import pytest
 import torch
 from dp_accounting import rdp
 
+from dpadapt.privacy.guarantee import REPRODUCIBLE_NOISE_REASON
 from dpadapt.datasets.synthetic import gaussian_mean_shift
 from dpadapt.deep import swd_da
 from dpadapt.deep.swd_marginals import marginal_quantiles
@@ -253,7 +254,8 @@ def test_estimator_modes(rng):
     sound = swd_da.DPSWDAdapter(privacy_mode="sound", design="per-step", epsilon=3.0, delta=1e-4,
                                 **common).fit_domains(Xs, ys, Xt)
     g = sound.guarantee_
-    assert g.valid and g.epsilon <= 3.0 + 1e-6 and g.details["steps"] == sound.train_result_.releases == 12
+    assert g.reasons == (REPRODUCIBLE_NOISE_REASON,)  # only reason: reproducible noise (issue 19, item 8)
+    assert g.epsilon <= 3.0 + 1e-6 and g.details["steps"] == sound.train_result_.releases == 12
     assert sound.train_result_.sigma_mean > 0
     assert sound.score(Xt, yt) > 0.7
     paper = swd_da.DPSWDAdapter(privacy_mode="paper", epsilon=3.0, delta=1e-4, paper_method="clt", **common).fit_domains(Xs, ys, Xt)

@@ -380,3 +380,24 @@ def test_item4_cli_releases_a_one_class_source(rng, tmp_path, monkeypatch):
         Ledger(tmp_path / "ledger.sqlite").set_budget("source", fingerprint(data), 4.0, 1e-5)
         assert main(["release", "dpot", "--data", str(data), "--epsilon", "1", "--delta", "1e-6", "--n-classes", "2",
                      "--out", str(tmp_path / f"{name}.release")]) == 0
+
+
+def test_item1_cli_refuses_a_hostile_basis_before_charging(rng, tmp_path, monkeypatch, capsys):
+    from dpadapt.cli.main import main
+    from dpadapt.io import save_table
+    from dpadapt.privacy.ledger import Ledger, fingerprint
+
+    ledger = tmp_path / "ledger.sqlite"
+    monkeypatch.setenv("DPADAPT_LEDGER", str(ledger))
+    (X, y), _ = _neighbours(rng, n=30, d=6)
+    save_table(tmp_path / "source.npz", X, y)
+    Ledger(ledger).set_budget("source", fingerprint(tmp_path / "source.npz"), 4.0, 1e-5)
+    honest = classstats.basis(rng.normal(size=(20, 6)), classstats.Config(k=2), family="dpot")
+    comp = np.eye(6)[:, :2].copy()
+    comp[2, 0] = np.inf
+    _crafted_basis(honest, np.zeros(6), comp).save(tmp_path / "basis.release")
+    assert main(["release", "dpot", "--basis", str(tmp_path / "basis.release"), "--data", str(tmp_path / "source.npz"),
+                 "--epsilon", "1", "--delta", "1e-6", "--n-classes", "3", "--out", str(tmp_path / "s.release")]) == 1
+    err = capsys.readouterr().err
+    assert "basis" in err and "NaN or infinite" in err, err
+    assert not (tmp_path / "s.release").exists() and Ledger(ledger).history() == []

@@ -230,3 +230,11 @@ def test_dask_local_cluster_sums_equal_in_memory(tmp_path, rng):
     for rel in (on_array, on_parquet):
         np.testing.assert_allclose(rel["sums"], local["sums"], atol=1e-9)
         np.testing.assert_array_equal(rel["counts"], local["counts"])
+
+
+def test_sparse_rows_with_nan_are_refused_before_any_noise():
+    from dpadapt.privacy.mechanisms import NonFiniteError, class_sums
+
+    Z = sp.csr_matrix(np.array([[0.5, 0.0], [np.nan, 1.0]]))
+    with pytest.raises(NonFiniteError):
+        class_sums(Z, np.array([0, 1]), 2)

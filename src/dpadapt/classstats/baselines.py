@@ -152,11 +152,16 @@ class DPNearestClassMean(_SourceOnly):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class GDConfig(SourceOnlyConfig):
-    """Noisy full-batch gradient descent (fixed a priori: 25 steps, step 2, clip 1 — not tuned on any target)."""
+    """Noisy full-batch gradient descent: 100 steps, step 2, clip 0.5.
 
-    steps: int = param(25, low=1, help="number of full-batch gradient steps T (each a Gaussian release)")
+    Chosen on the issue-23 development pairs only (GoogLeNet, SURF and Amazon bow5000; mean accuracy over
+    ε ∈ {1, 2, 4, 8}) by the rule written in ``benchmarks/sound_dplr_selection.py`` before any report run;
+    the earlier a-priori 25 / 2 / 1 under-trained (dev mean 50.4 against 53.9; noise-free DeCAF6 D→W 44.7).
+    """
+
+    steps: int = param(100, low=1, help="number of full-batch gradient steps T (each a Gaussian release)")
     learning_rate: float = param(2.0, low=0.0, low_open=True, help="step size on the mean gradient")
-    clip: float = param(1.0, low=0.0, low_open=True, help="per-example gradient clipping norm C")
+    clip: float = param(0.5, low=0.0, low_open=True, help="per-example gradient clipping norm C")
 
 
 def clipped_gradient_sum(F: np.ndarray, R: np.ndarray, clip: float) -> np.ndarray:

@@ -458,7 +458,10 @@ def _unit_ball_rows(Z):
     """
     if sp.issparse(Z):
         Z = sp.csr_matrix(Z, dtype=np.float64, copy=True)
-        norms = np.sqrt(np.bincount(np.repeat(np.arange(Z.shape[0]), np.diff(Z.indptr)), Z.data**2, minlength=Z.shape[0]))
+        _require_finite(Z.data, "rows to clip")
+        with np.errstate(over="ignore"):
+            norms = np.sqrt(np.bincount(np.repeat(np.arange(Z.shape[0]), np.diff(Z.indptr)), Z.data**2, minlength=Z.shape[0]))
+        _require_finite(norms, "row norms")
         scale = np.ones_like(norms)
         over = norms > 1.0
         scale[over] = 1.0 / norms[over]

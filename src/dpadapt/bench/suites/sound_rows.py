@@ -73,8 +73,15 @@ class PairSpec:
 
     @property
     def feature_type(self) -> str:
-        """Public feature type: bag-of-words counts for the Amazon bow5000 features, else dense."""
+        """The ``feature_type`` the library's DP estimators get here: ``"counts"`` (log1p) for the Amazon
+        bow5000 words, else ``"dense"`` (the setting of the DP-LR selection, ``benchmarks/sound_dplr_selection.py``)."""
         return "counts" if self.dataset == "bow5000" else "dense"
+
+    @property
+    def data_type(self) -> str:
+        """The public kind of the data, for designs with a rule per kind: ``"counts"`` (bow5000 words, SURF
+        visual-word histograms), ``"table"`` (the Heart tables through their schema) or ``"dense"``."""
+        return {"bow5000": "counts", "surf": "counts", HEART: "table"}.get(self.dataset, "dense")
 
     def delta(self, n_s: int) -> float:
         """δ of every private row of the pair: the paper's 1/(1.2 n_s) on DeCAF6, the library's 1/(10 n_s) elsewhere."""

@@ -108,7 +108,7 @@ def _example_release_args(files: dict) -> list[str]:
 
     out = files["source"].with_name("dpswd-marginals-example.map")
     if not out.exists() and main(["slices", "--data", str(files["source"]), "--network", "mlp", "--epochs", "1",
-                                  "--min-steps", "20", "--k", "20", "--bins", "8", "--seed", "0", "--out", str(out)]):
+                                  "--min-steps", "20", "--k", "20", "--bins", "8", "--seed", "0", "--declare-public", "--out", str(out)]):
         raise RuntimeError("dpadapt slices failed on the example source")
     return ["--data", files["target"], "--map", out]
 
