@@ -51,7 +51,7 @@ def rows_for(pair, eps_list, seeds):
             rec(f"dpot-classstats-{ref}", "sound", eps, lambda s: DPOTAdapter(refinement=ref, random_state=s, **common))
         rec("dp-ncm", "sound", eps, lambda s: DPNearestClassMean(random_state=s, **common), fit_target=False)
         rec("dp-logreg", "sound", eps, lambda s: DPLogisticRegression(random_state=s, **common), fit_target=False)
-        rec("dpot-rows", "sound", eps, lambda s: DPOTAdapter(design="rows", head="logreg", random_state=s, **common))
+        # the sound per-row release ("dpot-rows") is refused since issue 19; earlier results still list it
         rec("dpda-paper", "paper", eps, lambda s: DPOTAdapter(privacy_mode="paper", head="logreg", random_state=s,
                                                               epsilon=eps, delta=delta))
     inf = float("inf")
@@ -70,15 +70,13 @@ def plot(rows, pair, path):
 
     key = "->".join(pair)
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    for method, style in (("dpot-classstats", "o-"), ("dpda-paper", "s--"), ("dp-ncm", "v:"), ("dp-logreg", "^:"),
-                          ("dpot-rows", "x:")):
+    for method, style in (("dpot-classstats", "o-"), ("dpda-paper", "s--"), ("dp-ncm", "v:"), ("dp-logreg", "^:")):
         sel = [r for r in rows if r["pair"] == key and r["method"] == method]
         eps = sorted({r["epsilon"] for r in sel})
         m = [np.mean([r["accuracy"] for r in sel if r["epsilon"] == e]) for e in eps]
         s = [np.std([r["accuracy"] for r in sel if r["epsilon"] == e]) for e in eps]
         label = {"dpot-classstats": "sound DPOT (class statistics)", "dpda-paper": "paper mode (invalid guarantee)",
-                 "dp-ncm": "DP source-only: nearest class mean", "dp-logreg": "DP source-only: noisy-GD logreg",
-                 "dpot-rows": "sound per-row release (weak)"}[method]
+                 "dp-ncm": "DP source-only: nearest class mean", "dp-logreg": "DP source-only: noisy-GD logreg"}[method]
         ax.errorbar(eps, m, yerr=s, fmt=style, capsize=3, label=label)
     for method, color, label in (("source-only-logreg", "gray", "non-private source-only"),
                                  ("otda-mlp", "green", "non-private OTDA (MLP)")):

@@ -333,14 +333,14 @@ def _fit_classstats(est: DPOTAdapter, c: Config, Xs, ys, Xt, yt) -> DPOTAdapter:
 
 
 def _fit_rows(est: DPOTAdapter, c: Config, Xs, ys, Xt, yt) -> DPOTAdapter:
-    """Per-row design: the published procedure in paper mode (noisy projected rows, OT, barycentric images)."""
+    """Per-row design, paper mode only (sound mode refuses it): noisy projected rows, OT, barycentric images."""
     if not c.private:
         raise ConfigError("the per-row design needs epsilon; its non-private counterpart is OTDA")
     Xs, ys, Xt, yt = est._check_domains(Xs, ys, Xt, yt)
     start = time.perf_counter()
     est.release_ = release_dpot_source(
         Xs, ys, c.epsilon,
-        c.resolved_delta(Xs.shape[0]) if c.privacy_mode == "sound" or c.delta is not None else 1.0 / (1.2 * Xs.shape[0]),
+        c.resolved_delta(Xs.shape[0]) if c.delta is not None else 1.0 / (1.2 * Xs.shape[0]),
         classes=c.classes, proj_dim=c.proj_dim, batch_size=c.batch_size, noise_multiplier=c.noise_multiplier,
         steps=c.steps, label_epsilon=c.label_epsilon, labels=c.labels, row_norm=c.row_norm,
         clip_norm=c.clip_norm, privacy_mode=c.privacy_mode, projection=c.projection,

@@ -18,14 +18,12 @@ The source draws a public matrix M ∈ R^{k×ℓ} with i.i.d. N(0, 1/ℓ) entrie
   ‖M‖op computed exactly for the drawn (data-independent) M;
 * whole batch: one Gaussian release of the n_s×ℓ matrix, σ from the analytic Gaussian mechanism
   (Balle & Wang 2018, Thm. 8) at (ε − ε′, δ);
-* minibatch: T steps, each a fixed-size batch of B records drawn without replacement and
-  released with fresh noise σ = z·Δ; accounted with the RDP bound for sampling without
-  replacement (Wang, Balle & Kasiviswanathan 2019) under ``replace_one``; T is the largest number
-  of steps within the budget (:func:`dpadapt.privacy.accounting.max_steps`);
+* minibatches are refused (``SOUND_ROWS_REFUSED``, issue 19): every released row carries its
+  label, which voids the amplification by subsampling an accountant would assume;
 * labels: k-ary randomized response with budget ε′, applied once per record; rows are released
-  in a uniformly random order (never sorted by label) and the batch positions stay secret. The
-  total guarantee composes the feature release with ε′ (basic composition for the whole batch,
-  RDP for minibatches). ``labels="public"`` releases true labels and says so in the Guarantee.
+  in a uniformly random order (never sorted by label). The total guarantee composes the feature
+  release with ε′ (basic composition). ``labels="public"`` releases true labels and says so in the
+  Guarantee.
 
 ``"paper"`` — the published procedure: raw rows, attribute-level sensitivity w = max row norm of
 M, σ/w = sqrt(2(ln(1/δ) + ε))/ε (whole batch) or z = σ/w with a Poisson moments accountant
@@ -255,12 +253,13 @@ def plan_dpot_source(
     proj_dim : int, optional
         ℓ (default ⌈k/10⌉).
     batch_size : int, optional
-        ``None``: one whole-batch release. Otherwise B rows per step, as many steps as allowed.
+        ``None``: one whole-batch release. Otherwise (paper mode only; refused in sound mode)
+        B rows per step, as many steps as allowed.
     noise_multiplier : float
-        Minibatch only: z = σ/Δ (sound) or σ/w (paper). The paper uses 1.1. T is then the
-        largest number of steps within the budget.
+        Paper-mode minibatches only: z = σ/w. The paper uses 1.1. T is then the largest number
+        of steps within the budget.
     steps : int, optional
-        Minibatch only: fix T instead and calibrate z (smallest z with T steps within budget).
+        Paper-mode minibatches only: fix T instead and calibrate z (smallest z with T steps within budget).
     label_epsilon : float, optional
         ε′ for the labels; sound default ``0.25·epsilon`` (part of the total), paper default 1.0
         (added to ε as in the paper's Thm. 3). Ignored with ``labels="public"``.
@@ -335,16 +334,12 @@ def plan_dpot_source(
     if steps is not None and (batch_size is None or int(steps) < 1):
         raise ValueError("steps is a minibatch option (set batch_size) and must be ≥ 1")
     if privacy_mode == "sound":
-        return _plan_sound(
-            epsilon, delta, noise_multiplier, steps, label_epsilon, labels, common
-        )
+        return _plan_sound(epsilon, delta, label_epsilon, labels, common)
     return _plan_paper(epsilon, delta, noise_multiplier, steps, label_epsilon, common)
 
 
-def _plan_sound(
-    epsilon, delta, z, fixed_steps, label_epsilon, labels, common
-) -> DPOTSourcePlan:
-    n, B, C = common["n_samples"], common["batch_size"], common["clip_norm"]
+def _plan_sound(epsilon, delta, label_epsilon, labels, common) -> DPOTSourcePlan:
+    C = common["clip_norm"]
     sensitivity = 2.0 * C * common["op_norm"]
     if labels == "public":
         eps_label = 0.0
@@ -375,70 +370,21 @@ def _plan_sound(
         "labels": label_words,
         "label_epsilon": eps_label,
     }
-    if B is None:
-        eps_feat = epsilon - eps_label
-        sigma = accounting.analytic_gaussian_sigma(eps_feat, delta, sensitivity)
-        z_used, steps = sigma / sensitivity, 1
-        events = (accounting.gaussian_event(z_used), *label_events)
-        guarantee = families.rows_guarantee(
-            epsilon, delta, labels=labels, feature_epsilon=eps_feat, events=events, label_words=label_words,
-            sensitivity=sensitivity, details={**details, "sigma": sigma, "feature_epsilon": eps_feat},
-        )
-    else:
-
-        def event_of(z_: float, T: int):
-            return accounting.compose(
-                [
-                    accounting.sampled_without_replacement_gaussian_event(z_, n, B, T),
-                    *label_events,
-                ]
-            )
-
-        if fixed_steps is None:
-            steps = accounting.max_steps(
-                lambda T: event_of(z, T), epsilon, delta, "replace_one"
-            )
-        else:
-            steps = int(fixed_steps)
-            z = accounting.calibrate_noise_multiplier(
-                lambda z_: event_of(z_, steps), epsilon, delta, "replace_one"
-            )
-        sigma = z * sensitivity
-        z_used = z
-
-        def make_event(T: int):
-            return event_of(z, T)
-
-        if steps == 0:
-            raise ValueError(
-                f"not even one minibatch step fits in (ε={epsilon:g}, δ={delta:g}) with noise multiplier {z:g}; "
-                "raise the noise multiplier or the budget"
-            )
-        guarantee = families.minibatch_rows_guarantee(
-            make_event(steps),
-            delta,
-            labels=labels,
-            label_words=label_words,
-            sensitivity=sensitivity,
-            details={
-                **details,
-                "sigma": sigma,
-                "steps": steps,
-                "batch_size": B,
-                "noise_multiplier": z,
-            },
-        )
-        eps_feat = accounting.epsilon(
-            accounting.sampled_without_replacement_gaussian_event(z, n, B, steps),
-            delta,
-            "replace_one",
-        )
+    # whole batch only: plan_dpot_source refuses sound minibatches (SOUND_ROWS_REFUSED, issue 19)
+    eps_feat = epsilon - eps_label
+    sigma = accounting.analytic_gaussian_sigma(eps_feat, delta, sensitivity)
+    z_used = sigma / sensitivity
+    events = (accounting.gaussian_event(z_used), *label_events)
+    guarantee = families.rows_guarantee(
+        epsilon, delta, labels=labels, feature_epsilon=eps_feat, events=events, label_words=label_words,
+        sensitivity=sensitivity, details={**details, "sigma": sigma, "feature_epsilon": eps_feat},
+    )
     return DPOTSourcePlan(
         guarantee=guarantee,
         sensitivity=sensitivity,
         sigma=float(sigma),
         noise_multiplier=float(z_used),
-        steps=int(steps),
+        steps=1,
         labels=labels,
         label_epsilon=float(eps_label),
         feature_epsilon=float(eps_feat),

@@ -83,7 +83,7 @@ def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
     from dpadapt.classstats import label_indices
 
     X = check_features(X, "source data")
-    classes = config.classes or (tuple(range(int(y.max()) + 1)) if config.privacy_mode == "paper" else config.required_classes())
+    classes = config.classes or tuple(range(int(y.max()) + 1))  # the per-row design runs in paper mode only
     public, noise = random_streams(args.seed)
     plan = plan_dpot_source(
         n, X.shape[1], len(classes), config.epsilon, config.delta,

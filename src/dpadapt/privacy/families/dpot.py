@@ -5,8 +5,6 @@ factories state what it supports. The source is the protected party; neighbours 
 
 * :func:`rows_guarantee` — one analytic Gaussian release of the projected rows clipped to C
   (Balle & Wang 2018, Thm. 8; Δ = 2C‖M‖op), basic composition with the labels' randomized response.
-* :func:`minibatch_rows_guarantee` — T releases on fixed-size batches sampled without replacement
-  (Wang, Balle & Kasiviswanathan 2019), RDP.
 * :func:`paper_rows_guarantee` — the published calibration (Kenthapadi et al. 2013, Thm. 1 with
   the max row norm of M); attribute-level and never valid.
 * :func:`projection_error_guarantee` — the batches of the relative-error measurement (DPOT Fig. 2).
@@ -44,26 +42,6 @@ def rows_guarantee(
         theorem=(
             "Analytic Gaussian mechanism (Balle & Wang 2018, Thm. 8) on rows clipped to C, "
             "Δ = 2C‖M‖op; " + label_words + "; basic composition"
-        ),
-        sensitivity=sensitivity,
-        details=details,
-    )
-
-
-def minibatch_rows_guarantee(
-    event: dp_accounting.DpEvent, delta: float, *, labels: str, label_words: str, sensitivity: float,
-    details: dict[str, Any],
-) -> Guarantee:
-    """T Gaussian minibatch releases (with the labels' events composed into ``event``), RDP."""
-    return Guarantee.from_event(
-        event,
-        party="source",
-        unit=_unit(labels),
-        relation="replace_one",
-        delta=delta,
-        theorem=(
-            "Gaussian rows (Δ = 2C‖M‖op) on fixed-size batches sampled without replacement, RDP "
-            "(Wang, Balle & Kasiviswanathan 2019); " + label_words + "; RDP composition"
         ),
         sensitivity=sensitivity,
         details=details,
