@@ -238,3 +238,31 @@ def test_sparse_rows_with_nan_are_refused_before_any_noise():
     Z = sp.csr_matrix(np.array([[0.5, 0.0], [np.nan, 1.0]]))
     with pytest.raises(NonFiniteError):
         class_sums(Z, np.array([0, 1]), 2)
+
+
+def test_chunked_class_moment_sums_equal_in_memory_and_draw_one_gaussian(rng, monkeypatch):
+    """The sound SSP release streamed: chunk sums equal the in-memory ones; one Gaussian, drawn once at the end."""
+    from dpadapt.privacy import mechanisms
+    from dpadapt.privacy.mechanisms import class_moment_sums, class_moment_statistics
+    from dpadapt.stream import ClassMomentSums
+
+    X, y = _data(rng)
+    Z = project(row_map(X, True), None, None)
+    S, c, M = class_moment_sums(Z, y, 3)
+    acc = accumulate(ClassMomentSums((0, 1, 2), RowMap(True)), from_arrays(X, y, rows=33))
+    assert acc.n_rows == X.shape[0]
+    np.testing.assert_allclose(acc.sums, S, atol=1e-9)
+    np.testing.assert_array_equal(acc.counts, c)
+    np.testing.assert_allclose(acc.second, M, atol=1e-9)
+    Zc = Z / np.maximum(1.0, np.linalg.norm(Z, axis=1, keepdims=True))
+    np.testing.assert_allclose(M, Zc.T @ Zc, atol=1e-9)  # the rows were clipped to the unit ball
+    whole = class_moment_statistics(Z, y, 3, sigma=2.0, relation="replace_one", noise=_noise(5))
+    draws = []
+    real = mechanisms.gaussian
+    monkeypatch.setattr(mechanisms, "gaussian", lambda v, **kw: draws.append(np.size(v)) or real(v, **kw))
+    chunked = acc.release(sigma=2.0, relation="replace_one", noise=_noise(5))
+    assert draws == [3 * Z.shape[1] + 3 + Z.shape[1] * (Z.shape[1] + 1) // 2]  # ONE draw of the joint vector
+    for a, b in ((chunked.sums, whole.sums), (chunked.counts, whole.counts), (chunked.second, whole.second)):
+        np.testing.assert_allclose(a, b, atol=1e-9)
+    assert chunked.event == whole.event
+    np.testing.assert_array_equal(chunked.second, chunked.second.T)

@@ -483,18 +483,41 @@ def class_sums(Z, labels, num_classes: int) -> tuple[np.ndarray, np.ndarray]:
     sums are one matrix product with the one-hot label matrix.
     """
     Z = _unit_ball_rows(Z)
+    return _sums_by_class(Z, _public_label_indices(labels, Z.shape[0], num_classes), num_classes)
+
+
+def _public_label_indices(labels, n: int, num_classes: int) -> np.ndarray:
+    """``labels`` checked to be ``n`` indices into a public label set of size ``num_classes``."""
     labels = np.asarray(labels)
-    if labels.shape != (Z.shape[0],):
-        raise ValueError(f"labels has shape {labels.shape}; expected ({Z.shape[0]},)")
+    if labels.shape != (n,):
+        raise ValueError(f"labels has shape {labels.shape}; expected ({n},)")
     if num_classes < 1:
         raise ValueError("the public label set is empty")
     if labels.size and (not np.issubdtype(labels.dtype, np.integer) or labels.min() < 0 or labels.max() >= num_classes):
         raise ValueError(f"labels must be indices into the public label set 0..{num_classes - 1}")
+    return labels
+
+
+def _sums_by_class(Z, labels: np.ndarray, num_classes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per-class sums (K, k) and counts (K,) of already clipped rows: one product with the one-hot labels."""
     n = labels.size
     onehot = sp.csc_matrix((np.ones(n), labels.astype(np.int64), np.arange(n + 1)), shape=(num_classes, n))
     sums = onehot @ Z
     sums = np.asarray(sums.toarray() if sp.issparse(sums) else sums, dtype=np.float64)
     return sums, np.bincount(labels, minlength=num_classes).astype(np.float64)
+
+
+def _second_moment(Z) -> np.ndarray:
+    """Σxxᵀ (k, k) of already clipped rows, dense float64 (sparse rows are multiplied sparse)."""
+    second = Z.T @ Z
+    return np.asarray(second.toarray() if sp.issparse(second) else second, dtype=np.float64)
+
+
+def _mirrored_upper(values: np.ndarray, k: int) -> np.ndarray:
+    """The symmetric (k, k) matrix whose upper triangle (diagonal included, row-major) is ``values``."""
+    out = np.zeros((k, k))
+    out[np.triu_indices(k)] = values
+    return out + np.triu(out, 1).T
 
 
 def release_class_sums(
@@ -545,9 +568,7 @@ def moment_sums(Z) -> tuple[float, np.ndarray, np.ndarray]:
     unit-ball rows and :func:`release_moment_sums` of them has the sensitivity it states.
     """
     Z = _unit_ball_rows(Z)
-    second = Z.T @ Z
-    return float(Z.shape[0]), np.asarray(Z.sum(axis=0), dtype=np.float64).ravel(), np.asarray(
-        second.toarray() if sp.issparse(second) else second, dtype=np.float64)
+    return float(Z.shape[0]), np.asarray(Z.sum(axis=0), dtype=np.float64).ravel(), _second_moment(Z)
 
 
 def release_moment_sums(count: float, total, second, *, sigma: float, relation: accounting.Relation,
@@ -569,10 +590,7 @@ def release_moment_sums(count: float, total, second, *, sigma: float, relation: 
     iu = np.triu_indices(k)
     joint = np.concatenate([[float(count)], total, second[iu]])
     out = gaussian(joint, sigma=sigma, sensitivity=MOMENT_STATISTICS_SENSITIVITY[relation], noise=noise)
-    noisy = np.zeros((k, k))
-    noisy[iu] = out.value[1 + k :]
-    noisy = noisy + np.triu(noisy, 1).T
-    return MomentStatistics(float(out.value[0]), out.value[1 : 1 + k], noisy, out.event)
+    return MomentStatistics(float(out.value[0]), out.value[1 : 1 + k], _mirrored_upper(out.value[1 + k :], k), out.event)
 
 
 def moment_statistics(Z, *, sigma: float, relation: accounting.Relation, noise: NoiseSource) -> MomentStatistics:
@@ -766,6 +784,44 @@ class ClassMomentStatistics:
     event: "dp_accounting.DpEvent"
 
 
+def class_moment_sums(Z, labels, num_classes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Exact per-class sums (K, k), counts (K,) and pooled second moment Σxxᵀ (k, k) of unit-ball rows — no noise.
+
+    Every row is checked finite and clipped to ℓ2 norm 1 HERE, so the totals of any number of calls
+    (chunks, partitions) are sums of unit-ball rows and :func:`release_class_moment_sums` of them has
+    the sensitivity it states. ``labels`` index a *public* label set of size ``num_classes``.
+    """
+    Z = _unit_ball_rows(Z)
+    sums, counts = _sums_by_class(Z, _public_label_indices(labels, Z.shape[0], num_classes), num_classes)
+    return sums, counts, _second_moment(Z)
+
+
+def release_class_moment_sums(
+    sums, counts, second, *, sigma: float, relation: accounting.Relation, noise: NoiseSource
+) -> ClassMomentStatistics:
+    """Release statistics made by :func:`class_moment_sums` (summed over chunks) as ONE Gaussian.
+
+    The joint vector (S_1..S_K, c_1..c_K, upper triangle of Σxxᵀ with its diagonal) of unit-ball rows
+    has ℓ2 sensitivity ``CLASS_MOMENT_SENSITIVITY[relation]`` (√6 replace-one, √3 add/remove; proof
+    beside the constant) whatever n is — a bound only :func:`class_moment_sums` guarantees (it clips
+    every row): callers never pass other sums. One Gaussian mechanism of multiplier σ/Δ (the event
+    returned); the noisy second moment is the drawn upper triangle mirrored (symmetric).
+    """
+    if relation not in CLASS_MOMENT_SENSITIVITY:
+        raise ValueError(f"relation must be one of {tuple(CLASS_MOMENT_SENSITIVITY)}, got {relation!r}")
+    sums = np.asarray(sums, dtype=np.float64)
+    counts = np.asarray(counts, dtype=np.float64)
+    second = np.asarray(second, dtype=np.float64)
+    if sums.ndim != 2 or counts.shape != (sums.shape[0],) or second.shape != (sums.shape[1],) * 2:
+        raise ValueError(f"sums (K, k), counts (K,) and second (k, k) do not match: {sums.shape}, {counts.shape}, {second.shape}")
+    num_classes, k = sums.shape
+    joint = np.concatenate([sums.ravel(), counts, second[np.triu_indices(k)]])
+    out = gaussian(joint, sigma=sigma, sensitivity=CLASS_MOMENT_SENSITIVITY[relation], noise=noise)
+    m = num_classes * k
+    return ClassMomentStatistics(out.value[:m].reshape(num_classes, k), out.value[m : m + num_classes],
+                                 _mirrored_upper(out.value[m + num_classes :], k), out.event)
+
+
 def class_moment_statistics(
     Z, labels, num_classes: int, *, sigma: float, relation: accounting.Relation, noise: NoiseSource
 ) -> ClassMomentStatistics:
@@ -776,28 +832,9 @@ def class_moment_statistics(
     here and ``labels`` index a *public* label set of size ``num_classes``, so the joint vector
     (S_1..S_K, c_1..c_K, upper triangle of Σxxᵀ with its diagonal) has ℓ2 sensitivity
     ``CLASS_MOMENT_SENSITIVITY[relation]`` (√6 replace-one, √3 add/remove; proof beside the constant)
-    whatever n is. One Gaussian mechanism of multiplier σ/Δ (the event returned); the noisy second
-    moment is the drawn upper triangle mirrored (symmetric). Everything after is post-processing.
+    whatever n is. The same as :func:`release_class_moment_sums` of :func:`class_moment_sums` (the
+    streaming path, :class:`dpadapt.stream.ClassMomentSums`, sums chunks in between).
     """
     if relation not in CLASS_MOMENT_SENSITIVITY:
         raise ValueError(f"relation must be one of {tuple(CLASS_MOMENT_SENSITIVITY)}, got {relation!r}")
-    Z = _unit_ball_rows(Z)
-    labels = np.asarray(labels)
-    if labels.shape != (Z.shape[0],):
-        raise ValueError(f"labels has shape {labels.shape}; expected ({Z.shape[0]},)")
-    if num_classes < 1:
-        raise ValueError("the public label set is empty")
-    if labels.size and (not np.issubdtype(labels.dtype, np.integer) or labels.min() < 0 or labels.max() >= num_classes):
-        raise ValueError(f"labels must be indices into the public label set 0..{num_classes - 1}")
-    k = Z.shape[1]
-    sums = np.zeros((num_classes, k))
-    np.add.at(sums, labels, Z)
-    counts = np.bincount(labels, minlength=num_classes).astype(np.float64)
-    iu = np.triu_indices(k)
-    joint = np.concatenate([sums.ravel(), counts, (Z.T @ Z)[iu]])
-    out = gaussian(joint, sigma=sigma, sensitivity=CLASS_MOMENT_SENSITIVITY[relation], noise=noise)
-    m = num_classes * k
-    second = np.zeros((k, k))
-    second[iu] = out.value[m + num_classes :]
-    second = second + np.triu(second, 1).T
-    return ClassMomentStatistics(out.value[:m].reshape(num_classes, k), out.value[m : m + num_classes], second, out.event)
+    return release_class_moment_sums(*class_moment_sums(Z, labels, num_classes), sigma=sigma, relation=relation, noise=noise)

@@ -1,20 +1,20 @@
 """Exact sums of the sound releases, accumulated chunk by chunk; the noise is drawn once at the end.
 
-The sound releases (class statistics, moments, sliced histograms) are sums of a per-row map, so
-they can be computed in one pass over any number of chunks — or per partition on a cluster and
-added — in memory O(chunk × d + K × k). Each accumulator applies the *public* per-row map to a
-chunk (:func:`dpadapt.classstats.adapt.row_map`, :func:`~dpadapt.classstats.adapt.project`) and
-adds the exact sums from :mod:`dpadapt.privacy.mechanisms` (:func:`class_sums`,
-:func:`moment_sums`, :func:`sliced_histogram`), which clip every row of every chunk to the unit
-ball: the total is therefore a sum of unit-ball rows and the single Gaussian of
-:func:`release_class_sums` / :func:`release_moment_sums` / :func:`release_sliced_counts` has the
-sensitivity those functions state (Δ does not depend on how the rows were split into chunks).
+The sound releases (class statistics, moments, class moments, sliced histograms) are sums of a
+per-row map, so they can be computed in one pass over any number of chunks — or per partition on a
+cluster and added — in memory O(chunk × d + K × k). Each accumulator applies the *public* per-row
+map to a chunk (:func:`dpadapt.classstats.adapt.row_map`, :func:`~dpadapt.classstats.adapt.project`)
+and adds the exact sums from :mod:`dpadapt.privacy.mechanisms` (:func:`class_sums`,
+:func:`moment_sums`, :func:`class_moment_sums`, :func:`sliced_histogram`), which clip every row of
+every chunk to the unit ball: the total is therefore a sum of unit-ball rows and the single Gaussian
+of :func:`release_class_sums` / :func:`release_moment_sums` / :func:`release_class_moment_sums` /
+:func:`release_sliced_counts` has the sensitivity those functions state (Δ does not depend on how the rows were split into chunks).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
@@ -112,6 +112,40 @@ class MomentSums:
         if self.total is None:
             raise ValueError("no rows were read")
         return mechanisms.release_moment_sums(self.count, self.total, self.second, sigma=sigma, relation=relation, noise=noise)
+
+
+@dataclasses.dataclass
+class ClassMomentSums:
+    """Per-class sums (K, k), counts (K,) and pooled second moment (k, k) of mapped, unit-ball rows over the chunks.
+
+    The streamed form of the sound SSP release (:func:`mechanisms.class_moment_statistics`);
+    ``row_map`` is the public per-row map into the release's space.
+    """
+
+    classes: tuple
+    row_map: Callable
+    sums: np.ndarray | None = None
+    counts: np.ndarray | None = None
+    second: np.ndarray | None = None
+    n_rows: int = 0
+
+    def add(self, X, y) -> ClassMomentSums:
+        """Map one chunk and add its exact sums (rows checked finite and clipped in :func:`mechanisms.class_moment_sums`)."""
+        if y is None:
+            raise ValueError("class statistics need labels")
+        s, c, m = mechanisms.class_moment_sums(self.row_map(X), label_indices(y, self.classes), len(self.classes))
+        self.sums = s if self.sums is None else self.sums + s
+        self.counts = c if self.counts is None else self.counts + c
+        self.second = m if self.second is None else self.second + m
+        self.n_rows += int(X.shape[0])
+        return self
+
+    def release(self, *, sigma: float, relation, noise) -> mechanisms.ClassMomentStatistics:
+        """ONE Gaussian on the totals (:func:`mechanisms.release_class_moment_sums`)."""
+        if self.sums is None:
+            raise ValueError("no rows were read")
+        return mechanisms.release_class_moment_sums(self.sums, self.counts, self.second, sigma=sigma,
+                                                    relation=relation, noise=noise)
 
 
 @dataclasses.dataclass
