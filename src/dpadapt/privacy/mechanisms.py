@@ -192,23 +192,23 @@ def vetted_gaussian(values, sigma: float, noise: NoiseSource) -> np.ndarray:
 
     ``noise`` only announces the draw (and, when reproducible, supplies numpy's sampler instead).
     """
-    values = np.asarray(values, dtype=np.float64)
-    _require_finite(values, "the values to release")
-    gen = _noise_generator(noise)
-    if _reproducible(noise) or values.size == 0:
-        return values + gen.normal(0.0, sigma, size=values.shape)
-    meas = _opendp_measurement("gaussian", float(sigma))
-    return np.asarray(meas(values.ravel()), dtype=np.float64).reshape(values.shape)
+    return _vetted("gaussian", values, sigma, noise)
 
 
 def vetted_laplace(values, scale: float, noise: NoiseSource) -> np.ndarray:
     """``values + Lap(b)`` element-wise through OpenDP's floating-point-safe Laplace measurement."""
+    return _vetted("laplace", values, scale, noise)
+
+
+def _vetted(kind: str, values, scale: float, noise: NoiseSource) -> np.ndarray:
+    """``values`` plus ``kind`` ("gaussian" or "laplace") noise of ``scale``: OpenDP, or numpy when reproducible."""
     values = np.asarray(values, dtype=np.float64)
     _require_finite(values, "the values to release")
     gen = _noise_generator(noise)
     if _reproducible(noise) or values.size == 0:
-        return values + gen.laplace(0.0, scale, size=values.shape)
-    meas = _opendp_measurement("laplace", float(scale))
+        draw = gen.normal if kind == "gaussian" else gen.laplace
+        return values + draw(0.0, scale, size=values.shape)
+    meas = _opendp_measurement(kind, float(scale))
     return np.asarray(meas(values.ravel()), dtype=np.float64).reshape(values.shape)
 
 

@@ -41,9 +41,29 @@ def class_statistics_plan(
     extra_theorem: str = "",
 ) -> tuple[float, Guarantee]:
     """σ and the Guarantee of one class-statistics release at (ε, δ) under ``relation``."""
-    if relation not in CLASS_STATISTICS_SENSITIVITY:
-        raise ValueError(f"relation must be one of {tuple(CLASS_STATISTICS_SENSITIVITY)}")
-    sensitivity = CLASS_STATISTICS_SENSITIVITY[relation]
+    return labelled_gaussian_plan(epsilon, delta, sensitivities=CLASS_STATISTICS_SENSITIVITY, theorem=THEOREM,
+                                  classes=classes, party=party, relation=relation, extra_theorem=extra_theorem)
+
+
+def labelled_gaussian_plan(
+    epsilon: float,
+    delta: float,
+    *,
+    sensitivities: dict,
+    theorem: str,
+    classes: tuple,
+    party: str,
+    relation: accounting.Relation,
+    extra_theorem: str,
+) -> tuple[float, Guarantee]:
+    """σ and Guarantee of ONE analytic Gaussian on labelled sums of Δ = ``sensitivities[relation]``.
+
+    The record is a row with its label, from a public label set ``classes``; shared by the
+    class-statistics and the class-moment (:mod:`dpadapt.privacy.families.sound`) releases.
+    """
+    if relation not in sensitivities:
+        raise ValueError(f"relation must be one of {tuple(sensitivities)}")
+    sensitivity = sensitivities[relation]
     sigma = accounting.analytic_gaussian_sigma(epsilon, delta, sensitivity)
     guarantee = analytic_gaussian_guarantee(
         epsilon,
@@ -52,7 +72,7 @@ def class_statistics_plan(
         party=party,
         unit="record",
         relation=relation,
-        theorem=THEOREM + (f"; {extra_theorem}" if extra_theorem else ""),
+        theorem=theorem + (f"; {extra_theorem}" if extra_theorem else ""),
         sensitivity=sensitivity,
         details={
             "sigma": sigma,

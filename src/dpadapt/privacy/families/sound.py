@@ -10,7 +10,8 @@ label set is public and part of the unit.
 from __future__ import annotations
 
 from dpadapt.privacy import accounting
-from dpadapt.privacy.guarantee import Guarantee, analytic_gaussian_guarantee
+from dpadapt.privacy.families.classstats import labelled_gaussian_plan
+from dpadapt.privacy.guarantee import Guarantee
 from dpadapt.privacy.mechanisms import CLASS_MOMENT_SENSITIVITY
 
 THEOREM = (
@@ -31,15 +32,5 @@ def class_moments_plan(
     extra_theorem: str = "",
 ) -> tuple[float, Guarantee]:
     """σ and the Guarantee of one class-moment release at (ε, δ) under ``relation``."""
-    if relation not in CLASS_MOMENT_SENSITIVITY:
-        raise ValueError(f"relation must be one of {tuple(CLASS_MOMENT_SENSITIVITY)}")
-    sensitivity = CLASS_MOMENT_SENSITIVITY[relation]
-    sigma = accounting.analytic_gaussian_sigma(epsilon, delta, sensitivity)
-    guarantee = analytic_gaussian_guarantee(
-        epsilon, delta, sigma / sensitivity, party=party, unit="record", relation=relation,
-        theorem=THEOREM + (f"; {extra_theorem}" if extra_theorem else ""), sensitivity=sensitivity,
-        details={"sigma": sigma, "noise_multiplier": sigma / sensitivity,
-                 "labels": f"protected (record = row and label); public label set of {len(classes)} classes",
-                 "classes": list(classes)},
-    )
-    return sigma, guarantee
+    return labelled_gaussian_plan(epsilon, delta, sensitivities=CLASS_MOMENT_SENSITIVITY, theorem=THEOREM,
+                                  classes=classes, party=party, relation=relation, extra_theorem=extra_theorem)
