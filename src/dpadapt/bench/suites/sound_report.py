@@ -45,8 +45,12 @@ class Matrix:
             self.mean[key], self.std[key], self.n[key] = 100 * s["mean"], 100 * s["std"], s["n"]
         self.split = {r["task"]: r.get("split", "") for r in rows}
         self.kind = {r["method"]: r.get("kind", "") for r in rows}
-        self.tasks = list(dict.fromkeys(r["task"] for r in rows))
-        self.methods = list(dict.fromkeys(r["method"] for r in rows))
+        pairs = {p.task: i for i, p in enumerate((*sound_rows.DEV_PAIRS, *sound_rows.HEART_PAIRS, *sound_rows.REPORT_PAIRS))}
+        rank = {name: i for i, name in enumerate(sound_rows.ROWS)}
+        seen = list(dict.fromkeys(r["task"] for r in rows))
+        self.tasks = sorted(seen, key=lambda t: (pairs.get(t, len(pairs)), seen.index(t)))  # the registry's order
+        seen = list(dict.fromkeys(r["method"] for r in rows))
+        self.methods = sorted(seen, key=lambda m: (rank.get(m, len(rank)), seen.index(m)))
         self.epsilons = sorted({float(r["epsilon_target"]) for r in rows})
 
     def get(self, task: str, method: str, eps: float) -> float:
