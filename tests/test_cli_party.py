@@ -279,32 +279,3 @@ def test_a_non_private_release_needs_declared_public_data(parties, capsys):
                  "--out", str(src / "raw.release"), "--in-the-clear", "--declare-public"]) == 0
     assert Release.load(src / "raw.release").guarantee.epsilon == math.inf
     assert Ledger(src / "ledger.sqlite").history() == []  # nothing charged
-
-
-def test_iterative_method_serve_and_adapt_through_an_exchange_folder(parties, tmp_path, capsys):
-    src, tgt, _ = parties
-    rng = np.random.default_rng(5)
-    mean = np.array([1.0, -1.0, 2.0])
-    save_table(src / "private.npz", mean + 0.3 * rng.normal(size=(500, 3)))
-    save_table(tgt / "own.npz", mean + 0.3 * rng.normal(size=(300, 3)))
-    ledger_path = src / "ledger.sqlite"
-    _set_budget(ledger_path, src / "private.npz", 1.0)
-    exchange = tmp_path / "exchange"
-    server = subprocess.Popen(
-        [sys.executable, "-m", "dpadapt.cli.main", "serve", "toy-mean-shift", "--data", "private.npz", "--exchange", str(exchange),
-         "--epsilon", "1", "--delta", "1e-5", "--rounds", "10", "--timeout", "60", "--seed", "0"],
-        cwd=src, env=_env(DPADAPT_LEDGER=str(ledger_path)), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
-    code = main(["adapt", "toy-mean-shift", "--exchange", str(exchange), "--data", str(tgt / "own.npz"),
-                 "--out", str(tgt / "q.joblib"), "--rounds", "10", "--timeout", "60"])
-    assert code == 0, capsys.readouterr().err
-    assert server.wait(60) == 0
-    assert "answered 10 round(s)" in server.stdout.read()
-    assert "10 answered round(s)" in capsys.readouterr().out
-    from dpadapt.cli.party_cmd import load_model
-
-    model = load_model(tgt / "q.joblib")
-    assert np.linalg.norm(model["model"] - mean) < 0.3
-    assert model["guarantees"]["source"].epsilon == pytest.approx(1.0, abs=0.01)  # 10 rounds composed
-    spent = Ledger(ledger_path).spent("source", fingerprint(src / "private.npz"))
-    assert spent.n_releases == 10 and spent.epsilon == pytest.approx(1.0, abs=0.01)

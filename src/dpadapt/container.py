@@ -1,9 +1,8 @@
 """One signed-file codec for everything that crosses between parties or is saved to disk.
 
-Releases (:mod:`dpadapt.release`), protocol messages (:mod:`dpadapt.protocol`) and saved models
-(:mod:`dpadapt.modelio`) are all written as one *container*: an ``.npz`` (zip) archive holding
-numeric arrays and a JSON header stored as the ``uint8`` array ``__dpadapt_meta__``. It is read
-with ``numpy.load(allow_pickle=False)``, so loading a container can never run code: an object
+Releases (:mod:`dpadapt.release`) and saved models (:mod:`dpadapt.modelio`) are both written as
+one *container*: an ``.npz`` (zip) archive holding numeric arrays and a JSON header stored as the
+``uint8`` array ``__dpadapt_meta__``. It is read with ``numpy.load(allow_pickle=False)``, so loading a container can never run code: an object
 array (a pickle) inside the archive is refused by numpy, and a file that is not a zip archive is
 refused before numpy sees it.
 
@@ -225,7 +224,7 @@ def open_versioned(
 ) -> Container:
     """:func:`decode` the bytes (or :func:`read` the file) ``source`` of one format and version.
 
-    The codec shared by releases, models and protocol messages: every failure (unreadable, foreign,
+    The codec shared by releases and models: every failure (unreadable, foreign,
     modified, untrusted, other version) is raised as ``error`` with the reason.
     """
     try:
@@ -244,8 +243,7 @@ def open_versioned(
 
 
 class SignedRecord:
-    """Base of the dataclasses stored as one container (:class:`~dpadapt.release.Release`,
-    :class:`~dpadapt.protocol.Message`): checked arrays, ``record[name]``, the header with format
+    """Base of the dataclasses stored as one container (:class:`~dpadapt.release.Release`): checked arrays, ``record[name]``, the header with format
     and version, and the bytes (signed with a key when given). A subclass sets the class
     attributes below and returns its own header fields from ``_fields``.
     """

@@ -31,7 +31,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "keys": ("keys_cmd", "create a signing key pair (give the public key to the other party)"),
     "release": ("party_cmd", "data owner: compute a private release of your data for the other party (budgeted)"),
     "adapt": ("party_cmd", "receiver: adapt a model to your data using the other party's release(s)"),
-    "serve": ("party_cmd", "data owner: answer an iterative method's queries round by round (each round budgeted)"),
     "predict": ("model_cmd", "predict labels of a data file with a model file"),
     "score": ("model_cmd", "accuracy (R² for a regressor) of a model file on labelled data"),
     "report": ("report_cmd", "print the privacy guarantee of a Release file or a model file"),

@@ -30,7 +30,6 @@ from dpadapt.cli.table_options import add_table_arguments, load_data, step
 from dpadapt.io import Table
 from dpadapt.privacy.guarantee import LARGE_EPSILON, LARGE_EPSILON_WORDS, Guarantee, compose_guarantees
 from dpadapt.privacy.ledger import Ledger, default_path, fingerprint, short_id
-from dpadapt.protocol import Channel, FileChannel, Message, SocketChannel, serve
 from dpadapt.release import Release
 from dpadapt.validation import check_delta, check_epsilon
 
@@ -57,23 +56,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "Verify the release file(s), adapt on your own data, save the model (arrays + JSON, no pickle) with its privacy guarantees.",
         actions="method",
     )
-    sp, ssub = add_command(
-        sub,
-        "serve",
-        (
-            "Answer the other party's queries through a shared folder (--exchange) or a loopback port (--port) "
-            "until it stops; every answer is charged to your privacy budget before its noise is drawn, and a "
-            "round that does not fit is refused."
-        ),
-        actions="method",
-    )
-    for name, commands in registered.items():
-        if commands.plan_answers is not None:
-            s = ssub.add_parser(name, help=commands.help, conflict_handler="resolve")
-            _add_serve_common(s)
-            if commands.add_serve_arguments is not None:
-                commands.add_serve_arguments(s)
-            s.set_defaults(func=run_serve, method_name=name)
     for name, commands in registered.items():
         p = rsub.add_parser(name, help=commands.help, conflict_handler="resolve")
         _add_release_common(p)
@@ -83,7 +65,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         _add_adapt_common(q)
         commands.add_adapt_arguments(q)
         q.set_defaults(func=run_adapt, method_name=name)
-    for parser in (rp, ap, sp):
+    for parser in (rp, ap):
         parser.set_defaults(func=lambda args, parser=parser: _no_method(parser, registered))
 
 
@@ -163,30 +145,11 @@ def _add_release_common(p: argparse.ArgumentParser) -> None:
     _add_ledger_arguments(p)
 
 
-def _add_serve_common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--data", required=True, help="your data file (.npz dense/CSR, .csv, .parquet)")
-    p.add_argument("--label-column", default="y", help="label column of a .csv/.parquet file (default y)")
-    p.add_argument("--epsilon", type=float, required=True, help="ε the method calibrates its rounds for (the whole session)")
-    p.add_argument("--delta", type=float, required=True, help="δ of the whole session (≪ 1/n)")
-    where = p.add_mutually_exclusive_group(required=True)
-    where.add_argument("--exchange", help="shared folder for the message files")
-    where.add_argument("--port", type=int, help="listen on 127.0.0.1:PORT (0: any free port, printed)")
-    p.add_argument("--session", default="", help="session name both parties agree on (checked on every message)")
-    p.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for each query (default 600)")
-    p.add_argument("--max-rounds", type=int, default=None, help="answer at most this many rounds")
-    p.add_argument("--seed", type=int, default=None, help=SEED_HELP)
-    _add_ledger_arguments(p)
-
-
 def _add_adapt_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--release", action="append", default=[], help="the other party's Release file (repeatable)")
     p.add_argument("--own-release", action="append", default=[], metavar="RELEASE",
                    help="a Release file you wrote yourself, e.g. your basis from `dpadapt basis` (repeatable): "
                         "integrity-checked, but not required to be signed by a --trust key")
-    p.add_argument("--exchange", help="iterative methods: shared folder with the party running `dpadapt serve`")
-    p.add_argument("--connect", type=int, metavar="PORT", help="iterative methods: connect to `dpadapt serve` on 127.0.0.1:PORT")
-    p.add_argument("--session", default="", help="session name (as given to `dpadapt serve`)")
-    p.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for each answer (default 600)")
     p.add_argument("--data", required=True, help="your data file (.npz dense/CSR, .csv, .parquet)")
     p.add_argument("--label-column", default="y", help="label column of a .csv/.parquet file (default y)")
     p.add_argument("--out", required=True, help="model file to write (arrays + JSON; read it with dpadapt predict/score/report)")
@@ -301,50 +264,13 @@ def _public_release(plan: PlannedRelease, table: Table, args: argparse.Namespace
     return release
 
 
-# -- serve and adapt --------------------------------------------------------------------------
-
-
-def run_serve(args: argparse.Namespace) -> int:
-    commands = methods()[args.method_name]
-    check_epsilon(args.epsilon)
-    table = load_data(args)
-    check_release_delta(args, table)
-    plan_answer = commands.plan_answers(args, table)
-    dataset_id = args.dataset_id or fingerprint(table.path)
-    ledger = Ledger(args.ledger)
-    with _open_channel(args, me="server", peer="client") as channel:
-        rounds = serve(
-            channel, plan_answer, ledger=ledger, party=args.party, dataset_id=dataset_id,
-            method=commands.name, timeout=args.timeout, max_rounds=args.max_rounds,
-        )
-    print(f"answered {len(rounds)} round(s)")
-    if rounds:
-        party = args.party or rounds[0].party
-        print(f"ledger {ledger.path}: {party} / dataset {short_id(dataset_id)} has now spent {ledger.spent(party, dataset_id).words()}")
-    return 0
-
-
-def _open_channel(args: argparse.Namespace, me: str, peer: str) -> Channel:
-    """The channel named by ``--exchange DIR``, ``--port N`` (serve) or ``--connect N`` (adapt)."""
-    if getattr(args, "exchange", None):
-        return FileChannel(args.exchange, me, peer, session=args.session)
-    if getattr(args, "connect", None) is not None:
-        return SocketChannel.connect(args.connect, me, peer, session=args.session, timeout=args.timeout)
-    server = SocketChannel.listen(args.port)
-    print(f"listening on {SocketChannel.HOST}:{server.getsockname()[1]}", flush=True)
-    try:
-        return SocketChannel.accept(server, me, peer, session=args.session, timeout=args.timeout)
-    finally:
-        server.close()
+# -- adapt ------------------------------------------------------------------------------------
 
 
 def run_adapt(args: argparse.Namespace) -> int:
     commands = methods()[args.method_name]
-    if args.exchange and args.connect is not None:
-        raise ValueError("give --exchange or --connect, not both")
-    iterative = bool(args.exchange) or args.connect is not None
-    if not args.release and not iterative:
-        raise ValueError("give the other party's --release FILE (or --exchange/--connect for an iterative method)")
+    if not args.release:
+        raise ValueError("give the other party's --release FILE")
     trusted = trusted_keys(args)
     args.sign_key = sign_key(args)
     releases = [Release.load(p, expect_method=commands.file_method(), trusted=trusted) for p in args.release]
@@ -354,21 +280,14 @@ def run_adapt(args: argparse.Namespace) -> int:
     out = _check_out(args.out, args.force)
     if args.return_release:
         _check_out(args.return_release, args.force)
-    args.channel = _open_channel(args, me="client", peer="server") if iterative else None
-    try:
-        with step(args, f"adapt {commands.name}"):
-            outcome = commands.adapt(args, table, releases)
-    finally:
-        if args.channel is not None:
-            _stop(args.channel)
+    with step(args, f"adapt {commands.name}"):
+        outcome = commands.adapt(args, table, releases)
     if outcome.return_release is not None and not args.return_release:
         raise ValueError(f"method {commands.name!r} sends a release back: give --return-release FILE (nothing was written)")
-    received = list(args.channel.guarantees) if args.channel is not None else []
-    guarantees = model_guarantees(outcome.guarantees, releases, received)
+    guarantees = model_guarantees(outcome.guarantees, releases)
     save_model(out, outcome.model, commands.name, guarantees, outcome.metrics, releases, sign_key=args.sign_key,
                n_features=int(table.X.shape[1]))
-    sources = [r.release_id[:12] for r in releases] + ([f"{len(received)} answered round(s)"] if received else [])
-    print(f"wrote {out}: {commands.name} model trained from {', '.join(sources)}")
+    print(f"wrote {out}: {commands.name} model trained from {', '.join(r.release_id[:12] for r in releases)}")
     for path, r in zip(args.release, releases):
         print(f"  {path}: {r.authenticity()}")
     for g in guarantees.values():
@@ -384,16 +303,6 @@ def run_adapt(args: argparse.Namespace) -> int:
     return 0
 
 
-def _stop(channel: Channel) -> None:
-    """Tell the serving party we are done (best effort: it may have ended already), then close."""
-    try:
-        channel.send(Message("stop"))
-    except (OSError, ValueError):
-        pass
-    finally:
-        channel.close()
-
-
 def check_release_dimensions(releases: list[Release], table: Table) -> None:
     """Reject data whose feature dimension differs from the release owner's."""
     d = int(table.X.shape[1])
@@ -406,17 +315,14 @@ def check_release_dimensions(releases: list[Release], table: Table) -> None:
             )
 
 
-def model_guarantees(
-    given: dict[str, Guarantee], releases: list[Release], answers: list[Guarantee] | None = None
-) -> dict[str, Guarantee]:
-    """The model's guarantee per party: the method's, else the composition of what each party released
-    (release files and answers received over a channel).
+def model_guarantees(given: dict[str, Guarantee], releases: list[Release]) -> dict[str, Guarantee]:
+    """The model's guarantee per party: the method's, else the composition of what each party released.
 
     The receiver's own data, used without noise, is reported as non-private unless the method says otherwise.
     """
     out = dict(given)
     by_party: dict[str, list[Guarantee]] = {}
-    for g in [r.guarantee for r in releases] + list(answers or []):
+    for g in [r.guarantee for r in releases]:
         by_party.setdefault(g.party, []).append(g)
     for party, gs in by_party.items():
         if party not in out:

@@ -63,16 +63,7 @@ class AdaptOutcome:
 
 @dataclasses.dataclass(frozen=True)
 class MethodCommands:
-    """The party steps of one method.
-
-    Iterative methods (many rounds answered by the private party) also give ``plan_answers``:
-    ``plan_answers(args, table)`` returns a function that, for each query
-    :class:`~dpadapt.protocol.Message`, returns a :class:`~dpadapt.protocol.PlannedAnswer`
-    (guarantee first, noise in ``execute``). ``dpadapt serve METHOD`` runs it with the ledger
-    charging every round; ``dpadapt adapt METHOD --exchange DIR`` (or ``--connect PORT``) gives
-    the method's ``adapt`` an open :class:`~dpadapt.protocol.Channel` as ``args.channel`` (ask
-    with :func:`dpadapt.protocol.ask`; the driver sends ``stop`` afterwards).
-    """
+    """The party steps of one method (one release file each way; no method needs rounds)."""
 
     name: str
     help: str
@@ -80,8 +71,6 @@ class MethodCommands:
     plan_release: Callable[[argparse.Namespace, Table], PlannedRelease]
     add_adapt_arguments: Callable[[argparse.ArgumentParser], None]
     adapt: Callable[[argparse.Namespace, Table, list[Release]], AdaptOutcome]
-    add_serve_arguments: Callable[[argparse.ArgumentParser], None] | None = None
-    plan_answers: Callable[[argparse.Namespace, Table], Callable[[Any], Any]] | None = None
     #: For the generic tests: given small generated data files ``{"source": labelled .npz,
     #: "target": unlabelled .npz}`` (same features), the method's ``release`` arguments
     #: (``--data`` included; ``--epsilon/--delta/--out/--seed`` are added). Default: ``--data source``.
@@ -108,7 +97,7 @@ def register(commands: MethodCommands) -> MethodCommands:
 
 #: The party steps a method module may define, under these names (see :class:`MethodCommands`).
 STEPS = (
-    "add_release_arguments", "plan_release", "add_adapt_arguments", "adapt", "add_serve_arguments", "plan_answers",
+    "add_release_arguments", "plan_release", "add_adapt_arguments", "adapt",
 )
 
 
