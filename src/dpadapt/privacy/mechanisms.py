@@ -239,10 +239,7 @@ def _symmetric(value: np.ndarray, release) -> np.ndarray:
     """A symmetric matrix whose upper triangle (with diagonal) is released once and mirrored."""
     if value.ndim != 2 or value.shape[0] != value.shape[1]:
         raise ValueError(f"symmetric noise needs a square matrix, got shape {value.shape}")
-    iu = np.triu_indices(value.shape[0])
-    out = np.zeros_like(value)
-    out[iu] = release(value[iu])
-    return np.triu(out) + np.triu(out, 1).T
+    return _mirrored_upper(release(value[np.triu_indices(value.shape[0])]), value.shape[0])
 
 
 class NonFiniteError(ValueError):
