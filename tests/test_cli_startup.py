@@ -70,3 +70,16 @@ def test_help_imports_no_heavy_module(path, monkeypatch):
     out = subprocess.run([sys.executable, "-c", PROBE.format(argv=list(path) + ["--help"], heavy=HEAVY)],
                          capture_output=True, text=True, check=True, timeout=120).stdout
     assert "usage: dpadapt" in out and out.strip().splitlines()[-1] == "[]", out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["release", "dpot", "--design", "foo", "--help"], "invalid choice: 'foo'"),
+    (["release", "nosuch", "--help"], "invalid choice: 'nosuch'"),
+])
+def test_bad_input_beside_help_is_reported_by_the_real_parser(argv, message, capsys):
+    from dpadapt.cli.main import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and message in err and len(err.strip().splitlines()) == 1, err

@@ -9,9 +9,9 @@ Options are still declared once (in the Configs and the command modules): the ta
 (``python -m dpadapt.cli.help_snapshot``), and ``tests/test_cli_startup.py`` fails when it differs
 from the real parser.
 
-:func:`help_parser` is used only when ``-h``/``--help`` is on the command line and no plugin is
-configured (``$DPADAPT_PLUGINS`` may register more methods); if the rebuilt parser does not stop at
-the help (``--`` before it, say), the real parser runs as before.
+:func:`print_help_page` is used only when ``-h``/``--help`` is on the command line and no plugin is
+configured (``$DPADAPT_PLUGINS`` may register more methods); the rebuilt parser only ever prints a
+help page: if it meets anything else first (a bad value, ``--`` …), the real parser runs as before.
 """
 
 from __future__ import annotations
@@ -147,15 +147,31 @@ def _argument_kwargs(entry: dict[str, Any]) -> dict[str, Any]:
     return kwargs
 
 
-def help_parser(argv: list[str]) -> argparse.ArgumentParser | None:
-    """The parser rebuilt from the table when ``argv`` asks for a help page (else ``None``)."""
+class _Defer(Exception):
+    """The rebuilt parser met something other than a help request: the real parser must decide."""
+
+
+class _HelpOnlyParser(argparse.ArgumentParser):
+    """A rebuilt parser that only ever prints a help page: any usage error is left to the real parser."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise _Defer(message)
+
+
+def print_help_page(argv: list[str]) -> None:
+    """Print the help page ``argv`` asks for, from the table, and exit 0. Returns (printing nothing)
+    when ``argv`` asks for none, when a plugin is configured, or when the parse meets anything else
+    first (a bad value, ``--`` …): the real parser then runs as before, with its own messages."""
     args = argv[: argv.index("--")] if "--" in argv else argv
     if not any(a in HELP_FLAGS for a in args) or os.environ.get("DPADAPT_PLUGINS", "").strip():
-        return None
+        return
     from dpadapt.cli.help_table import TABLE
-    from dpadapt.cli.main import OneLineParser
 
-    return build(TABLE, OneLineParser, frozenset(a for a in args if not a.startswith("-")))
+    parser = build(TABLE, _HelpOnlyParser, frozenset(a for a in args if not a.startswith("-")))
+    try:
+        parser.parse_args(argv)
+    except _Defer:
+        return
 
 
 def render() -> str:

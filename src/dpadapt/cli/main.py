@@ -19,7 +19,7 @@ import sys
 import warnings
 
 from dpadapt import __version__
-from dpadapt.cli.help_snapshot import help_parser
+from dpadapt.cli.help_snapshot import print_help_page
 
 #: Sub-command → (module of :mod:`dpadapt.cli` that defines it, one-line help), in help order.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -125,9 +125,7 @@ def _warning_line(command: str):
 
 def main(argv: list[str] | None = None) -> int:
     argv = _join_negative_values(list(sys.argv[1:] if argv is None else argv))
-    quick = help_parser(argv)
-    if quick is not None:
-        quick.parse_args(argv)  # prints the help page from the snapshot and exits; else the real parser runs
+    print_help_page(argv)  # a help page from the parser snapshot (exits); otherwise the real parser runs
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
