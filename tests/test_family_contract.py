@@ -233,6 +233,7 @@ MECHANISM_AUDITS = {
               "test_deep_mechanisms.py::test_sliced_histogram_release_audit",
               "test_deep_mechanisms.py::test_sliced_histogram_release_audit_fails_when_under_noised"],
     "dpda": ["test_dpda.py::test_audit_one_step_neighbouring_target_sets"],
+    "sound": ["test_class_moment_mechanism.py::test_class_moment_audit_passes_and_undernoised_control_fails"],
 }
 
 
