@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import pprint
 import sys
 from pathlib import Path
 from typing import Any
@@ -176,6 +175,8 @@ def print_help_page(argv: list[str]) -> None:
 
 def render() -> str:
     """The text of :data:`TABLE_FILE` for the current commands (imports every command)."""
+    import pprint
+
     from dpadapt.cli.main import build_parser
 
     table = pprint.pformat(capture(build_parser(None)), width=120, sort_dicts=False)
