@@ -31,8 +31,8 @@ import scipy.sparse as sp
 from dpadapt.bench.common import cached_pair, task_name
 from dpadapt.datasets import DomainPair, find_data_root
 
-#: The design the matrix judges (flags, heat maps): the sound default a user gets.
-DEFAULT_DESIGN = "dpot-cs"
+#: The design the matrix judges (flags, heat maps): the sound default a user gets (``SoundDA``, issue 23).
+DEFAULT_DESIGN = "sound"
 
 KINDS = ("design", "dp-source-only", "non-private")
 
