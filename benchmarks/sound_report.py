@@ -1,6 +1,5 @@
-"""Issue 23, the Done-when matrix: the DEFAULT sound design (``SoundDA``'s party steps,
-:func:`dpadapt.sound.run_parties`, with the committed rule; the receiver's basis computed once per
-pair) beside
+"""Issue 23, the Done-when matrix: the DEFAULT sound design (:class:`dpadapt.sound.SoundDA` with the
+committed rule, which dispatches to the chosen design's route) beside
 DP-NCM and DP-LR at the same (ε, δ) and non-private source-only, 5 seeds, fresh noise on every run.
 
 ``python benchmarks/sound_report.py OUT.jsonl SET [seeds]`` with SET one of ``dev`` (the development
@@ -20,7 +19,7 @@ import warnings
 import numpy as np
 
 from dpadapt.classstats import DPLogisticRegression, DPNearestClassMean
-from dpadapt.sound import Config, run_parties
+from dpadapt.sound import SoundDA
 
 sys.path.insert(0, "benchmarks")
 from sound_dev import DEV, load  # noqa: E402
@@ -55,7 +54,6 @@ def run(out_path: str, which: str, seeds: int, only: str = "") -> None:
             epsilons = (None, 1.0, 2.0, 4.0, 8.0) + ((20.0,) if ds == "decaf6" else ())
             ytest = np.asarray(p.yt_test)
             lr = nonprivate_source_only(p.Xs, p.ys, p.Xt_test, ytest, ft == "counts")
-            bases: dict = {}  # the receiver's bases of this target, reused across seeds and ε
             for eps in epsilons:
                 for seed in range(seeds if eps is not None else 1):  # ε = None: no noise, one run
                     t0 = time.time()
@@ -63,10 +61,10 @@ def run(out_path: str, which: str, seeds: int, only: str = "") -> None:
                     row = {"pair": f"{ds}:{s}->{t}", "eps": eps, "seed": seed, "lr_cv": lr}
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")
-                        _, _, model = run_parties(Config(feature_type=ft, **kw), p.Xs, p.ys, p.Xt, bases=bases)
-                    row["sound"] = float(model.score(p.Xt_test, ytest))
-                    row["refined"] = bool(model.refined)
-                    row["choice"] = model.choice
+                        est = SoundDA(feature_type=ft, **kw).fit_domains(p.Xs, p.ys, p.Xt)
+                    row["sound"] = float(np.mean(est.predict(p.Xt_test) == ytest))
+                    row["refined"] = bool(getattr(est.model_, "refined", False))
+                    row["design"] = est.design_
                     base = {"feature_type": "counts" if ft == "counts" else "dense"}
                     row["ncm"] = DPNearestClassMean(**base, **kw).fit_domains(p.Xs, p.ys).score(p.Xt_test, ytest)
                     row["dplr"] = DPLogisticRegression(**base, **kw).fit_domains(p.Xs, p.ys).score(p.Xt_test, ytest)

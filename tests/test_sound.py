@@ -67,16 +67,20 @@ def test_guard_rejects_a_refinement_that_follows_clusters_unlike_the_classes(rng
 
 
 def test_rule_reads_only_public_facts_and_covers_every_type_and_epsilon():
-    from dpadapt.sound.rule import RULE, grid_point
+    import inspect
 
-    c = choose(feature_type="table", n=300, n_classes=2, n_features=25, epsilon=4.0)
+    from dpadapt.sound.rule import DESIGNS, RULE, grid_point
+
+    assert set(inspect.signature(choose).parameters) == {"feature_type", "n", "n_classes", "n_features", "epsilon"}
+    assert {f["design"] for f in RULE.values()} <= set(DESIGNS)
+    c = choose(feature_type="table", n=300, n_classes=2, n_features=25, epsilon=8.0)
     assert c.space == "features"  # a declared table is small: no basis needed
     for ft in ("dense", "counts", "table"):
         for eps in (None, 0.5, 1.0, 3.0, 8.0, 20.0):
             assert (ft, grid_point(eps)) in RULE
     assert grid_point(3.0) == 2.0 and grid_point(0.5) == 1.0 and grid_point(20.0) == 8.0
-    with pytest.raises(ValueError, match="features"):
-        choose(feature_type="table", n=300, n_classes=2, n_features=5000, epsilon=4.0)
+    with pytest.raises(ValueError, match="features"):  # the SSP design's d × d moment in the feature space
+        choose(feature_type="table", n=300, n_classes=2, n_features=5000, epsilon=None)
     with pytest.raises(TypeError):
         choose(X=np.zeros((3, 3)))  # no private rows can be passed
 
@@ -155,3 +159,34 @@ def test_two_party_cli_basis_release_adapt(tmp_path, monkeypatch, rng):
     from dpadapt.modelio import load_model
 
     assert np.mean(load_model(f"{p}/model.dpadapt").predict(Xt) == yt) > 0.7
+
+
+@pytest.mark.parametrize("feature_type, epsilon, design, model_type", [
+    ("dense", 1.0, "ssp", "SoundModel"),
+    ("dense", 2.0, "classstats", "ClassStatsModel"),
+    ("table", 4.0, "ncm", "DPNearestClassMean"),
+    ("table", 1.0, "dplr", "DPLogisticRegression"),
+])
+def test_estimator_dispatches_once_to_the_rules_route_and_carries_its_guarantee(monkeypatch, feature_type, epsilon, design, model_type):
+    import dpadapt.sound as sound
+    from dpadapt.datasets.synthetic import contract_blobs
+
+    assert choose(feature_type=feature_type, n=60, n_classes=3, n_features=6, epsilon=epsilon).design == design
+    calls = []
+    routes = {name: (lambda f, name=name: lambda *a: calls.append(name) or f(*a))(f) for name, f in sound.ROUTES.items()}
+    monkeypatch.setattr(sound, "ROUTES", routes)
+    d = contract_blobs(0)
+    m = SoundDA(epsilon=epsilon, classes=(0, 1, 2), feature_type=feature_type, random_state=0).fit_domains(d["Xs"], d["ys"], d["Xt"])
+    assert calls == [design] and m.design_ == design and type(m.model_).__name__ == model_type
+    g = m.guarantee_
+    assert g.party == "source" and g.epsilon == pytest.approx(epsilon) and g.valid
+    if design == "dplr":  # the route's own guarantee (noisy GD composition), not the SSP release's
+        assert g == m.model_.guarantees_["source"] and m.release_ is None
+    else:
+        assert g == m.release_.guarantee and m.release_.method == ("classstats" if design != "ssp" else "sound")
+    assert (m.basis_release_ is not None) == (design in ("ssp", "classstats"))  # ncm / dplr never read the receiver
+
+
+def test_the_two_party_sound_method_refuses_a_cell_whose_design_is_not_ssp():
+    with pytest.raises(ValueError, match="'ncm'"):
+        plan(SoundConfig(epsilon=4.0, classes=(0, 1), feature_type="table"), {"n_source": 300, "n_features": 25})

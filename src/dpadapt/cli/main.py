@@ -2,8 +2,9 @@
 
 Each sub-command lives in a module of :mod:`dpadapt.cli` exposing ``add_parser(subparsers)``; the
 parser's ``func`` default runs it and returns the exit status. Only the module of the command
-being run is imported (the others appear in ``--help`` from :data:`COMMANDS`), so ``dpadapt
---help`` does not import torch or dp-accounting.
+being run is imported (the others appear in ``--help`` from :data:`COMMANDS`), and every help page
+(``dpadapt release dpot --help`` too) comes from a snapshot of the parser
+(:mod:`dpadapt.cli.help_snapshot`), so no ``--help`` imports torch or dp-accounting.
 
 Errors on bad input end in one line on stderr and exit status 1 (2 for usage errors); set
 ``DPADAPT_DEBUG=1`` to see the traceback of an unexpected error.
@@ -18,6 +19,7 @@ import sys
 import warnings
 
 from dpadapt import __version__
+from dpadapt.cli.help_snapshot import print_help_page
 
 #: Sub-command → (module of :mod:`dpadapt.cli` that defines it, one-line help), in help order.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -123,6 +125,7 @@ def _warning_line(command: str):
 
 def main(argv: list[str] | None = None) -> int:
     argv = _join_negative_values(list(sys.argv[1:] if argv is None else argv))
+    print_help_page(argv)  # a help page from the parser snapshot (exits); otherwise the real parser runs
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

@@ -14,9 +14,14 @@ The sufficient-statistics design (SSP):
     (:mod:`dpadapt.sound.ssp`, ridge from the public σ) and, where the rule says so, the guarded
     refinement on its own rows (:mod:`dpadapt.sound.guard`). Post-processing, no further privacy cost.
 
-Which space, k, ridge and refinement: :func:`dpadapt.sound.rule.choose`, from public facts only, fixed
-on the development pairs (``benchmarks/sound_selection_rule.md``). :class:`SoundDA` runs the steps in
-one process.
+Which design, space, k, ridge and refinement: :func:`dpadapt.sound.rule.choose`, from public facts only,
+fixed on the development pairs (``benchmarks/sound_selection_rule.md``). The rule may also name another
+design of the portfolio (issue 23, Build item 1), each its own route: ``classstats``
+(:mod:`dpadapt.sound.classstats_route`, the class-statistics design), ``ncm`` / ``dplr``
+(:mod:`dpadapt.sound.source_only_route`, a DP classifier on the source's full mapped features).
+:class:`SoundDA` dispatches ONCE to the chosen route and runs its steps in one process; its Guarantee
+is that route's. The party steps below (``plan`` → ``release`` → ``adapt``, the CLI's ``sound``
+method) are the ``ssp`` route's.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from dpadapt.privacy.families.sound import class_moments_plan
 from dpadapt.privacy.guarantee import Guarantee
 from dpadapt.privacy.mechanisms import class_moment_statistics, random_streams
 from dpadapt.release import Release, ReleaseError
+from dpadapt.sound import classstats_route, source_only_route
 from dpadapt.sound.guard import guarded
 from dpadapt.sound.rule import Choice, choose
 from dpadapt.sound.spaces import mapped_rows, to_space
@@ -78,6 +84,9 @@ def plan(config: Config, facts: dict) -> Plan:
     """σ and the Guarantee of the source's release from public facts (``n_source``, ``n_features``)."""
     n = int(facts["n_source"])
     choice = choice_for(config, n, int(facts["n_features"]))
+    if choice.design != "ssp":
+        raise ValueError(f"the rule's design for these public facts is {choice.design!r}, not the SSP release of "
+                         f"the 'sound' method; run it with SoundDA (or the '{'classstats' if choice.design == 'classstats' else 'source-only'}' estimators)")
     if choice.space == "pca" and "k" in facts:  # a basis the receiver already sent fixes k
         choice = dataclasses.replace(choice, k=int(facts["k"]))
     if not config.private:
@@ -254,13 +263,23 @@ def contract_run(config: Config, data: dict) -> tuple[list[Release], SoundModel]
     return [r for r in (basis_rel, rel) if r is not None], model
 
 
+def _ssp_route(config: Config, Xs, ys, Xt, choice: Choice):
+    return run_parties(config, Xs, ys, Xt)
+
+
+#: design → route(config, Xs, ys, Xt, choice) → (basis release or None, release or None, fitted model)
+ROUTES = {"ssp": _ssp_route, "classstats": classstats_route.run, "ncm": source_only_route.run, "dplr": source_only_route.run}
+
+
 class SoundDA(ConfigEstimator):
-    """Sound DA for a protected labelled source: ONE release of class moments in a public space, LDA, guarded refinement.
+    """Sound DA for a protected labelled source: the design the public rule names for the public facts.
 
     Record-level (ε, δ)-DP for the source (labels included); the target is not protected (its basis,
-    when the rule uses one, is disclosed). The design, space, k, ridge and refinement come from the
-    public selection rule (:func:`dpadapt.sound.rule.choose`). ``epsilon=None`` runs the same
-    pipeline without noise.
+    when the chosen design uses one, is disclosed). The design (``ssp``: ONE release of class moments in
+    a public space → LDA, guarded refinement; ``classstats``; ``ncm``; ``dplr``), space, k, ridge and
+    refinement come from the public selection rule (:func:`dpadapt.sound.rule.choose`); ``fit_domains``
+    runs that ONE route (``design_``) and the Guarantee is that route's. ``epsilon=None`` runs the
+    same pipeline without noise.
     """
 
     config_class = Config
@@ -268,9 +287,13 @@ class SoundDA(ConfigEstimator):
     def fit_domains(self, Xs, ys, Xt, yt=None):
         Xs, ys, Xt, _ = self._check_domains(Xs, ys, Xt, None, allow_sparse=True)
         self.config_ = self.make_config()
-        self.basis_release_, self.release_, self.model_ = run_parties(self.config_, Xs, ys, Xt)
+        choice = choice_for(self.config_, Xs.shape[0], Xs.shape[1])
+        self.design_ = choice.design
+        self.basis_release_, self.release_, self.model_ = ROUTES[choice.design](self.config_, Xs, ys, Xt, choice)
         self.classes_ = self.model_.classes_
-        self._set_guarantees(*([self.release_.guarantee] if self.config_.private else []))
+        route_guarantees = getattr(self.model_, "guarantees_", None)  # a fitted source-only estimator carries its own
+        self._set_guarantees(*(route_guarantees.values() if route_guarantees is not None
+                               else [self.release_.guarantee] if self.config_.private else []))
         return self
 
     def predict(self, X):
@@ -286,4 +309,4 @@ register(Family(
     example=contract_example, run_parties=contract_run, public_arrays=("mean", "components"), noisy_arrays=("sums", "counts", "second"),
 ))
 
-__all__ = ["BASIS_KIND", "MOMENTS_KIND", "Choice", "Config", "SoundDA", "SoundModel", "adapt", "basis", "plan", "release", "run_parties"]
+__all__ = ["BASIS_KIND", "MOMENTS_KIND", "ROUTES", "Choice", "Config", "SoundDA", "SoundModel", "adapt", "basis", "plan", "release", "run_parties"]

@@ -14,33 +14,34 @@ from __future__ import annotations
 
 import dataclasses
 
-DESIGNS = ("ssp",)
+DESIGNS = ("ssp", "classstats", "ncm", "dplr")
 EPSILON_GRID = (1.0, 2.0, 4.0, 8.0)
 MAX_FEATURES_SPACE = 1100
 
 #: (feature type, ε grid point or None) → the Choice fields, as printed by benchmarks/sound_select.py
+#: (selection round 2: the portfolio of designs ``ssp``, ``classstats``, ``ncm``, ``dplr``)
 RULE: dict[tuple[str, float | None], dict] = {
-    ('counts', 1.0): {'space': 'pca', 'k': 20, 'norm': 'l2', 'classifier': 'ncm', 'ridge_scale': 0.0, 'ridge_floor': 0.0, 'refinement': 'guarded', 'min_agreement': 0.9},
-    ('counts', 2.0): {'space': 'pca', 'k': 100, 'norm': 'l2', 'classifier': 'lda', 'ridge_scale': 4.0, 'ridge_floor': 0.001, 'refinement': 'guarded', 'min_agreement': 0.9},
-    ('counts', 4.0): {'space': 'pca', 'k': 50, 'norm': 'l2', 'classifier': 'lda', 'ridge_scale': 2.0, 'ridge_floor': 0.01, 'refinement': 'guarded', 'min_agreement': 0.9},
-    ('counts', 8.0): {'space': 'pca', 'k': 50, 'norm': 'l2', 'classifier': 'lda', 'ridge_scale': 2.0, 'ridge_floor': 0.001, 'refinement': 'guarded', 'min_agreement': 0.9},
-    ('counts', None): {'space': 'pca', 'k': 100, 'norm': 'l2', 'classifier': 'lda', 'ridge_scale': 4.0, 'ridge_floor': 0.1, 'refinement': 'guarded', 'min_agreement': 0.9},
-    ('dense', 1.0): {'space': 'pca', 'k': 20, 'norm': 'l2', 'classifier': 'ncm', 'ridge_scale': 0.0, 'ridge_floor': 0.0, 'refinement': 'none', 'min_agreement': 1.0},
-    ('dense', 2.0): {'space': 'pca', 'k': 50, 'norm': 'l2', 'classifier': 'ncm', 'ridge_scale': 0.0, 'ridge_floor': 0.0, 'refinement': 'none', 'min_agreement': 1.0},
-    ('dense', 4.0): {'space': 'pca', 'k': 20, 'norm': 'l2', 'classifier': 'lda', 'ridge_scale': 2.0, 'ridge_floor': 0.01, 'refinement': 'none', 'min_agreement': 1.0},
-    ('dense', 8.0): {'space': 'pca', 'k': 20, 'norm': 'l2', 'classifier': 'lda', 'ridge_scale': 4.0, 'ridge_floor': 0.1, 'refinement': 'none', 'min_agreement': 1.0},
-    ('dense', None): {'space': 'pca', 'k': 20, 'norm': 'l2', 'classifier': 'ncm', 'ridge_scale': 0.0, 'ridge_floor': 0.0, 'refinement': 'none', 'min_agreement': 1.0},
-    ('table', 1.0): {'space': 'features', 'k': 0, 'norm': 'l2', 'classifier': 'lda', 'ridge_scale': 2.0, 'ridge_floor': 0.1, 'refinement': 'none', 'min_agreement': 1.0},
-    ('table', 2.0): {'space': 'features', 'k': 0, 'norm': 'l2', 'classifier': 'ncm', 'ridge_scale': 0.0, 'ridge_floor': 0.0, 'refinement': 'none', 'min_agreement': 1.0},
-    ('table', 4.0): {'space': 'features', 'k': 0, 'norm': 'l2', 'classifier': 'ncm', 'ridge_scale': 0.0, 'ridge_floor': 0.0, 'refinement': 'none', 'min_agreement': 1.0},
-    ('table', 8.0): {'space': 'features', 'k': 0, 'norm': 'l2', 'classifier': 'ncm', 'ridge_scale': 0.0, 'ridge_floor': 0.0, 'refinement': 'none', 'min_agreement': 1.0},
-    ('table', None): {'space': 'features', 'k': 0, 'norm': 'l2', 'classifier': 'lda', 'ridge_scale': 4.0, 'ridge_floor': 0.1, 'refinement': 'none', 'min_agreement': 1.0},
+    ('counts', 1.0): {'design': 'ssp', 'space': 'pca', 'k': 20, 'norm': 'l2', 'classifier': 'ncm', 'ridge_scale': 0.0, 'ridge_floor': 0.0, 'refinement': 'guarded', 'min_agreement': 0.9},
+    ('counts', 2.0): {'design': 'ssp', 'space': 'pca', 'k': 100, 'norm': 'l2', 'classifier': 'lda', 'ridge_scale': 4.0, 'ridge_floor': 0.001, 'refinement': 'guarded', 'min_agreement': 0.9},
+    ('counts', 4.0): {'design': 'ssp', 'space': 'pca', 'k': 50, 'norm': 'l2', 'classifier': 'lda', 'ridge_scale': 2.0, 'ridge_floor': 0.01, 'refinement': 'guarded', 'min_agreement': 0.9},
+    ('counts', 8.0): {'design': 'ssp', 'space': 'pca', 'k': 50, 'norm': 'l2', 'classifier': 'lda', 'ridge_scale': 2.0, 'ridge_floor': 0.001, 'refinement': 'guarded', 'min_agreement': 0.9},
+    ('counts', None): {'design': 'ssp', 'space': 'pca', 'k': 100, 'norm': 'l2', 'classifier': 'lda', 'ridge_scale': 4.0, 'ridge_floor': 0.1, 'refinement': 'guarded', 'min_agreement': 0.9},
+    ('dense', 1.0): {'design': 'ssp', 'space': 'pca', 'k': 20, 'norm': 'l2', 'classifier': 'ncm', 'ridge_scale': 0.0, 'ridge_floor': 0.0, 'refinement': 'none', 'min_agreement': 1.0},
+    ('dense', 2.0): {'design': 'classstats', 'space': 'pca', 'k': 20, 'norm': 'l2', 'classifier': 'prototypes', 'refinement': 'ot', 'ridge_scale': 0.0, 'ridge_floor': 0.0, 'min_agreement': 1.0},
+    ('dense', 4.0): {'design': 'ssp', 'space': 'pca', 'k': 20, 'norm': 'l2', 'classifier': 'lda', 'ridge_scale': 2.0, 'ridge_floor': 0.01, 'refinement': 'none', 'min_agreement': 1.0},
+    ('dense', 8.0): {'design': 'ssp', 'space': 'pca', 'k': 20, 'norm': 'l2', 'classifier': 'lda', 'ridge_scale': 4.0, 'ridge_floor': 0.1, 'refinement': 'none', 'min_agreement': 1.0},
+    ('dense', None): {'design': 'classstats', 'space': 'pca', 'k': 20, 'norm': 'l2', 'classifier': 'prototypes', 'refinement': 'ot', 'ridge_scale': 0.0, 'ridge_floor': 0.0, 'min_agreement': 1.0},
+    ('table', 1.0): {'design': 'dplr', 'space': 'features', 'k': 0, 'norm': 'l2', 'classifier': 'lr', 'refinement': 'none', 'ridge_scale': 0.0, 'ridge_floor': 0.0, 'min_agreement': 1.0},
+    ('table', 2.0): {'design': 'dplr', 'space': 'features', 'k': 0, 'norm': 'l2', 'classifier': 'lr', 'refinement': 'none', 'ridge_scale': 0.0, 'ridge_floor': 0.0, 'min_agreement': 1.0},
+    ('table', 4.0): {'design': 'ncm', 'space': 'features', 'k': 0, 'norm': 'l2', 'classifier': 'ncm', 'refinement': 'none', 'ridge_scale': 0.0, 'ridge_floor': 0.0, 'min_agreement': 1.0},
+    ('table', 8.0): {'design': 'ncm', 'space': 'features', 'k': 0, 'norm': 'l2', 'classifier': 'ncm', 'refinement': 'none', 'ridge_scale': 0.0, 'ridge_floor': 0.0, 'min_agreement': 1.0},
+    ('table', None): {'design': 'ssp', 'space': 'features', 'k': 0, 'norm': 'l2', 'classifier': 'lda', 'ridge_scale': 4.0, 'ridge_floor': 0.1, 'refinement': 'guarded', 'min_agreement': 0.95},
 }
 
 
 @dataclasses.dataclass(frozen=True)
 class Choice:
-    """One concrete sound design: space, basis size k, receiver classifier, ridge and guarded refinement."""
+    """One concrete sound design (``design`` ∈ :data:`DESIGNS`): space, basis size k, receiver classifier, ridge, refinement."""
 
     design: str
     space: str
@@ -70,7 +71,7 @@ def grid_point(epsilon: float | None) -> float | None:
 def choose(*, feature_type: str, n: int, n_classes: int, n_features: int, epsilon: float | None) -> Choice:
     """The rule (see ``benchmarks/sound_selection_rule.md``): public facts in, a :class:`Choice` out."""
     fields = dict(RULE[(feature_type, grid_point(epsilon))])
-    if fields["space"] == "features" and n_features > MAX_FEATURES_SPACE:
+    if fields["design"] == "ssp" and fields["space"] == "features" and n_features > MAX_FEATURES_SPACE:
         raise ValueError(f"the rule's 'features' space is for d ≤ {MAX_FEATURES_SPACE} (got d = {n_features}); "
                          "declare feature_type='dense' or 'counts' for wide data")
-    return Choice(design="ssp", **fields)
+    return Choice(**fields)

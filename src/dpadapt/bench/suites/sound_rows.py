@@ -249,7 +249,7 @@ def _sound(p: Problem):
     return SoundDA(**{**p.dp_kwargs(), "feature_type": ft}).fit_domains(p.Xs, p.ys, p.Xt)
 
 
-register_row("sound", "design", _sound, "SoundDA (issue 23): class sums, counts and second moment in a public space → LDA, by the dev-pair rule")
+register_row("sound", "design", _sound, "SoundDA (issue 23): the design the dev-pair rule names (ssp / classstats / ncm / dplr), one route")
 register_row("dpot-cs", "design", _dpot, "DPOTAdapter's sound default (class statistics in the target's PCA basis, refinement 'ot')")
 register_row("classstats", "design", _classstats, "ClassStatsDA's default (the same design through its own estimator)")
 register_row("dp-ncm", "dp-source-only", _dp_source_only("DPNearestClassMean"), "DP nearest class mean on the source (one class-statistics release, no basis)")
