@@ -23,7 +23,7 @@ from dpadapt.privacy.mechanisms import (
     random_streams,
 )
 
-EPS, DELTA, N = 1.0, 1e-5, 100_000
+EPS, DELTA, N = 1.0, 1e-5, 30_000
 
 
 def _vector(Z, y, K):
