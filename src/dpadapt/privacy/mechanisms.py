@@ -701,7 +701,8 @@ def torch_gaussian_noise(total, std: float, noise):
         raise ValueError(f"noise std must be a finite number ≥ 0, got {std}")
     if std == 0:
         return total
-    if not bool(torch.isfinite(total).all()):  # in the tensor's own dtype (a float64-finite 1e39 is inf in float32)
+    # in the tensor's own dtype (a float64-finite 1e39 is inf in float32); a "meta" tensor holds no values to check or release
+    if total.device.type != "meta" and not bool(torch.isfinite(total).all()):
         raise NonFiniteError("the clipped sum to release contains NaN or infinite values; refused before any noise was drawn")
     g = torch_noise_generator(noise)  # a CPU generator: drawn on the CPU, then moved to the tensor's device
     return total + std * torch.randn(total.shape, generator=g, dtype=total.dtype).to(total.device)
