@@ -48,8 +48,21 @@ def _table_paths(node: dict, path: tuple[str, ...] = ()) -> list[tuple[str, ...]
     return out
 
 
+def _builtin_methods_only(monkeypatch) -> None:
+    """Drop methods that a test plugin registered earlier in this process (the table holds built-in ones)."""
+    from dpadapt.cli import methods as cli_methods
+
+    def builtin(commands) -> bool:
+        steps = (getattr(commands, step, None) for step in cli_methods.STEPS)
+        return all(f.__module__.startswith("dpadapt.") for f in steps if f is not None)
+
+    monkeypatch.delenv(cli_methods.PLUGINS_ENV, raising=False)
+    monkeypatch.setattr(cli_methods, "_METHODS", {k: v for k, v in cli_methods._METHODS.items() if builtin(v)})
+
+
 def test_help_table_prints_what_the_real_parser_prints(monkeypatch):
     monkeypatch.setenv("COLUMNS", "100")
+    _builtin_methods_only(monkeypatch)
     real = _pages(build_parser(None))
     snapshot = _pages(build(TABLE, OneLineParser))
     stale = "; regenerate it with `python -m dpadapt.cli.help_snapshot`"
