@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import sys
 import time
 from collections.abc import Iterator
@@ -83,16 +84,23 @@ def _schema_classes(args: argparse.Namespace, classes: tuple | None) -> None:
     args.classes = tuple(range(len(classes)))
 
 
+#: Seconds a step runs before its progress bar shows.
+PROGRESS_DELAY_ENV = "DPADAPT_PROGRESS_DELAY"
+
+
 @contextmanager
 def progress_bar(args: argparse.Namespace, desc: str, unit: str = "rows", total: int | None = None) -> Iterator[Any]:
-    """A ``tick(n)`` callback advancing a tqdm bar on stderr (a no-op when progress is off)."""
+    """A ``tick(n)`` callback advancing a tqdm bar on stderr (a no-op when progress is off).
+
+    The bar shows once the step has run ``$DPADAPT_PROGRESS_DELAY`` seconds (default 1), so quick steps print nothing.
+    """
     if not show_progress(args):
         yield lambda n=1: None
         return
     from tqdm import tqdm
 
     bar = tqdm(total=total, desc=desc, unit=unit, unit_scale=True, file=sys.stderr, leave=False,
-               mininterval=0.5, delay=1.0)
+               mininterval=0.5, delay=float(os.environ.get(PROGRESS_DELAY_ENV, "1")))
     try:
         yield bar.update
     finally:
