@@ -401,3 +401,26 @@ def test_item1_cli_refuses_a_hostile_basis_before_charging(rng, tmp_path, monkey
     err = capsys.readouterr().err
     assert "basis" in err and "NaN or infinite" in err, err
     assert not (tmp_path / "s.release").exists() and Ledger(ledger).history() == []
+
+
+def test_item1_hostile_basis_is_refused_by_the_sound_design_too(rng):
+    """The same attack on SoundDA's class-moment release in the receiver's PCA basis (added this round)."""
+    from dpadapt import sound
+
+    (X, y), (Xp, yp) = _neighbours(rng, d=30)
+    cfg = sound.Config(epsilon=1.0, classes=CL, random_state=0)
+    plan = sound.plan(cfg, {"n_source": len(y), "n_features": 30})
+    choice = plan.calibration["choice"]
+    assert choice.space == "pca"
+    honest = sound.basis(rng.normal(size=(60, 30)), cfg, choice)
+    k = honest.params["k"]
+    inf_comp = np.eye(30)[:, :k]
+    inf_comp[2, 0] = np.inf
+    far_mean = np.zeros(30)
+    far_mean[1] = -1e300
+    for mean, comp in ((np.zeros(30), inf_comp), (far_mean, np.eye(30)[:, :k]), (np.zeros(30), 3.0 * np.eye(30)[:, :k])):
+        basis = _crafted_basis(honest, mean, comp)
+        for Xa, ya in ((X, y), (Xp, yp)):
+            with pytest.raises(ReleaseError, match="basis"):
+                sound.release(plan, Xa, ya, _NoNoise(), basis_release=basis)
+    assert np.all(np.isfinite(sound.release(plan, X, y, random_streams(0)[1], basis_release=honest)["sums"]))

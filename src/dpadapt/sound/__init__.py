@@ -27,13 +27,13 @@ method) are the ``ssp`` route's.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 
 import numpy as np
 from scipy.special import logsumexp
 
 from dpadapt import api
 from dpadapt.api import ConfigEstimator, Family, Plan, param, register
+from dpadapt.classstats import _digest
 from dpadapt.classstats.adapt import fit_basis
 from dpadapt.privacy.families.classstats import basis_disclosure
 from dpadapt.privacy.families.sound import class_moments_plan
@@ -45,7 +45,7 @@ from dpadapt.sound.guard import guarded
 from dpadapt.sound.rule import Choice, choose
 from dpadapt.sound.spaces import mapped_rows, to_space
 from dpadapt.sound.ssp import lda_from_moments, ridge
-from dpadapt.validation import check_features, check_labels
+from dpadapt.validation import check_basis, check_features, check_labels
 
 BASIS_KIND = "target_basis"
 MOMENTS_KIND = "class_moments"
@@ -64,13 +64,6 @@ class Config(api.Config):
 
     def use_log1p(self) -> bool:
         return self.feature_type == "counts"
-
-
-def _digest(*arrays: np.ndarray) -> str:
-    h = hashlib.sha256()
-    for a in arrays:
-        h.update(np.ascontiguousarray(a, dtype=np.float64).tobytes())
-    return h.hexdigest()
 
 
 def choice_for(config: Config, n_source: int, n_features: int) -> Choice:
@@ -116,9 +109,13 @@ def _basis_arrays(rel: Release | None, family: str) -> dict:
         return {}
     if rel.method != family or rel.kind != BASIS_KIND:
         raise ReleaseError(f"expected a {family}/{BASIS_KIND} release, got {rel.method}/{rel.kind}")
-    if _digest(rel["mean"], rel["components"]) != rel.params["sha256"]:
-        raise ReleaseError("the basis arrays do not match their digest")
-    return {"mean": rel["mean"], "components": rel["components"]}
+    try:
+        if _digest(rel["mean"], rel["components"]) != rel.params.get("sha256"):
+            raise ReleaseError("the basis arrays do not match their digest")
+        mean, components = check_basis(rel["mean"], rel["components"])  # untrusted input (issue 19, item 1)
+    except (KeyError, ValueError) as exc:
+        raise ReleaseError(f"basis release: {exc}") from None
+    return {"mean": mean, "components": components}
 
 
 def _space_kwargs(choice: Choice, basis_release: Release | None, family: str) -> dict:
