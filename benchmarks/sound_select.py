@@ -15,6 +15,11 @@ design, merged by pair, ε and seed), ``design:ncm`` and ``design:dplr`` (the ro
 columns: the DP source-only classifiers on the full mapped features). The criterion is unchanged; a cell
 whose choice IS a DP source-only classifier has gap 0 to it by construction (the default then never
 loses to it).
+
+Round 3 (``--round3``, on the output of ``sound_dev_round3.py``, which holds every candidate, the
+portfolio designs included): the criterion is the worst over the dev pairs of (the candidate's WORST
+SEED − the best DP source-only MEAN); the receiver classifier ``ridge`` (keys ``ssp:SPACE:K:ridge:A:F``)
+joins ``lda`` and ``ncm``.
 """
 
 from __future__ import annotations
@@ -45,13 +50,18 @@ def parse(key: str, ft: str, tau: float) -> dict:
     space, k = parts[1], int(parts[2])
     norm = "box" if space.endswith("-box") else "l2"
     ncm = parts[3] == "ncm"
-    return {"design": "ssp", "space": space.removesuffix("-box"), "k": k, "norm": norm, "classifier": "ncm" if ncm else "lda",
-            "ridge_scale": 0.0 if ncm else float(parts[3]), "ridge_floor": 0.0 if ncm else float(parts[4]),
+    clf = "ncm" if ncm else ("ridge" if parts[3] == "ridge" else "lda")
+    ab = parts[4:6] if clf == "ridge" else parts[3:5]
+    return {"design": "ssp", "space": space.removesuffix("-box"), "k": k, "norm": norm, "classifier": clf,
+            "ridge_scale": 0.0 if ncm else float(ab[0]), "ridge_floor": 0.0 if ncm else float(ab[1]),
             "refinement": "none" if tau > 1 else "guarded", "min_agreement": min(tau, 1.0)}
 
 
-def main(paths: str, portfolio: str = "") -> None:
+def main(paths: str, portfolio: str = "", round3: bool = False) -> None:
     rows = [json.loads(line) for p in paths.split(",") for line in open(p)]
+    if round3:
+        for r in rows:
+            r["design:ncm"], r["design:dplr"] = r["ncm"], r["dplr"]
     if portfolio:
         extra = {(r["pair"], r["eps"], r["seed"]): r for r in (json.loads(line) for line in open(portfolio))}
         for r in rows:
@@ -72,10 +82,10 @@ def main(paths: str, portfolio: str = "") -> None:
                 pr = [r for r in rs if r["pair"] == pair and c in r]
                 if not pr:
                     break
-                acc = np.mean([r[c] for r in pr])
+                acc = min(r[c] for r in pr) if round3 else np.mean([r[c] for r in pr])
                 base = np.mean([r["lr_cv"] for r in pr]) if eps is None and "lr_cv" in pr[0] else max(np.mean([r["ncm"] for r in pr]), np.mean([r["dplr"] for r in pr]))
                 gaps.append(acc - base)
-                accs.append(acc)
+                accs.append(np.mean([r[c] for r in pr]))
             else:
                 scored.append((min(gaps), np.mean(accs), c, gaps))
         scored.sort(reverse=True)
@@ -104,4 +114,5 @@ def main(paths: str, portfolio: str = "") -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "")
+    args = [a for a in sys.argv[1:] if a != "--round3"]
+    main(args[0], args[1] if len(args) > 1 else "", round3="--round3" in sys.argv)

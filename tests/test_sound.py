@@ -13,7 +13,7 @@ from dpadapt.sound import Config as SoundConfig
 from dpadapt.sound.guard import guarded
 from dpadapt.sound.rule import choose
 from dpadapt.sound.spaces import mapped_rows
-from dpadapt.sound.ssp import lda_from_moments
+from dpadapt.sound.ssp import lda_from_moments, ridge_from_moments
 
 
 def _two_gaussians(rng, n=400, d=5, shift=1.5, scale=None):
@@ -40,6 +40,18 @@ def test_lda_from_exact_moments_uses_the_within_class_covariance(rng):
     mu = S / c[:, None]
     ncm = np.mean(np.argmin(((X[:, None, :] - mu[None]) ** 2).sum(-1), axis=1) == y)
     assert lda > 0.95 and lda > ncm + 0.1
+
+
+def test_ridge_classifier_is_least_squares_on_the_class_indicators(rng):
+    X, y = _two_gaussians(rng, n=200, d=4)
+    S, _, M = _moments(X, y)
+    W, b = ridge_from_moments(S, M, lam=3.0)
+    Y = np.eye(2)[y]
+    assert np.allclose(W.T, np.linalg.solve(X.T @ X + 3.0 * np.eye(4), X.T @ Y)) and not b.any()
+    # noise can make M indefinite: only its PSD part is inverted, so a negative eigenvalue near -λ cannot blow up
+    bad = M - (np.linalg.eigvalsh(M)[0] + 3.0 - 1e-9) * np.outer(*(2 * [np.linalg.eigh(M)[1][:, 0]]))
+    assert np.abs(ridge_from_moments(S, bad, lam=3.0)[0]).max() < 1e3  # 1/(−3 + 3 + 1e-9) would be ~1e9·|S|
+    assert np.mean(np.argmax(X @ W.T, axis=1) == y) > 0.8
 
 
 def test_heavy_ridge_tends_to_the_nearest_mean_rule_not_to_the_majority_class(rng):
@@ -80,7 +92,7 @@ def test_rule_reads_only_public_facts_and_covers_every_type_and_epsilon():
             assert (ft, grid_point(eps)) in RULE
     assert grid_point(3.0) == 2.0 and grid_point(0.5) == 1.0 and grid_point(20.0) == 8.0
     with pytest.raises(ValueError, match="features"):  # the SSP design's d × d moment in the feature space
-        choose(feature_type="table", n=300, n_classes=2, n_features=5000, epsilon=None)
+        choose(feature_type="table", n=300, n_classes=2, n_features=10000, epsilon=None)
     with pytest.raises(TypeError):
         choose(X=np.zeros((3, 3)))  # no private rows can be passed
 

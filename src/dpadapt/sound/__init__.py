@@ -10,8 +10,8 @@ The sufficient-statistics design (SSP):
     ONE Gaussian (:func:`dpadapt.privacy.mechanisms.class_moment_statistics`): (ε, δ)-DP per record,
     labels included, Δ = √6 replace-one / √3 add/remove (proof beside ``CLASS_MOMENT_SENSITIVITY``);
     σ from the analytic Gaussian (Balle & Wang 2018, Thm. 8).
-(c) :func:`adapt` — the receiver forms ridge-regularised LDA from the noisy moments
-    (:mod:`dpadapt.sound.ssp`, ridge from the public σ) and, where the rule says so, the guarded
+(c) :func:`adapt` — the receiver forms a shrunk LDA (or the ridge classifier, or the nearest class
+    direction, as the rule says) from the noisy moments (:mod:`dpadapt.sound.ssp`, ridge from the public σ) and, where the rule says so, the guarded
     refinement on its own rows (:mod:`dpadapt.sound.guard`). Post-processing, no further privacy cost.
 
 Which design, space, k, ridge and refinement: :func:`dpadapt.sound.rule.choose`, from public facts only,
@@ -44,7 +44,7 @@ from dpadapt.sound import classstats_route, source_only_route
 from dpadapt.sound.guard import guarded
 from dpadapt.sound.rule import Choice, choose
 from dpadapt.sound.spaces import mapped_rows, to_space
-from dpadapt.sound.ssp import lda_from_moments, ridge
+from dpadapt.sound.ssp import lda_from_moments, ridge, ridge_from_moments
 from dpadapt.validation import check_basis, check_features, check_labels
 
 BASIS_KIND = "target_basis"
@@ -202,7 +202,7 @@ class SoundModel:
 
 
 def adapt(release_: Release, Xt, config: Config, *, basis_release: Release | None = None, family: str | None = None) -> SoundModel:
-    """The receiver's step: ridge-regularised LDA from the noisy moments, then the rule's (guarded) refinement."""
+    """The receiver's step: the rule's classifier (LDA, ridge or nearest class direction) from the noisy moments, then its (guarded) refinement."""
     family = family or config.family
     if release_.method != family or release_.kind != MOMENTS_KIND:
         raise ReleaseError(f"expected a {family}/{MOMENTS_KIND} release, got {release_.method}/{release_.kind}")
@@ -218,6 +218,8 @@ def adapt(release_: Release, Xt, config: Config, *, basis_release: Release | Non
     lam = ridge(float(p["sigma"]), float(p["n_source"]), sums.shape[1], ridge_scale=choice.ridge_scale, ridge_floor=choice.ridge_floor)
     if choice.classifier == "ncm":  # nearest class direction (cosine) of the released sums
         W, b = sums / np.maximum(np.linalg.norm(sums, axis=1, keepdims=True), np.finfo(float).tiny), np.zeros(sums.shape[0])
+    elif choice.classifier == "ridge":  # least squares on the class indicators (selection round 3)
+        W, b = ridge_from_moments(sums, release_["second"], lam)
     else:
         W, b = lda_from_moments(sums, release_["counts"], release_["second"], lam)
     model = SoundModel(np.asarray(p["classes"]), bool(p["log1p"]), choice.to_params(), kw.get("mean"), kw.get("components"), W, b)

@@ -5,7 +5,8 @@ C→W; Amazon bow5000 K→B, D→E, B→K, E→D; UCI Heart Cleveland ↔ Hungar
 ``benchmarks/sound_select.py`` and written down in ``benchmarks/sound_selection_rule.md`` before any
 report-pair run. It reads only public facts: the declared feature type (``dense``, ``counts``,
 ``table``), ε (None or the grid point at or below it: 1, 2, 4, 8; ε < 1 uses the ε = 1 entry) and the
-feature dimension d (the ``features`` space is allowed only for d ≤ 1100). Never a target label,
+feature dimension d (the ``features`` space is allowed only for d ≤ 1100 at a finite ε, where the
+noise of the d × d moment grows with d²; without noise, for d ≤ 8192, a d × d matrix in memory). Never a target label,
 never a private statistic. ``n`` and ``K`` are accepted for the record but the dev pairs gave no
 reason to branch on them.
 """
@@ -17,6 +18,7 @@ import dataclasses
 DESIGNS = ("ssp", "classstats", "ncm", "dplr")
 EPSILON_GRID = (1.0, 2.0, 4.0, 8.0)
 MAX_FEATURES_SPACE = 1100
+MAX_FEATURES_SPACE_NOISE_FREE = 8192
 
 #: (feature type, ε grid point or None) → the Choice fields, as printed by benchmarks/sound_select.py
 #: (selection round 2: the portfolio of designs ``ssp``, ``classstats``, ``ncm``, ``dplr``)
@@ -71,7 +73,8 @@ def grid_point(epsilon: float | None) -> float | None:
 def choose(*, feature_type: str, n: int, n_classes: int, n_features: int, epsilon: float | None) -> Choice:
     """The rule (see ``benchmarks/sound_selection_rule.md``): public facts in, a :class:`Choice` out."""
     fields = dict(RULE[(feature_type, grid_point(epsilon))])
-    if fields["design"] == "ssp" and fields["space"] == "features" and n_features > MAX_FEATURES_SPACE:
-        raise ValueError(f"the rule's 'features' space is for d ≤ {MAX_FEATURES_SPACE} (got d = {n_features}); "
+    limit = MAX_FEATURES_SPACE_NOISE_FREE if epsilon is None else MAX_FEATURES_SPACE
+    if fields["design"] == "ssp" and fields["space"] == "features" and n_features > limit:
+        raise ValueError(f"the rule's 'features' space is for d ≤ {limit} (got d = {n_features}); "
                          "declare feature_type='dense' or 'counts' for wide data")
     return Choice(**fields)

@@ -10,7 +10,10 @@ scale of the noise's spectral norm, Wigner; n/k the average eigenvalue of M for 
 towards m·I rather than adding λI keeps the covariance's scale, so that as the noise grows the
 classifier tends to the Gaussian nearest-class-mean rule with its class prior (not to "always the
 largest class"). The classifier is Fisher's LDA, score_c(x) = xᵀΣ⁻¹μ_c − ½μ_cᵀΣ⁻¹μ_c + log π_c.
-Nothing here touches private data.
+
+The same release also gives the ridge (least-squares) classifier on the class indicators, score(x) =
+xᵀ(M + λI)⁻¹Sᵀ with M's PSD part (:func:`ridge_from_moments`; selection round 3). Nothing here touches
+private data.
 """
 
 from __future__ import annotations
@@ -45,3 +48,23 @@ def lda_from_spectrum(means: np.ndarray, c: np.ndarray, vals: np.ndarray, vecs: 
 def lda_from_moments(sums: np.ndarray, counts: np.ndarray, second: np.ndarray, lam: float) -> tuple[np.ndarray, np.ndarray]:
     """(W, b): linear class scores ``Z @ W.T + b`` of the shrunk LDA of the (noisy) moments."""
     return lda_from_spectrum(*within_spectrum(sums, counts, second), lam)
+
+
+def second_spectrum(second: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Eigen-decomposition of the (noisy) second moment M, PSD part (noise can make it indefinite)."""
+    second = np.asarray(second, dtype=np.float64)
+    vals, vecs = np.linalg.eigh((second + second.T) / 2.0)
+    return np.clip(vals, 0.0, None), vecs
+
+
+def ridge_from_spectrum(sums: np.ndarray, vals: np.ndarray, vecs: np.ndarray, lam: float) -> tuple[np.ndarray, np.ndarray]:
+    """(W, b) of the ridge classifier: W = S(M + λI)⁻¹ from :func:`second_spectrum`'s output, b = 0."""
+    if lam <= 0.0 and float(vals.min(initial=0.0)) <= 0.0:
+        lam = np.finfo(float).eps * max(float(vals.max(initial=0.0)), 1.0)  # λ = 0 on a singular M: minimum-norm limit
+    W = ((np.asarray(sums, dtype=np.float64) @ vecs) / (vals + lam)) @ vecs.T
+    return W, np.zeros(W.shape[0])
+
+
+def ridge_from_moments(sums: np.ndarray, second: np.ndarray, lam: float) -> tuple[np.ndarray, np.ndarray]:
+    """(W, b): linear class scores ``Z @ W.T + b`` of the ridge classifier of the (noisy) moments."""
+    return ridge_from_spectrum(sums, *second_spectrum(second), lam)
