@@ -202,3 +202,12 @@ def test_estimator_dispatches_once_to_the_rules_route_and_carries_its_guarantee(
 def test_the_two_party_sound_method_refuses_a_cell_whose_design_is_not_ssp():
     with pytest.raises(ValueError, match="'ncm'"):
         plan(SoundConfig(epsilon=4.0, classes=(0, 1), feature_type="table"), {"n_source": 300, "n_features": 25})
+
+
+def test_guard_takes_sparse_rows_like_dense_ones(rng):
+    import scipy.sparse as sp
+
+    X, y = _two_gaussians(rng, n=200, d=4)
+    W, b = lda_from_moments(*_moments(X, y), lam=1.0)
+    dense, sparse = guarded(X, W, b, min_agreement=0.5), guarded(sp.csr_matrix(X), W, b, min_agreement=0.5)
+    assert dense.kept == sparse.kept and np.allclose(dense.W, sparse.W) and dense.agreement == sparse.agreement

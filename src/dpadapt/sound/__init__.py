@@ -38,7 +38,7 @@ from dpadapt.classstats.adapt import fit_basis
 from dpadapt.privacy.families.classstats import basis_disclosure
 from dpadapt.privacy.families.sound import class_moments_plan
 from dpadapt.privacy.guarantee import Guarantee
-from dpadapt.privacy.mechanisms import class_moment_statistics, random_streams
+from dpadapt.privacy.mechanisms import class_moment_statistics, class_moment_sums, random_streams
 from dpadapt.release import Release, ReleaseError
 from dpadapt.sound import classstats_route, source_only_route
 from dpadapt.sound.guard import guarded
@@ -147,10 +147,8 @@ def release(plan_: Plan, Xs, ys, noise, *, basis_release: Release | None = None)
     if config.private:
         st = class_moment_statistics(Z, idx, len(classes), sigma=plan_.calibration["sigma"], relation=config.relation, noise=noise)
         sums, counts, second, guarantee = st.sums, st.counts, st.second, plan_.guarantee
-    else:
-        sums = np.zeros((len(classes), Z.shape[1]))
-        np.add.at(sums, idx, Z)
-        counts, second = np.bincount(idx, minlength=len(classes)).astype(float), Z.T @ Z
+    else:  # the same statistics, exact (sparse rows stay sparse until the k × k product)
+        sums, counts, second = class_moment_sums(Z, idx, len(classes))
         guarantee = Guarantee.non_private("source", "epsilon=None: the non-private counterpart")
     return Release(
         method=plan_.family, kind=MOMENTS_KIND, owner="source", arrays={"sums": sums, "counts": counts, "second": second},

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import scipy.sparse as sp
 
 
 def _lda_fit(Z: np.ndarray, labels: np.ndarray, K: int, shrink: float, prev: tuple[np.ndarray, np.ndarray]):
@@ -37,6 +38,7 @@ def _lda_fit(Z: np.ndarray, labels: np.ndarray, K: int, shrink: float, prev: tup
 
 def refine_lda(Z: np.ndarray, W: np.ndarray, b: np.ndarray, *, rounds: int = 10, shrink: float = 0.1) -> tuple[np.ndarray, np.ndarray]:
     """Classification EM of a shared-covariance Gaussian model on ``Z`` from the DP scorer ``(W, b)``."""
+    Z = Z.toarray() if sp.issparse(Z) else np.asarray(Z)  # the class means and covariance are dense anyway
     K = W.shape[0]
     labels = np.argmax(Z @ W.T + b, axis=1)
     cur = (W, b)
