@@ -111,10 +111,11 @@ def test_estimator_private_nonprivate_and_release_contents(rng):
     assert nonpriv.score(Xt, yt) > 0.85
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        priv = SoundDA(epsilon=4.0, classes=(0, 1), random_state=0).fit_domains(Xs, ys, Xt)
+        priv = SoundDA(epsilon=8.0, classes=(0, 1), random_state=0).fit_domains(Xs, ys, Xt)
+    assert priv.design_ == "ssp"
     rel = priv.release_
     assert set(rel.arrays) == {"sums", "counts", "second"}  # aggregates only, never a row
-    assert rel.arrays["second"].shape[0] == rel.arrays["sums"].shape[1] and rel.guarantee.epsilon == pytest.approx(4.0)
+    assert rel.arrays["second"].shape[0] == rel.arrays["sums"].shape[1] and rel.guarantee.epsilon == pytest.approx(8.0)
     assert priv.score(Xt, yt) > 0.6
     assert priv.predict_proba(Xt).shape == (300, 2)
 
@@ -159,13 +160,13 @@ def test_two_party_cli_basis_release_adapt(tmp_path, monkeypatch, rng):
     save_table(tmp_path / "t.npz", Xt, yt)
     from dpadapt.privacy.ledger import Ledger, fingerprint
 
-    Ledger(tmp_path / "ledger.sqlite").set_budget("source", fingerprint(tmp_path / "s.npz"), 8.0, 1e-5)
+    Ledger(tmp_path / "ledger.sqlite").set_budget("source", fingerprint(tmp_path / "s.npz"), 10.0, 1e-5)
     p = str(tmp_path)
     assert main(["basis", "--method", "sound", "--data", f"{p}/t.npz", "--out", f"{p}/b.release"]) == 0
     assert main(["release", "sound", "--data", f"{p}/s.npz", "--basis", f"{p}/b.release", "--classes", "0,1",
-                 "--epsilon", "4", "--delta", "1e-5", "--out", f"{p}/m.release", "--seed", "0"]) == 0
+                 "--epsilon", "8", "--delta", "1e-5", "--out", f"{p}/m.release", "--seed", "0"]) == 0
     rel = Release.load(f"{p}/m.release")
-    assert rel.kind == "class_moments" and rel.guarantee.epsilon == pytest.approx(4.0)
+    assert rel.kind == "class_moments" and rel.guarantee.epsilon == pytest.approx(8.0)
     assert main(["adapt", "sound", "--release", f"{p}/m.release", "--release", f"{p}/b.release",
                  "--data", f"{p}/t.npz", "--out", f"{p}/model.dpadapt"]) == 0
     from dpadapt.modelio import load_model
@@ -176,14 +177,14 @@ def test_two_party_cli_basis_release_adapt(tmp_path, monkeypatch, rng):
 @pytest.mark.parametrize("feature_type, epsilon, design, model_type", [
     ("dense", 1.0, "ssp", "SoundModel"),
     ("dense", 2.0, "classstats", "ClassStatsModel"),
-    ("table", 4.0, "ncm", "DPNearestClassMean"),
-    ("table", 1.0, "dplr", "DPLogisticRegression"),
+    ("table", 4.0, "ssp", "SoundModel"),
 ])
 def test_estimator_dispatches_once_to_the_rules_route_and_carries_its_guarantee(monkeypatch, feature_type, epsilon, design, model_type):
     import dpadapt.sound as sound
     from dpadapt.datasets.synthetic import contract_blobs
 
-    assert choose(feature_type=feature_type, n=60, n_classes=3, n_features=6, epsilon=epsilon).design == design
+    choice = choose(feature_type=feature_type, n=60, n_classes=3, n_features=6, epsilon=epsilon)
+    assert choice.design == design
     calls = []
     routes = {name: (lambda f, name=name: lambda *a: calls.append(name) or f(*a))(f) for name, f in sound.ROUTES.items()}
     monkeypatch.setattr(sound, "ROUTES", routes)
@@ -192,16 +193,13 @@ def test_estimator_dispatches_once_to_the_rules_route_and_carries_its_guarantee(
     assert calls == [design] and m.design_ == design and type(m.model_).__name__ == model_type
     g = m.guarantee_
     assert g.party == "source" and g.epsilon == pytest.approx(epsilon) and g.valid
-    if design == "dplr":  # the route's own guarantee (noisy GD composition), not the SSP release's
-        assert g == m.model_.guarantees_["source"] and m.release_ is None
-    else:
-        assert g == m.release_.guarantee and m.release_.method == ("classstats" if design != "ssp" else "sound")
-    assert (m.basis_release_ is not None) == (design in ("ssp", "classstats"))  # ncm / dplr never read the receiver
+    assert g == m.release_.guarantee and m.release_.method == ("classstats" if design != "ssp" else "sound")
+    assert (m.basis_release_ is not None) == (choice.space == "pca")  # the features space reads no receiver basis
 
 
 def test_the_two_party_sound_method_refuses_a_cell_whose_design_is_not_ssp():
-    with pytest.raises(ValueError, match="'ncm'"):
-        plan(SoundConfig(epsilon=4.0, classes=(0, 1), feature_type="table"), {"n_source": 300, "n_features": 25})
+    with pytest.raises(ValueError, match="'classstats'"):
+        plan(SoundConfig(epsilon=2.0, classes=(0, 1)), {"n_source": 300, "n_features": 25})
 
 
 def test_guard_takes_sparse_rows_like_dense_ones(rng):

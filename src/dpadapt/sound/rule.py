@@ -15,29 +15,30 @@ from __future__ import annotations
 
 import dataclasses
 
-DESIGNS = ("ssp", "classstats", "ncm", "dplr")
+DESIGNS = ("ssp", "classstats")
 EPSILON_GRID = (1.0, 2.0, 4.0, 8.0)
 MAX_FEATURES_SPACE = 1100
 MAX_FEATURES_SPACE_NOISE_FREE = 8192
 
 #: (feature type, ε grid point or None) → the Choice fields, as printed by benchmarks/sound_select.py
-#: (selection round 2: the portfolio of designs ``ssp``, ``classstats``, ``ncm``, ``dplr``)
+#: (selection round 3: the portfolio ``ssp`` (classifier ``ncm``, ``lda`` or ``ridge``), ``classstats``, ``ncm``,
+#: ``dplr``; criterion: the worst seed's gap to the best DP source-only mean)
 RULE: dict[tuple[str, float | None], dict] = {
-    ('counts', 1.0): {'design': 'ssp', 'space': 'pca', 'k': 20, 'norm': 'l2', 'classifier': 'ncm', 'ridge_scale': 0.0, 'ridge_floor': 0.0, 'refinement': 'guarded', 'min_agreement': 0.9},
-    ('counts', 2.0): {'design': 'ssp', 'space': 'pca', 'k': 100, 'norm': 'l2', 'classifier': 'lda', 'ridge_scale': 4.0, 'ridge_floor': 0.001, 'refinement': 'guarded', 'min_agreement': 0.9},
-    ('counts', 4.0): {'design': 'ssp', 'space': 'pca', 'k': 50, 'norm': 'l2', 'classifier': 'lda', 'ridge_scale': 2.0, 'ridge_floor': 0.01, 'refinement': 'guarded', 'min_agreement': 0.9},
-    ('counts', 8.0): {'design': 'ssp', 'space': 'pca', 'k': 50, 'norm': 'l2', 'classifier': 'lda', 'ridge_scale': 2.0, 'ridge_floor': 0.001, 'refinement': 'guarded', 'min_agreement': 0.9},
-    ('counts', None): {'design': 'ssp', 'space': 'pca', 'k': 100, 'norm': 'l2', 'classifier': 'lda', 'ridge_scale': 4.0, 'ridge_floor': 0.1, 'refinement': 'guarded', 'min_agreement': 0.9},
+    ('counts', 1.0): {'design': 'ssp', 'space': 'pca', 'k': 20, 'norm': 'l2', 'classifier': 'ridge', 'ridge_scale': 4.0, 'ridge_floor': 0.3, 'refinement': 'none', 'min_agreement': 1.0},
+    ('counts', 2.0): {'design': 'ssp', 'space': 'pca', 'k': 50, 'norm': 'l2', 'classifier': 'ncm', 'ridge_scale': 0.0, 'ridge_floor': 0.0, 'refinement': 'none', 'min_agreement': 1.0},
+    ('counts', 4.0): {'design': 'ssp', 'space': 'pca', 'k': 50, 'norm': 'l2', 'classifier': 'ridge', 'ridge_scale': 0.5, 'ridge_floor': 3.0, 'refinement': 'none', 'min_agreement': 1.0},
+    ('counts', 8.0): {'design': 'ssp', 'space': 'pca', 'k': 50, 'norm': 'l2', 'classifier': 'ridge', 'ridge_scale': 0.5, 'ridge_floor': 3.0, 'refinement': 'none', 'min_agreement': 1.0},
+    ('counts', None): {'design': 'ssp', 'space': 'features', 'k': 0, 'norm': 'l2', 'classifier': 'ridge', 'ridge_scale': 4.0, 'ridge_floor': 3.0, 'refinement': 'none', 'min_agreement': 1.0},
     ('dense', 1.0): {'design': 'ssp', 'space': 'pca', 'k': 20, 'norm': 'l2', 'classifier': 'ncm', 'ridge_scale': 0.0, 'ridge_floor': 0.0, 'refinement': 'none', 'min_agreement': 1.0},
     ('dense', 2.0): {'design': 'classstats', 'space': 'pca', 'k': 20, 'norm': 'l2', 'classifier': 'prototypes', 'refinement': 'ot', 'ridge_scale': 0.0, 'ridge_floor': 0.0, 'min_agreement': 1.0},
-    ('dense', 4.0): {'design': 'ssp', 'space': 'pca', 'k': 20, 'norm': 'l2', 'classifier': 'lda', 'ridge_scale': 2.0, 'ridge_floor': 0.01, 'refinement': 'none', 'min_agreement': 1.0},
-    ('dense', 8.0): {'design': 'ssp', 'space': 'pca', 'k': 20, 'norm': 'l2', 'classifier': 'lda', 'ridge_scale': 4.0, 'ridge_floor': 0.1, 'refinement': 'none', 'min_agreement': 1.0},
+    ('dense', 4.0): {'design': 'classstats', 'space': 'pca', 'k': 20, 'norm': 'l2', 'classifier': 'prototypes', 'refinement': 'ot', 'ridge_scale': 0.0, 'ridge_floor': 0.0, 'min_agreement': 1.0},
+    ('dense', 8.0): {'design': 'ssp', 'space': 'pca', 'k': 20, 'norm': 'l2', 'classifier': 'lda', 'ridge_scale': 4.0, 'ridge_floor': 10.0, 'refinement': 'none', 'min_agreement': 1.0},
     ('dense', None): {'design': 'classstats', 'space': 'pca', 'k': 20, 'norm': 'l2', 'classifier': 'prototypes', 'refinement': 'ot', 'ridge_scale': 0.0, 'ridge_floor': 0.0, 'min_agreement': 1.0},
-    ('table', 1.0): {'design': 'dplr', 'space': 'features', 'k': 0, 'norm': 'l2', 'classifier': 'lr', 'refinement': 'none', 'ridge_scale': 0.0, 'ridge_floor': 0.0, 'min_agreement': 1.0},
-    ('table', 2.0): {'design': 'dplr', 'space': 'features', 'k': 0, 'norm': 'l2', 'classifier': 'lr', 'refinement': 'none', 'ridge_scale': 0.0, 'ridge_floor': 0.0, 'min_agreement': 1.0},
-    ('table', 4.0): {'design': 'ncm', 'space': 'features', 'k': 0, 'norm': 'l2', 'classifier': 'ncm', 'refinement': 'none', 'ridge_scale': 0.0, 'ridge_floor': 0.0, 'min_agreement': 1.0},
-    ('table', 8.0): {'design': 'ncm', 'space': 'features', 'k': 0, 'norm': 'l2', 'classifier': 'ncm', 'refinement': 'none', 'ridge_scale': 0.0, 'ridge_floor': 0.0, 'min_agreement': 1.0},
-    ('table', None): {'design': 'ssp', 'space': 'features', 'k': 0, 'norm': 'l2', 'classifier': 'lda', 'ridge_scale': 4.0, 'ridge_floor': 0.1, 'refinement': 'guarded', 'min_agreement': 0.95},
+    ('table', 1.0): {'design': 'ssp', 'space': 'features', 'k': 0, 'norm': 'l2', 'classifier': 'lda', 'ridge_scale': 4.0, 'ridge_floor': 10.0, 'refinement': 'none', 'min_agreement': 1.0},
+    ('table', 2.0): {'design': 'ssp', 'space': 'features', 'k': 0, 'norm': 'l2', 'classifier': 'lda', 'ridge_scale': 4.0, 'ridge_floor': 10.0, 'refinement': 'none', 'min_agreement': 1.0},
+    ('table', 4.0): {'design': 'ssp', 'space': 'features', 'k': 0, 'norm': 'l2', 'classifier': 'lda', 'ridge_scale': 4.0, 'ridge_floor': 10.0, 'refinement': 'none', 'min_agreement': 1.0},
+    ('table', 8.0): {'design': 'ssp', 'space': 'features', 'k': 0, 'norm': 'l2', 'classifier': 'lda', 'ridge_scale': 2.0, 'ridge_floor': 0.01, 'refinement': 'none', 'min_agreement': 1.0},
+    ('table', None): {'design': 'ssp', 'space': 'features', 'k': 0, 'norm': 'l2', 'classifier': 'ridge', 'ridge_scale': 4.0, 'ridge_floor': 0.1, 'refinement': 'none', 'min_agreement': 1.0},
 }
 
 
