@@ -5,13 +5,14 @@
 
 ``run``: the rows named (all when omitted) on the pairs whose task name contains one of ``--pairs``
 (all when omitted), ε ∈ {1, 2, 4, 8} and None, like ``dpadapt bench sound`` (which can select rows or
-pairs, not both). ``join``: later parts win for a (task, method, ε, seed) present twice; writes OUT.json
+pairs, not both); ``--noise-free-once`` fits a deterministic ε = ∞ row once and records it for each seed. ``join``: later parts win for a (task, method, ε, seed) present twice; writes OUT.json
 (+ .csv), OUT.md and the two heat maps (:func:`dpadapt.bench.suites.sound_report.write_report`).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -21,16 +22,21 @@ from dpadapt.bench.suites import sound, sound_rows
 from dpadapt.bench.suites.sound_report import write_report
 
 
-def run(out: str, rows: list[str] | None, pairs: list[str] | None, seeds: int) -> int:
+def run(out: str, rows: list[str] | None, pairs: list[str] | None, seeds: int, noise_free_once: bool = False) -> int:
     heart = [p for p in sound_rows.HEART_PAIRS if p.available()]
     specs = [p for p in (*sound_rows.DEV_PAIRS, *heart, *sound_rows.REPORT_PAIRS)
              if not pairs or any(s.lower() in p.task.lower() for s in pairs)]
     chosen = [sound_rows.ROWS[r] for r in rows] if rows else list(sound_rows.ROWS.values())
     results = []
     for task in sound.tasks_for(specs, sound.EPSILONS, chosen):
-        for seed in range(seeds):
-            results.append(run_task(task, seed))
+        if noise_free_once and math.isinf(task.epsilon):  # deterministic: one fit, recorded for each seed
+            first = run_task(task, 0)
+            results.extend({**first, "seed": seed} for seed in range(seeds))
             write_rows(results, out)
+        else:
+            for seed in range(seeds):
+                results.append(run_task(task, seed))
+                write_rows(results, out)
         print(f"{task.task} {task.method} ε={task.epsilon:g}: {[round(r['value'], 3) for r in results[-seeds:]]}", flush=True)
     return 0
 
@@ -55,11 +61,13 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--rows", nargs="+")
     r.add_argument("--pairs", nargs="+")
     r.add_argument("--seeds", type=int, default=5)
+    r.add_argument("--noise-free-once", action="store_true",
+                   help="fit the ε = ∞ (noise-free, deterministic) rows once and record that value for each seed")
     j = sub.add_parser("join")
     j.add_argument("out")
     j.add_argument("parts", nargs="+")
     args = ap.parse_args(argv)
-    return run(args.out, args.rows, args.pairs, args.seeds) if args.cmd == "run" else join(args.out, args.parts)
+    return run(args.out, args.rows, args.pairs, args.seeds, args.noise_free_once) if args.cmd == "run" else join(args.out, args.parts)
 
 
 if __name__ == "__main__":

@@ -57,6 +57,8 @@ def _builtin_methods_only(monkeypatch) -> None:
         return all(f.__module__.startswith("dpadapt.") for f in steps if f is not None)
 
     monkeypatch.delenv(cli_methods.PLUGINS_ENV, raising=False)
+    cli_methods.methods()  # register the built-ins in the real table first: a module imported while the copy
+    # below is in place would register only there, and be missing from the table restored after the test
     monkeypatch.setattr(cli_methods, "_METHODS", {k: v for k, v in cli_methods._METHODS.items() if builtin(v)})
 
 

@@ -1952,7 +1952,8 @@ TABLE = {'prog': 'dpadapt',
                                                                     'choices': ['sound', 'paper']}]}),
                                                      ('sound',
                                                       'sound SSP design: source DP class sums, counts and second '
-                                                      'moment (one Gaussian) → target LDA, guarded refinement',
+                                                      "moment (one Gaussian) → the rule's receiver classifier (LDA, "
+                                                      'ridge, nearest class direction)',
                                                       True,
                                                       {'prog': 'dpadapt release sound',
                                                        'usage': None,
@@ -3486,7 +3487,8 @@ TABLE = {'prog': 'dpadapt',
                                                                     'choices': ['sound', 'paper']}]}),
                                                      ('sound',
                                                       'sound SSP design: source DP class sums, counts and second '
-                                                      'moment (one Gaussian) → target LDA, guarded refinement',
+                                                      "moment (one Gaussian) → the rule's receiver classifier (LDA, "
+                                                      'ridge, nearest class direction)',
                                                       True,
                                                       {'prog': 'dpadapt adapt sound',
                                                        'usage': None,

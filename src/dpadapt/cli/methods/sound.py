@@ -69,21 +69,13 @@ def adapt(args: argparse.Namespace, table: Table, releases: list[Release]) -> Ad
 
 
 def _example(files: dict) -> list[str]:
-    """Generic tests: the generated 3-class source; the target's basis written beside the target file."""
-    from dpadapt.io import load_table
-
-    out = files["target"].parent / "sound-basis.release"
-    config = sound.Config(classes=(0, 1, 2))
-    Xs = load_table(files["source"]).X
-    choice = sound.choice_for(config, Xs.shape[0], Xs.shape[1])
-    if choice.space != "pca":
-        return ["--data", str(files["source"]), "--n-classes", "3"]
-    sound.basis(load_table(files["target"]).X, config, choice).save(out)
-    return ["--data", str(files["source"]), "--n-classes", "3", "--basis", str(out)]
+    """Generic tests (ε = 4): the generated 3-class source as a declared table, whose cell of the rule is
+    the SSP design in the feature space (no basis); a dense source at ε = 4 is the classstats design."""
+    return ["--data", str(files["source"]), "--n-classes", "3", "--feature-type", "table"]
 
 
 COMMANDS = register_module(
     __name__,
-    "sound SSP design: source DP class sums, counts and second moment (one Gaussian) → target LDA, guarded refinement",
+    "sound SSP design: source DP class sums, counts and second moment (one Gaussian) → the rule's receiver classifier (LDA, ridge, nearest class direction)",
     example_release_args=_example,
 )
