@@ -178,11 +178,16 @@ def test_two_party_cli_basis_release_adapt(tmp_path, monkeypatch, rng):
     ("dense", 1.0, "ssp", "SoundModel"),
     ("dense", 2.0, "classstats", "ClassStatsModel"),
     ("table", 4.0, "ssp", "SoundModel"),
+    ("table", 4.0, "ncm", "DPNearestClassMean"),  # designs the selection may name (round 3 names them in no cell)
+    ("table", 1.0, "dplr", "DPLogisticRegression"),
 ])
 def test_estimator_dispatches_once_to_the_rules_route_and_carries_its_guarantee(monkeypatch, feature_type, epsilon, design, model_type):
     import dpadapt.sound as sound
     from dpadapt.datasets.synthetic import contract_blobs
+    from dpadapt.sound import rule
 
+    if design in ("ncm", "dplr"):
+        monkeypatch.setitem(rule.RULE, (feature_type, epsilon), {**rule.RULE[(feature_type, epsilon)], "design": design})
     choice = choose(feature_type=feature_type, n=60, n_classes=3, n_features=6, epsilon=epsilon)
     assert choice.design == design
     calls = []
@@ -193,8 +198,11 @@ def test_estimator_dispatches_once_to_the_rules_route_and_carries_its_guarantee(
     assert calls == [design] and m.design_ == design and type(m.model_).__name__ == model_type
     g = m.guarantee_
     assert g.party == "source" and g.epsilon == pytest.approx(epsilon) and g.valid
-    assert g == m.release_.guarantee and m.release_.method == ("classstats" if design != "ssp" else "sound")
-    assert (m.basis_release_ is not None) == (choice.space == "pca")  # the features space reads no receiver basis
+    if design == "dplr":  # the route's own guarantee (noisy GD composition), not the SSP release's
+        assert g == m.model_.guarantees_["source"] and m.release_ is None
+    else:
+        assert g == m.release_.guarantee and m.release_.method == ("classstats" if design != "ssp" else "sound")
+    assert (m.basis_release_ is not None) == (design != "ncm" and design != "dplr" and choice.space == "pca")
 
 
 def test_the_two_party_sound_method_refuses_a_cell_whose_design_is_not_ssp():

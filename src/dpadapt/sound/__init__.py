@@ -10,17 +10,17 @@ The sufficient-statistics design (SSP):
     ONE Gaussian (:func:`dpadapt.privacy.mechanisms.class_moment_statistics`): (ε, δ)-DP per record,
     labels included, Δ = √6 replace-one / √3 add/remove (proof beside ``CLASS_MOMENT_SENSITIVITY``);
     σ from the analytic Gaussian (Balle & Wang 2018, Thm. 8).
-(c) :func:`adapt` — the receiver forms a shrunk LDA (or the ridge classifier, or the nearest class
-    direction, as the rule says) from the noisy moments (:mod:`dpadapt.sound.ssp`, ridge from the public σ) and, where the rule says so, the guarded
-    refinement on its own rows (:mod:`dpadapt.sound.guard`). Post-processing, no further privacy cost.
+(c) :func:`adapt` — the receiver forms a shrunk LDA, the ridge classifier or the nearest class
+    direction (as the rule says) from the noisy moments (:mod:`dpadapt.sound.ssp`, ridge from the
+    public σ) and, where the rule says so, the guarded refinement on its own rows (:mod:`dpadapt.sound.guard`). Post-processing, no further privacy cost.
 
 Which design, space, k, ridge and refinement: :func:`dpadapt.sound.rule.choose`, from public facts only,
-fixed on the development pairs (``benchmarks/sound_selection_rule.md``). The rule may also name the
-class-statistics design (``classstats``, :mod:`dpadapt.sound.classstats_route`), its own route. (The
-DP source-only classifiers on the full features, DP-NCM and DP-LR, were candidates of the portfolio in
-every selection round; round 3 names them in no cell, so they are not routes here — they stay the
-baselines in :mod:`dpadapt.classstats`.) :class:`SoundDA` dispatches ONCE to the chosen route and runs its steps in one process; its Guarantee
-is that route's. The party steps below (``plan`` → ``release`` → ``adapt``, the CLI's ``sound``
+fixed on the development pairs (``benchmarks/sound_selection_rule.md``). The rule may also name another
+design of the portfolio (issue 23, Build item 1), each its own route: ``classstats``
+(:mod:`dpadapt.sound.classstats_route`, the class-statistics design), ``ncm`` / ``dplr``
+(:mod:`dpadapt.sound.source_only_route`, a DP classifier on the source's full mapped features; the
+selection may name them, round 3 names them in no cell). :class:`SoundDA` dispatches ONCE to the
+chosen route and runs its steps in one process; its Guarantee is that route's. The party steps below (``plan`` → ``release`` → ``adapt``, the CLI's ``sound``
 method) are the ``ssp`` route's.
 """
 
@@ -40,7 +40,7 @@ from dpadapt.privacy.families.sound import class_moments_plan
 from dpadapt.privacy.guarantee import Guarantee
 from dpadapt.privacy.mechanisms import class_moment_statistics, class_moment_sums, random_streams
 from dpadapt.release import Release, ReleaseError
-from dpadapt.sound import classstats_route
+from dpadapt.sound import classstats_route, source_only_route
 from dpadapt.sound.guard import guarded
 from dpadapt.sound.rule import Choice, choose
 from dpadapt.sound.spaces import mapped_rows, to_space
@@ -79,7 +79,7 @@ def plan(config: Config, facts: dict) -> Plan:
     choice = choice_for(config, n, int(facts["n_features"]))
     if choice.design != "ssp":
         raise ValueError(f"the rule's design for these public facts is {choice.design!r}, not the SSP release of "
-                         f"the 'sound' method; run it with SoundDA (or the 'classstats' method)")
+                         f"the 'sound' method; run it with SoundDA (or the '{'classstats' if choice.design == 'classstats' else 'source-only'}' estimators)")
     if choice.space == "pca" and "k" in facts:  # a basis the receiver already sent fixes k
         choice = dataclasses.replace(choice, k=int(facts["k"]))
     if not config.private:
@@ -265,7 +265,7 @@ def _ssp_route(config: Config, Xs, ys, Xt, choice: Choice):
 
 
 #: design → route(config, Xs, ys, Xt, choice) → (basis release or None, release or None, fitted model)
-ROUTES = {"ssp": _ssp_route, "classstats": classstats_route.run}
+ROUTES = {"ssp": _ssp_route, "classstats": classstats_route.run, "ncm": source_only_route.run, "dplr": source_only_route.run}
 
 
 class SoundDA(ConfigEstimator):
@@ -273,7 +273,8 @@ class SoundDA(ConfigEstimator):
 
     Record-level (ε, δ)-DP for the source (labels included); the target is not protected (its basis,
     when the chosen design uses one, is disclosed). The design (``ssp``: ONE release of class moments in
-    a public space → LDA, ridge or nearest class direction, guarded refinement; ``classstats``), space, k, ridge and
+    a public space → LDA, ridge or nearest class direction, guarded refinement; ``classstats``; ``ncm``;
+    ``dplr``), space, k, ridge and
     refinement come from the public selection rule (:func:`dpadapt.sound.rule.choose`); ``fit_domains``
     runs that ONE route (``design_``) and the Guarantee is that route's. ``epsilon=None`` runs the
     same pipeline without noise.
@@ -288,7 +289,9 @@ class SoundDA(ConfigEstimator):
         self.design_ = choice.design
         self.basis_release_, self.release_, self.model_ = ROUTES[choice.design](self.config_, Xs, ys, Xt, choice)
         self.classes_ = self.model_.classes_
-        self._set_guarantees(*([self.release_.guarantee] if self.config_.private else []))
+        route_guarantees = getattr(self.model_, "guarantees_", None)  # a fitted source-only estimator carries its own
+        self._set_guarantees(*(route_guarantees.values() if route_guarantees is not None
+                               else [self.release_.guarantee] if self.config_.private else []))
         return self
 
     def predict(self, X):

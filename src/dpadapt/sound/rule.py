@@ -6,8 +6,8 @@ C→W; Amazon bow5000 K→B, D→E, B→K, E→D; UCI Heart Cleveland ↔ Hungar
 report-pair run. It reads only public facts: the declared feature type (``dense``, ``counts``,
 ``table``), ε (None or the grid point at or below it: 1, 2, 4, 8; ε < 1 uses the ε = 1 entry) and the
 feature dimension d (the ``features`` space is allowed only for d ≤ 1100 at a finite ε, where the
-noise of the d × d moment grows with d²; without noise, for d ≤ 8192, a d × d matrix in memory). Never a target label,
-never a private statistic. ``n`` and ``K`` are accepted for the record but the dev pairs gave no
+noise of the d × d moment grows with d²; without noise for d ≤ 8192, a d × d matrix in memory). Never
+a target label, never a private statistic. ``n`` and ``K`` are accepted for the record but the dev pairs gave no
 reason to branch on them.
 """
 
@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import dataclasses
 
-DESIGNS = ("ssp", "classstats")
+DESIGNS = ("ssp", "classstats", "ncm", "dplr")
 EPSILON_GRID = (1.0, 2.0, 4.0, 8.0)
 MAX_FEATURES_SPACE = 1100
 MAX_FEATURES_SPACE_NOISE_FREE = 8192
 
 #: (feature type, ε grid point or None) → the Choice fields, as printed by benchmarks/sound_select.py
-#: (selection round 3: the portfolio ``ssp`` (classifier ``ncm``, ``lda`` or ``ridge``), ``classstats``, ``ncm``,
-#: ``dplr``; criterion: the worst seed's gap to the best DP source-only mean)
+#: (selection round 3 over the portfolio :data:`DESIGNS`, the ``ssp`` receiver classifier ``ncm``, ``lda`` or
+#: ``ridge``; criterion: the worst seed's gap to the best DP source-only mean; no cell names ``ncm``/``dplr``)
 RULE: dict[tuple[str, float | None], dict] = {
     ('counts', 1.0): {'design': 'ssp', 'space': 'pca', 'k': 20, 'norm': 'l2', 'classifier': 'ridge', 'ridge_scale': 4.0, 'ridge_floor': 0.3, 'refinement': 'none', 'min_agreement': 1.0},
     ('counts', 2.0): {'design': 'ssp', 'space': 'pca', 'k': 50, 'norm': 'l2', 'classifier': 'ncm', 'ridge_scale': 0.0, 'ridge_floor': 0.0, 'refinement': 'none', 'min_agreement': 1.0},

@@ -26,13 +26,17 @@ def ridge(sigma: float, n: float, k: int, *, ridge_scale: float, ridge_floor: fl
     return float(ridge_scale * sigma * np.sqrt(k) + ridge_floor * max(n, 1.0) / k)
 
 
+def _psd_eigh(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Eigen-decomposition of the symmetric part of ``A``, negative eigenvalues (noise) set to 0."""
+    vals, vecs = np.linalg.eigh((A + A.T) / 2.0)
+    return np.clip(vals, 0.0, None), vecs
+
+
 def within_spectrum(sums: np.ndarray, counts: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Class means, clipped counts and the eigen-decomposition (PSD part) of the within-class scatter."""
     sums = np.asarray(sums, dtype=np.float64)
     c = np.maximum(np.asarray(counts, dtype=np.float64), 1.0)
-    within = np.asarray(second, dtype=np.float64) - (sums.T / c) @ sums
-    vals, vecs = np.linalg.eigh((within + within.T) / 2.0)
-    return sums / c[:, None], c, np.clip(vals, 0.0, None), vecs
+    return sums / c[:, None], c, *_psd_eigh(np.asarray(second, dtype=np.float64) - (sums.T / c) @ sums)
 
 
 def lda_from_spectrum(means: np.ndarray, c: np.ndarray, vals: np.ndarray, vecs: np.ndarray, lam: float) -> tuple[np.ndarray, np.ndarray]:
@@ -52,15 +56,12 @@ def lda_from_moments(sums: np.ndarray, counts: np.ndarray, second: np.ndarray, l
 
 def second_spectrum(second: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Eigen-decomposition of the (noisy) second moment M, PSD part (noise can make it indefinite)."""
-    second = np.asarray(second, dtype=np.float64)
-    vals, vecs = np.linalg.eigh((second + second.T) / 2.0)
-    return np.clip(vals, 0.0, None), vecs
+    return _psd_eigh(np.asarray(second, dtype=np.float64))
 
 
 def ridge_from_spectrum(sums: np.ndarray, vals: np.ndarray, vecs: np.ndarray, lam: float) -> tuple[np.ndarray, np.ndarray]:
     """(W, b) of the ridge classifier: W = S(M + λI)⁻¹ from :func:`second_spectrum`'s output, b = 0."""
-    if lam <= 0.0 and float(vals.min(initial=0.0)) <= 0.0:
-        lam = np.finfo(float).eps * max(float(vals.max(initial=0.0)), 1.0)  # λ = 0 on a singular M: minimum-norm limit
+    lam = max(float(lam), np.finfo(float).eps * max(float(vals.max(initial=0.0)), 1.0))  # λ > 0: M may be singular
     W = ((np.asarray(sums, dtype=np.float64) @ vecs) / (vals + lam)) @ vecs.T
     return W, np.zeros(W.shape[0])
 
