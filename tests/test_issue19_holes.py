@@ -424,3 +424,39 @@ def test_item1_hostile_basis_is_refused_by_the_sound_design_too(rng):
             with pytest.raises(ReleaseError, match="basis"):
                 sound.release(plan, Xa, ya, _NoNoise(), basis_release=basis)
     assert np.all(np.isfinite(sound.release(plan, X, y, random_streams(0)[1], basis_release=honest)["sums"]))
+
+
+@pytest.mark.parametrize("family", ["sound", "classstats"])
+def test_item1_hostile_statistics_are_refused_by_the_receiver_before_its_rows_are_mapped(rng, family, monkeypatch):
+    """The other direction: the SOURCE's release is untrusted input for the receiver. Statistics with a
+    NaN, an overflow, the wrong shape or an impossible σ are refused with one line before any target row
+    is mapped; the honest release adapts."""
+    import importlib
+
+    mod = importlib.import_module(f"dpadapt.{family}")
+    Xs, ys = np.abs(rng.normal(size=(90, 30))) + 0.1, np.arange(90) % len(CL)
+    Xt = np.abs(rng.normal(size=(40, 30))) + 0.1
+    cfg = mod.Config(epsilon=1.0, classes=CL, random_state=0)
+    basis_rel, honest, _ = mod.run_parties(cfg, Xs, ys, Xt)
+    k = honest["sums"].shape[1]
+    nan_sums = honest["sums"].copy()
+    nan_sums[0, 0] = np.nan
+    hostile = [{"sums": nan_sums}, {"sums": np.full_like(honest["sums"], 1e309)}, {"counts": np.ones(len(CL) + 1)},
+               {"sums": honest["sums"][:, : k - 1]}]
+    if family == "sound":
+        hostile += [{"second": np.eye(k + 1)}, {"second": np.full((k, k), np.inf)}]
+    calls = []
+    monkeypatch.setattr(mod, "row_map" if family == "classstats" else "mapped_rows", lambda *a, **kw: calls.append(1))
+    for change in hostile:
+        rel = Release(method=honest.method, kind=honest.kind, owner="source", arrays={**honest.arrays, **change},
+                      guarantee=honest.guarantee, params=honest.params)
+        with pytest.raises(ReleaseError, match="release"):
+            mod.adapt(rel, Xt, cfg, basis_release=basis_rel)
+    if family == "sound":
+        rel = Release(method=honest.method, kind=honest.kind, owner="source", arrays=honest.arrays,
+                      guarantee=honest.guarantee, params={**honest.params, "sigma": -1.0})
+        with pytest.raises(ReleaseError, match="impossible"):
+            mod.adapt(rel, Xt, cfg, basis_release=basis_rel)
+    assert calls == []  # no target row was mapped for any hostile release
+    monkeypatch.undo()
+    assert mod.adapt(honest, Xt, cfg, basis_release=basis_rel).predict(Xt).shape == (40,)

@@ -34,7 +34,7 @@ from dpadapt.privacy.mechanisms import random_streams
 from dpadapt.stream.readers import ChunkedSource, from_arrays
 from dpadapt.stream.sums import ClassSums, RowMap, accumulate, label_indices
 from dpadapt.release import Release, ReleaseError
-from dpadapt.validation import check_basis, check_features, check_labels, check_same_features
+from dpadapt.validation import check_basis, check_features, check_labels, check_same_features, check_untrusted_array
 
 BASIS_KIND = "target_basis"
 STATS_KIND = "class_statistics"
@@ -219,10 +219,16 @@ def adapt(release_: Release, Xt, config: Config, *, basis_release: Release | Non
     Xt = check_features(Xt, "Xt (target)", allow_sparse=True)
     if Xt.shape[1] != p["n_features"]:
         raise ValueError(f"target has {Xt.shape[1]} features; the release was made for {p['n_features']}")
+    K, k = len(p["classes"]), (comp.shape[1] if comp is not None else int(p["n_features"]))
+    try:  # the source's statistics are untrusted input: finite float64 of the planned shapes, before any target row is mapped
+        sums = check_untrusted_array(release_["sums"], "the released 'sums'", (K, k))
+        counts = check_untrusted_array(release_["counts"], "the released 'counts'", (K,))
+    except (KeyError, ValueError) as exc:
+        raise ReleaseError(f"class-statistics release: {exc}") from None
     M = row_map(Xt, bool(p["log1p"]))
     Z = project(M, mean, comp)
-    _warn_if_noise_dominated(np.asarray(release_["sums"]), float(p.get("sigma", 0.0)))
-    centers, proportions = prototypes_from_release(release_["sums"], release_["counts"])
+    _warn_if_noise_dominated(sums, float(p.get("sigma", 0.0)))
+    centers, proportions = prototypes_from_release(sums, counts)
     r = refine(Z, centers, proportions, config.refinement, F=M, random_state=config.random_state)
     W, b = r.scorer if r.scorer is not None else (None, None)
     return ClassStatsModel(np.asarray(p["classes"]), bool(p["log1p"]), mean, comp, r.centers, r.head, W, b)

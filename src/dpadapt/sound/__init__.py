@@ -45,7 +45,7 @@ from dpadapt.sound.guard import guarded
 from dpadapt.sound.rule import Choice, choose
 from dpadapt.sound.spaces import mapped_rows, to_space
 from dpadapt.sound.ssp import lda_from_moments, ridge, ridge_from_moments
-from dpadapt.validation import check_basis, check_features, check_labels
+from dpadapt.validation import check_basis, check_features, check_labels, check_untrusted_array
 
 BASIS_KIND = "target_basis"
 MOMENTS_KIND = "class_moments"
@@ -212,14 +212,26 @@ def adapt(release_: Release, Xt, config: Config, *, basis_release: Release | Non
     Xt = check_features(Xt, "Xt (target)", allow_sparse=True)
     if Xt.shape[1] != p["n_features"]:
         raise ValueError(f"target has {Xt.shape[1]} features; the release was made for {p['n_features']}")
-    sums = np.asarray(release_["sums"])
-    lam = ridge(float(p["sigma"]), float(p["n_source"]), sums.shape[1], ridge_scale=choice.ridge_scale, ridge_floor=choice.ridge_floor)
+    if config.classes is not None and list(config.classes) != list(p.get("classes", [])):
+        raise ReleaseError(f"the release is for the label set {p.get('classes')}, the receiver expects {list(config.classes)}")
+    K = len(p["classes"])
+    k = int(kw["components"].shape[1]) if choice.space == "pca" else (choice.k if choice.space == "random" else int(p["n_features"]))
+    try:  # the source's statistics are untrusted input: finite float64 of the planned shapes, before any target row is mapped
+        sums = check_untrusted_array(release_["sums"], "the released 'sums'", (K, k))
+        counts = check_untrusted_array(release_["counts"], "the released 'counts'", (K,))
+        second = check_untrusted_array(release_["second"], "the released 'second'", (k, k))
+        sigma, n_source = check_untrusted_array([p["sigma"], p["n_source"]], "the released 'sigma' and 'n_source'")
+    except (KeyError, ValueError) as exc:
+        raise ReleaseError(f"class-moment release: {exc}") from None
+    if sigma < 0.0 or n_source < 1.0:
+        raise ReleaseError(f"class-moment release: sigma = {sigma:g} and n_source = {n_source:g} are impossible; refused")
+    lam = ridge(sigma, n_source, k, ridge_scale=choice.ridge_scale, ridge_floor=choice.ridge_floor)
     if choice.classifier == "ncm":  # nearest class direction (cosine) of the released sums
         W, b = sums / np.maximum(np.linalg.norm(sums, axis=1, keepdims=True), np.finfo(float).tiny), np.zeros(sums.shape[0])
     elif choice.classifier == "ridge":  # least squares on the class indicators (selection round 3)
-        W, b = ridge_from_moments(sums, release_["second"], lam)
+        W, b = ridge_from_moments(sums, second, lam)
     else:
-        W, b = lda_from_moments(sums, release_["counts"], release_["second"], lam)
+        W, b = lda_from_moments(sums, counts, second, lam)
     model = SoundModel(np.asarray(p["classes"]), bool(p["log1p"]), choice.to_params(), kw.get("mean"), kw.get("components"), W, b)
     if choice.refinement == "guarded":
         g = guarded(model.transform(Xt), W, b, min_agreement=choice.min_agreement)
