@@ -286,8 +286,7 @@ class SoundDA(ConfigEstimator):
     Record-level (ε, δ)-DP for the source (labels included); the target is not protected (its basis,
     when the chosen design uses one, is disclosed). The design (``ssp``: ONE release of class moments in
     a public space → LDA, ridge or nearest class direction, guarded refinement; ``classstats``; ``ncm``;
-    ``dplr``), space, k, ridge and
-    refinement come from the public selection rule (:func:`dpadapt.sound.rule.choose`); ``fit_domains``
+    ``dplr``), space, k, ridge and refinement come from the public selection rule (:func:`dpadapt.sound.rule.choose`); ``fit_domains``
     runs that ONE route (``design_``) and the Guarantee is that route's. ``epsilon=None`` runs the
     same pipeline without noise.
     """
