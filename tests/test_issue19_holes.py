@@ -404,29 +404,31 @@ def test_item1_cli_refuses_a_hostile_basis_before_charging(rng, tmp_path, monkey
 
 
 def test_item1_hostile_basis_is_refused_by_the_sound_design_too(rng):
-    """The same attack on SoundDA's class-moment release in the receiver's PCA basis (added this round)."""
+    """The same attack on the sound default's request: a crafted basis in the receiver's release request is
+    refused as untrusted input for D and D′ alike, before any source row is read."""
     from dpadapt import sound
+    from dpadapt.sound.request import Request
 
     (X, y), (Xp, yp) = _neighbours(rng, d=30)
-    cfg = sound.Config(epsilon=1.0, classes=CL, random_state=0)
-    plan = sound.plan(cfg, {"n_source": len(y), "n_features": 30})
-    choice = plan.calibration["choice"]
-    assert choice.space == "pca"
-    honest = sound.basis(rng.normal(size=(60, 30)), cfg, choice)
+    cfg = sound.Config(epsilon=0.5, classes=CL, random_state=0)
+    honest = sound.request(rng.normal(size=(60, 30)), cfg, len(y))
+    assert honest.params["space"] == "basis"
     k = honest.params["k"]
     inf_comp = np.eye(30)[:, :k]
     inf_comp[2, 0] = np.inf
     far_mean = np.zeros(30)
     far_mean[1] = -1e300
     for mean, comp in ((np.zeros(30), inf_comp), (far_mean, np.eye(30)[:, :k]), (np.zeros(30), 3.0 * np.eye(30)[:, :k])):
-        basis = _crafted_basis(honest, mean, comp)
+        hostile = Release(method=honest.method, kind=honest.kind, owner="target", arrays={"mean": mean, "components": comp},
+                          guarantee=honest.guarantee, params=honest.params)
         for Xa, ya in ((X, y), (Xp, yp)):
             with pytest.raises(ReleaseError, match="basis"):
-                sound.release(plan, Xa, ya, _NoNoise(), basis_release=basis)
-    assert np.all(np.isfinite(sound.release(plan, X, y, random_streams(0)[1], basis_release=honest)["sums"]))
+                sound.release(sound.plan(cfg, {"request": honest, "n_source": len(ya)}), hostile, Xa, ya, _NoNoise())
+    plan = sound.plan(cfg, {"request": honest, "n_source": len(y)})
+    assert np.all(np.isfinite(sound.release(plan, Request.from_release(honest), X, y, random_streams(0)[1])["sums"]))
 
 
-@pytest.mark.parametrize("family", ["sound", "classstats"])
+@pytest.mark.parametrize("family", ["classstats"])  # the sound default: tests/test_sound.py (forged releases)
 def test_item1_hostile_statistics_are_refused_by_the_receiver_before_its_rows_are_mapped(rng, family, monkeypatch):
     """The other direction: the SOURCE's release is untrusted input for the receiver. Statistics with a
     NaN, an overflow, the wrong shape or an impossible σ are refused with one line before any target row
@@ -443,19 +445,12 @@ def test_item1_hostile_statistics_are_refused_by_the_receiver_before_its_rows_ar
     nan_sums[0, 0] = np.nan
     hostile = [{"sums": nan_sums}, {"sums": np.full_like(honest["sums"], 1e309)}, {"counts": np.ones(len(CL) + 1)},
                {"sums": honest["sums"][:, : k - 1]}]
-    if family == "sound":
-        hostile += [{"second": np.eye(k + 1)}, {"second": np.full((k, k), np.inf)}]
     calls = []
-    monkeypatch.setattr(mod, "row_map" if family == "classstats" else "mapped_rows", lambda *a, **kw: calls.append(1))
+    monkeypatch.setattr(mod, "row_map", lambda *a, **kw: calls.append(1))
     for change in hostile:
         rel = Release(method=honest.method, kind=honest.kind, owner="source", arrays={**honest.arrays, **change},
                       guarantee=honest.guarantee, params=honest.params)
         with pytest.raises(ReleaseError, match="release"):
-            mod.adapt(rel, Xt, cfg, basis_release=basis_rel)
-    if family == "sound":
-        rel = Release(method=honest.method, kind=honest.kind, owner="source", arrays=honest.arrays,
-                      guarantee=honest.guarantee, params={**honest.params, "sigma": -1.0})
-        with pytest.raises(ReleaseError, match="impossible"):
             mod.adapt(rel, Xt, cfg, basis_release=basis_rel)
     assert calls == []  # no target row was mapped for any hostile release
     monkeypatch.undo()

@@ -1,4 +1,4 @@
-"""The sound SSP design (issue 23): its receiver-side math, the guard, the rule and the estimator."""
+"""The sound default (issue 28): the receiver's request, the source's one release, the receiver's post-processing."""
 
 from __future__ import annotations
 
@@ -6,214 +6,287 @@ import warnings
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
-from dpadapt.release import ReleaseError
-from dpadapt.sound import SoundDA, basis, plan, release
-from dpadapt.sound import Config as SoundConfig
-from dpadapt.sound.guard import guarded
-from dpadapt.sound.rule import choose
-from dpadapt.sound.spaces import mapped_rows
-from dpadapt.sound.ssp import lda_from_moments, ridge_from_moments
+from dpadapt import sound
+from dpadapt.privacy.mechanisms import random_streams
+from dpadapt.release import Release, ReleaseError
+from dpadapt.sound import SoundDA, design, receiver
+from dpadapt.sound.receiver import Statistics
+from dpadapt.sound.request import Request, SourceFacts
+from dpadapt.sound.spaces import RowMap
 
 
-def _two_gaussians(rng, n=400, d=5, shift=1.5, scale=None):
+def _two_gaussians(rng, n=400, d=5, shift=1.5, scale=None, prior=0.5):
     scale = np.ones(d) if scale is None else scale
-    y = np.arange(n) % 2
+    y = (rng.random(n) < prior).astype(int)
     X = rng.normal(size=(n, d)) * scale
     X[:, 0] += np.where(y == 1, shift, -shift)
     return X, y
 
 
-def _moments(Z, y, K=2):
+def _stats(Z, y, K=2, sigma=0.0, n=None):
     S = np.zeros((K, Z.shape[1]))
     np.add.at(S, y, Z)
-    return S, np.bincount(y, minlength=K).astype(float), Z.T @ Z
+    return Statistics(S, np.bincount(y, minlength=K).astype(float), Z.T @ Z, sigma, n or float(len(y)), ())
 
 
-def test_lda_from_exact_moments_uses_the_within_class_covariance(rng):
-    # the class signal sits on a low-variance axis next to a high-variance nuisance axis: LDA must whiten
-    X, y = _two_gaussians(rng, shift=0.3, scale=np.array([0.1, 3.0, 1.0, 1.0, 1.0]))
-    X[:, 1] += 2.0 * X[:, 0]  # correlated nuisance: a nearest-mean rule is fooled, LDA is not
-    W, b = lda_from_moments(*_moments(X, y), lam=1e-6)
-    lda = np.mean(np.argmax(X @ W.T + b, axis=1) == y)
-    S, c, _ = _moments(X, y)
-    mu = S / c[:, None]
-    ncm = np.mean(np.argmin(((X[:, None, :] - mu[None]) ** 2).sum(-1), axis=1) == y)
-    assert lda > 0.95 and lda > ncm + 0.1
+def _quiet(fn, *a, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn(*a, **kw)
 
 
-def test_ridge_classifier_is_least_squares_on_the_class_indicators(rng):
-    X, y = _two_gaussians(rng, n=200, d=4)
-    S, _, M = _moments(X, y)
-    W, b = ridge_from_moments(S, M, lam=3.0)
-    Y = np.eye(2)[y]
-    assert np.allclose(W.T, np.linalg.solve(X.T @ X + 3.0 * np.eye(4), X.T @ Y)) and not b.any()
-    # noise can make M indefinite: only its PSD part is inverted, so a negative eigenvalue near -λ cannot blow up
-    bad = M - (np.linalg.eigvalsh(M)[0] + 3.0 - 1e-9) * np.outer(*(2 * [np.linalg.eigh(M)[1][:, 0]]))
-    assert np.abs(ridge_from_moments(S, bad, lam=3.0)[0]).max() < 1e3  # 1/(−3 + 3 + 1e-9) would be ~1e9·|S|
-    assert np.mean(np.argmax(X @ W.T, axis=1) == y) > 0.8
+# --- the receiver's post-processing --------------------------------------------------------------
 
 
-def test_heavy_ridge_tends_to_the_nearest_mean_rule_not_to_the_majority_class(rng):
-    # 3:1 class imbalance; with a huge ridge the classifier must still separate the classes (the scale
-    # of the covariance is kept), not predict the larger class everywhere
-    X, y = _two_gaussians(rng, n=400, d=3, shift=1.0)
-    y = (X[:, 0] > -0.7).astype(int)
-    W, b = lda_from_moments(*_moments(X, y), lam=1e9)
-    pred = np.argmax(X @ W.T + b, axis=1)
-    assert np.unique(pred).size == 2 and np.mean(pred == y) > 0.8
+def test_discriminant_of_exact_moments_is_fishers_lda(rng):
+    """Without noise and ridge the scores are LDA's: Σ_W⁻¹μ_c with the within-class covariance and log priors."""
+    X, y = _two_gaussians(rng, n=500, d=4, scale=np.array([1.0, 3.0, 0.5, 1.0]))
+    W, b = receiver.discriminant(_stats(X, y), lam=1e-12)
+    mu = np.array([X[y == c].mean(0) for c in (0, 1)])
+    Sw = sum((X[y == c] - mu[c]).T @ (X[y == c] - mu[c]) for c in (0, 1)) / len(y)
+    want = mu @ np.linalg.inv(Sw)
+    np.testing.assert_allclose(W, want, rtol=1e-6)
+    np.testing.assert_allclose(b, -0.5 * np.sum(want * mu, 1) + np.log(np.bincount(y) / len(y)), rtol=1e-6)
 
 
-def test_guard_rejects_a_refinement_that_follows_clusters_unlike_the_classes(rng):
-    # two tight clusters along axis 1; the DP classifier separates along axis 0 (the class axis)
-    n = 300
-    Z = rng.normal(scale=0.05, size=(n, 2))
-    Z[:, 1] += np.where(np.arange(n) % 2 == 0, 1.0, -1.0)
-    Z[:, 0] += rng.normal(scale=0.3, size=n)
-    W, b = np.array([[-1.0, 0.0], [1.0, 0.0]]), np.zeros(2)
-    kept = guarded(Z, W, b, min_agreement=0.9)
-    assert not kept.kept and kept.agreement < 0.9
-    assert np.array_equal(kept.W, W)
-    loose = guarded(Z, W, b, min_agreement=0.0)
-    assert loose.kept  # the same refinement passes a guard with no threshold: the guard is what stops it
+def test_a_heavy_ridge_tends_to_the_nearest_mean_rule_with_the_prior_not_to_the_majority_class(rng):
+    X, y = _two_gaussians(rng, n=400, d=3, prior=0.7)
+    W, b = receiver.discriminant(_stats(X, y), lam=1e9)
+    pred = np.argmax(X @ W.T + b, 1)
+    assert 0.1 < np.mean(pred == 0) < 0.6 and np.mean(pred == y) > 0.85
 
 
-def test_rule_reads_only_public_facts_and_covers_every_type_and_epsilon():
-    import inspect
-
-    from dpadapt.sound.rule import DESIGNS, RULE, grid_point
-
-    assert set(inspect.signature(choose).parameters) == {"feature_type", "n", "n_classes", "n_features", "epsilon"}
-    assert {f["design"] for f in RULE.values()} <= set(DESIGNS)
-    c = choose(feature_type="table", n=300, n_classes=2, n_features=25, epsilon=8.0)
-    assert c.space == "features"  # a declared table is small: no basis needed
-    for ft in ("dense", "counts", "table"):
-        for eps in (None, 0.5, 1.0, 3.0, 8.0, 20.0):
-            assert (ft, grid_point(eps)) in RULE
-    assert grid_point(3.0) == 2.0 and grid_point(0.5) == 1.0 and grid_point(20.0) == 8.0
-    with pytest.raises(ValueError, match="features"):  # the SSP design's d × d moment in the feature space
-        choose(feature_type="table", n=300, n_classes=2, n_features=10000, epsilon=None)
-    with pytest.raises(TypeError):
-        choose(X=np.zeros((3, 3)))  # no private rows can be passed
+def test_prototypes_ot_refines_noisy_prototypes_on_clustered_rows(rng):
+    """Rows in two tight clusters; prototypes 70° off their classes: the OT refinement recovers the clusters."""
+    centers = np.eye(2)
+    yt = np.arange(200) % 2
+    Zt = RowMap(False)(centers[yt] + 0.05 * rng.normal(size=(200, 2)))
+    rot = np.array([[np.cos(1.2), -np.sin(1.2)], [np.sin(1.2), np.cos(1.2)]])
+    st = Statistics(100 * centers @ rot.T, np.array([100.0, 100.0]), None, 1.0, 200.0, ())
+    W, b = receiver.prototypes_ot(st, Zt)
+    assert np.mean(np.argmax(Zt @ W.T + b, 1) == yt) == 1.0
+    assert np.mean(np.argmax(Zt @ normalise(st.sums).T, 1) == yt) < 0.9
 
 
-def test_box_map_refuses_values_outside_the_declared_range():
-    with pytest.raises(ValueError, match=r"\[-1, 1\]"):
-        mapped_rows(np.array([[0.5, 1.5]]), log1p=False, norm="box")
-    assert np.linalg.norm(mapped_rows(np.ones((2, 4)), log1p=False, norm="box"), axis=1) == pytest.approx(1.0)
+def normalise(A):
+    return A / np.linalg.norm(A, axis=1, keepdims=True)
 
 
-def test_estimator_private_nonprivate_and_release_contents(rng):
+def test_label_shift_correction_moves_the_prior_towards_the_targets(rng):
+    Xs, ys = _two_gaussians(rng, n=2000, d=3, shift=1.0, prior=0.5)
+    Xt, yt = _two_gaussians(rng, n=2000, d=3, shift=1.0, prior=0.15)
+    W, b = receiver.discriminant(_stats(Xs, ys), lam=1e-9)
+    b2, info = receiver.corrected_for_label_shift(W, b, Xt, np.array([0.5, 0.5]))
+    assert abs(info["target_prior"][1] - np.mean(yt)) < 0.05
+    assert np.mean(np.argmax(Xt @ W.T + b2, 1) == yt) > np.mean(np.argmax(Xt @ W.T + b, 1) == yt) + 0.02
+
+
+# --- the design: public facts and the receiver's rows only ----------------------------------------
+
+
+def test_the_map_reads_counts_off_the_rows_and_warns_when_a_declaration_disagrees(rng):
+    counts = rng.poisson(2.0, size=(30, 8)).astype(float)
+    assert design.choose_log1p(counts) and not design.choose_log1p(counts + 0.5)
+    assert design.choose_log1p(sp.csr_matrix(counts))
+    with pytest.warns(design.FeatureTypeWarning, match="declared"):
+        assert not design.choose_log1p(counts, "dense")
+    with pytest.warns(design.FeatureTypeWarning):
+        assert design.choose_log1p(-counts - 0.5, "counts")
+
+
+def test_the_map_is_total_one_record_never_makes_it_fail(rng):
+    """A negative or huge value in a source row is mapped (signed log1p), never refused: no 'release or none'."""
+    X = np.abs(rng.normal(size=(5, 4)))
+    X[0, 0] = -7.0
+    X[1, 1] = 1e300
+    Z = RowMap(True)(X)
+    assert np.all(np.isfinite(Z)) and np.allclose(np.linalg.norm(Z, axis=1), 1.0)
+    np.testing.assert_allclose(RowMap(True)(sp.csr_matrix(X)).toarray(), Z)
+
+
+def test_basis_size_grows_with_epsilon_and_keeps_its_floors():
+    spectrum = 1.0 / np.arange(1, 201) ** 1.2
+    for kind, floor in (("prototypes", 10), ("discriminant", 1)):
+        ks = [design.basis_size(spectrum, design=kind, sigma=s, n=1000, K=10) for s in (50.0, 10.0, 3.0, 1.0, 0.3, 0.0)]
+        assert ks == sorted(ks) and ks[0] >= floor and ks[-1] == 200, (kind, ks)
+
+
+def test_the_design_is_the_same_at_every_epsilon_and_k_is_monotone(rng):
+    Xt, _ = _two_gaussians(rng, n=300, d=40)
+    out = []
+    for eps in (0.5, 1.0, 2.0, 4.0, 8.0, None):
+        cfg = sound.Config(epsilon=eps, classes=(0, 1))
+        req = Request.from_release(sound.request(Xt, cfg, 500))
+        out.append((req.design["design"], req.k))
+    assert len({d for d, _ in out}) == 1
+    ks = [k for _, k in out]
+    assert ks == sorted(ks)
+
+
+def test_clustered_rows_get_the_prototypes_design_and_diffuse_rows_the_discriminant(rng):
+    yt = np.arange(300) % 3
+    clustered = np.eye(20)[yt] * 5 + 0.3 * rng.normal(size=(300, 20))
+    diffuse = rng.normal(size=(300, 20))
+    cfg = sound.Config(epsilon=4.0, classes=(0, 1, 2))
+    assert Request.from_release(sound.request(clustered, cfg, 600)).design["design"] == "prototypes"
+    assert Request.from_release(sound.request(diffuse, cfg, 600)).design["design"] == "discriminant"
+
+
+# --- the request as untrusted input, the source's checks -----------------------------------------
+
+
+def _request(rng, **cfg):
+    Xt, _ = _two_gaussians(rng, n=80, d=12)
+    config = sound.Config(**{"epsilon": 2.0, "classes": (0, 1), **cfg})
+    return config, sound.request(Xt, config, 100)
+
+
+def test_a_tampered_or_hostile_request_is_refused_before_any_row_is_read(rng):
+    config, honest = _request(rng, epsilon=None)  # the features space, no basis
+    _, based = _request(rng, epsilon=0.3)
+    assert Request.from_release(honest).space == "features"
+    assert Request.from_release(based).space == "basis"
+
+    def forged(rel, arrays=None, **params):
+        return Release(method=rel.method, kind=rel.kind, owner="target", arrays={**rel.arrays, **(arrays or {})},
+                       guarantee=rel.guarantee, params={**rel.params, **params})
+
+    k = based.params["k"]
+    bad = [forged(honest, statistics="everything"), forged(honest, log1p="yes"), forged(honest, space="rows"),
+           forged(honest, classes=[1, 0]),  # the digest no longer matches
+           forged(based, {"components": 3.0 * np.eye(12)[:, :k]}), forged(based, {"mean": np.full(12, 1e300)}),
+           forged(based, {"components": np.full((12, k), np.nan)})]
+    for rel in bad:
+        with pytest.raises(ReleaseError, match="request"):
+            Request.from_release(rel)
+    with pytest.raises(ReleaseError, match="features"):
+        Request.from_release(honest, n_features=13)
+
+
+def test_the_source_refuses_a_request_made_for_other_facts(rng):
+    config, rel = _request(rng)
+    req = Request.from_release(rel)
+    with pytest.raises(ValueError, match="designed for"):
+        sound.plan(config.replace(epsilon=4.0), {"request": req, "n_source": 100})
+    with pytest.raises(ValueError, match="designed for"):
+        sound.plan(config, {"request": req, "n_source": 99})
+    with pytest.raises(ValueError, match="label set"):
+        sound.plan(config.replace(classes=(1, 0)), {"request": req, "n_source": 100})
+    assert sound.plan(config, {"request": req, "n_source": 100}).guarantee.epsilon == pytest.approx(2.0)
+
+
+def test_a_one_class_source_releases_like_any_other(rng):
+    """The label set is public: D (one row of class 1) and D′ (that row relabelled 0) both release."""
+    config, rel = _request(rng)
+    Xs, _ = _two_gaussians(rng, n=100, d=12)
+    y = np.zeros(100, dtype=int)
+    y_prime = y.copy()
+    y_prime[0] = 1
+    p = sound.plan(config, {"request": rel, "n_source": 100})
+    for labels in (y, y_prime):
+        out = sound.release(p, rel, Xs, labels, random_streams(0)[1])
+        assert out["sums"].shape[0] == 2 and set(out.arrays) <= {"sums", "counts", "second"}
+
+
+# --- the receiver's checks of the sources' releases -----------------------------------------------
+
+
+def test_two_sources_add_and_the_receiver_checks_every_release(rng):
+    config = sound.Config(epsilon=4.0, classes=(0, 1), random_state=0)
+    (X1, y1), (X2, y2) = _two_gaussians(rng, n=150, d=12), _two_gaussians(rng, n=250, d=12)
+    Xt, _ = _two_gaussians(rng, n=100, d=12)
+    req, rels, model = _quiet(sound.run_parties, config, [(X1, y1), (X2, y2)], Xt)
+    st = receiver.combine(Request.from_release(req), rels)
+    np.testing.assert_allclose(st.sums, rels[0]["sums"] + rels[1]["sums"])
+    assert st.n == 400 and st.sigma == pytest.approx(np.hypot(rels[0].params["sigma"], rels[1].params["sigma"]))
+    assert model.details["sources"] == 2
+    with pytest.raises(ReleaseError, match="twice"):
+        receiver.combine(Request.from_release(req), [rels[0], rels[0]])
+    other_req, (other, *_), _ = _quiet(sound.run_parties, config, [(X1, y1)], Xt[:50])
+    with pytest.raises(ReleaseError, match="another release request"):
+        receiver.combine(Request.from_release(req), [rels[0], other])
+
+
+@pytest.mark.parametrize("change", ["nan", "huge", "shape", "count", "sigma"])
+def test_a_forged_release_is_refused_before_the_receiver_maps_a_row(rng, monkeypatch, change):
+    config = sound.Config(epsilon=4.0, classes=(0, 1), random_state=0)
+    Xs, ys = _two_gaussians(rng, n=200, d=12)
+    Xt, _ = _two_gaussians(rng, n=60, d=12)
+    req, (rel,), _ = _quiet(sound.run_parties, config, [(Xs, ys)], Xt)
+    arrays, params = dict(rel.arrays), dict(rel.params)
+    if change == "nan":
+        arrays["sums"] = np.where(np.eye(*arrays["sums"].shape) > 0, np.nan, arrays["sums"])
+    elif change == "huge":
+        arrays["sums"] = arrays["sums"] * 1e300
+    elif change == "shape":
+        arrays["sums"] = arrays["sums"][:, :-1]
+    elif change == "count":
+        arrays["counts"] = arrays["counts"] + 1e6
+    else:
+        params["sigma"] = -1.0
+    forged = Release(method=rel.method, kind=rel.kind, owner="source", arrays=arrays, guarantee=rel.guarantee, params=params)
+    mapped = []
+    monkeypatch.setattr(RowMap, "__call__", lambda self, X: mapped.append(1))
+    with pytest.raises(ReleaseError, match="release"):
+        sound.adapt([req, forged], Xt, config)
+    assert mapped == []
+
+
+# --- the estimator and the two-party CLI ------------------------------------------------------------
+
+
+def test_estimator_private_nonprivate_string_labels_and_release_contents(rng):
     Xs, ys = _two_gaussians(rng, n=600, d=30)
     Xt, yt = _two_gaussians(rng, n=300, d=30)
     Xt = Xt + 0.2
-    nonpriv = SoundDA(epsilon=None, random_state=0).fit_domains(Xs, ys, Xt)
-    assert nonpriv.score(Xt, yt) > 0.85
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        priv = SoundDA(epsilon=8.0, classes=(0, 1), random_state=0).fit_domains(Xs, ys, Xt)
-    assert priv.design_ == "ssp"
-    rel = priv.release_
-    assert set(rel.arrays) == {"sums", "counts", "second"}  # aggregates only, never a row
-    assert rel.arrays["second"].shape[0] == rel.arrays["sums"].shape[1] and rel.guarantee.epsilon == pytest.approx(8.0)
-    assert priv.score(Xt, yt) > 0.6
-    assert priv.predict_proba(Xt).shape == (300, 2)
+    assert _quiet(SoundDA(epsilon=None, random_state=0).fit_domains, Xs, ys, Xt).score(Xt, yt) > 0.85
+    names = np.array(["healthy", "sick"])
+    priv = _quiet(SoundDA(epsilon=8.0, classes=("healthy", "sick"), random_state=0).fit_domains, Xs, names[ys], Xt)
+    (rel,) = priv.releases_
+    assert set(rel.arrays) <= {"sums", "counts", "second"} and rel.guarantee.epsilon == pytest.approx(8.0)
+    assert priv.score(Xt, names[yt]) > 0.8 and set(priv.predict(Xt)) <= set(names)
+    assert priv.predict_proba(Xt).shape == (300, 2) and np.allclose(priv.predict_proba(Xt).sum(1), 1.0)
+    assert priv.guarantee_.valid
 
 
-def test_release_refuses_a_basis_it_was_not_planned_with(rng):
-    Xs, ys = _two_gaussians(rng, n=100, d=30)
-    cfg = SoundConfig(epsilon=1.0, classes=(0, 1))
-    p = plan(cfg, {"n_source": 100, "n_features": 30})
-    assert p.calibration["choice"].space == "pca"
-    from dpadapt.privacy.mechanisms import random_streams
-
-    with pytest.raises(ReleaseError, match="basis"):
-        release(p, Xs, ys, random_streams(0)[1])
-    b = basis(Xs, cfg, p.calibration["choice"])
-    assert release(p, Xs, ys, random_streams(0)[1], basis_release=b).params["basis_sha256"] == b.params["sha256"]
-
-
-def test_sound_da_in_a_skada_pipeline():
+def test_sound_da_in_a_skada_pipeline_with_two_source_domains():
     skada = pytest.importorskip("skada")
     from sklearn.base import clone
     from skada.datasets import make_shifted_datasets
 
     X, y, sd = make_shifted_datasets(n_samples_source=30, n_samples_target=20, shift="covariate_shift", noise=None, random_state=0)
+    sd = np.where((sd >= 0) & (np.arange(len(sd)) % 2 == 0), 2, sd)  # two source domains
     pipe = skada.make_da_pipeline(SoundDA(epsilon=8.0, classes=(0, 1), random_state=0))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        pipe.fit(X, y, sample_domain=sd)
-    target = sd < 0
-    assert pipe.predict(X[target]).shape == (target.sum(),)
+    _quiet(pipe.fit, X, y, sample_domain=sd)
+    assert len(pipe[-1].get_estimator().releases_) == 2
+    assert pipe.predict(X[sd < 0]).shape == ((sd < 0).sum(),)
     assert clone(pipe).get_params()["soundda__epsilon"] == 8.0
 
 
-def test_two_party_cli_basis_release_adapt(tmp_path, monkeypatch, rng):
+def test_two_party_cli_request_two_releases_adapt(tmp_path, monkeypatch, rng):
     from dpadapt.cli.main import main
     from dpadapt.io import save_table
-    from dpadapt.release import Release
-
-    monkeypatch.setenv("DPADAPT_LEDGER", str(tmp_path / "ledger.sqlite"))
-    Xs, ys = _two_gaussians(rng, n=400, d=30)
-    Xt, yt = _two_gaussians(rng, n=200, d=30)
-    save_table(tmp_path / "s.npz", Xs, ys)
-    save_table(tmp_path / "t.npz", Xt, yt)
+    from dpadapt.modelio import load_model
     from dpadapt.privacy.ledger import Ledger, fingerprint
 
-    Ledger(tmp_path / "ledger.sqlite").set_budget("source", fingerprint(tmp_path / "s.npz"), 10.0, 1e-5)
+    monkeypatch.setenv("DPADAPT_LEDGER", str(tmp_path / "ledger.sqlite"))
     p = str(tmp_path)
-    assert main(["basis", "--method", "sound", "--data", f"{p}/t.npz", "--out", f"{p}/b.release"]) == 0
-    assert main(["release", "sound", "--data", f"{p}/s.npz", "--basis", f"{p}/b.release", "--classes", "0,1",
-                 "--epsilon", "8", "--delta", "1e-5", "--out", f"{p}/m.release", "--seed", "0"]) == 0
-    rel = Release.load(f"{p}/m.release")
-    assert rel.kind == "class_moments" and rel.guarantee.epsilon == pytest.approx(8.0)
-    assert main(["adapt", "sound", "--release", f"{p}/m.release", "--release", f"{p}/b.release",
-                 "--data", f"{p}/t.npz", "--out", f"{p}/model.dpadapt"]) == 0
-    from dpadapt.modelio import load_model
-
+    (X1, y1), (X2, y2) = _two_gaussians(rng, n=300, d=30), _two_gaussians(rng, n=200, d=30)
+    Xt, yt = _two_gaussians(rng, n=200, d=30)
+    for name, (X, y) in {"s1": (X1, y1), "s2": (X2, y2), "t": (Xt, yt)}.items():
+        save_table(tmp_path / f"{name}.npz", X, y)
+    for name in ("s1", "s2"):
+        Ledger(tmp_path / "ledger.sqlite").set_budget("source", fingerprint(tmp_path / f"{name}.npz"), 10.0, 1e-5)
+    assert main(["request", "--data", f"{p}/t.npz", "--classes", "0,1", "--n-source", "300", "--n-source", "200",
+                 "--epsilon", "8", "--delta", "1e-5", "--out", f"{p}/req.release"]) == 0
+    for name in ("s1", "s2"):
+        assert main(["release", "sound", "--request", f"{p}/req.release", "--data", f"{p}/{name}.npz", "--epsilon", "8",
+                     "--delta", "1e-5", "--out", f"{p}/{name}.release"]) == 0
+    assert Release.load(f"{p}/s1.release").guarantee.epsilon == pytest.approx(8.0)
+    assert main(["release", "sound", "--request", f"{p}/req.release", "--data", f"{p}/s1.npz", "--epsilon", "4",
+                 "--delta", "1e-5", "--out", f"{p}/wrong.release"]) == 1  # not the facts the request was made for
+    assert main(["adapt", "sound", "--release", f"{p}/s1.release", "--release", f"{p}/s2.release",
+                 "--own-release", f"{p}/req.release", "--data", f"{p}/t.npz", "--out", f"{p}/model.dpadapt"]) == 0
     assert np.mean(load_model(f"{p}/model.dpadapt").predict(Xt) == yt) > 0.7
-
-
-@pytest.mark.parametrize("feature_type, epsilon, design, model_type", [
-    ("dense", 1.0, "ssp", "SoundModel"),
-    ("dense", 2.0, "classstats", "ClassStatsModel"),
-    ("table", 4.0, "ssp", "SoundModel"),
-    ("table", 4.0, "ncm", "DPNearestClassMean"),  # designs the selection may name (round 3 names them in no cell)
-    ("table", 1.0, "dplr", "DPLogisticRegression"),
-])
-def test_estimator_dispatches_once_to_the_rules_route_and_carries_its_guarantee(monkeypatch, feature_type, epsilon, design, model_type):
-    import dpadapt.sound as sound
-    from dpadapt.datasets.synthetic import contract_blobs
-    from dpadapt.sound import rule
-
-    if design in ("ncm", "dplr"):
-        monkeypatch.setitem(rule.RULE, (feature_type, epsilon), {**rule.RULE[(feature_type, epsilon)], "design": design})
-    choice = choose(feature_type=feature_type, n=60, n_classes=3, n_features=6, epsilon=epsilon)
-    assert choice.design == design
-    calls = []
-    routes = {name: (lambda f, name=name: lambda *a: calls.append(name) or f(*a))(f) for name, f in sound.ROUTES.items()}
-    monkeypatch.setattr(sound, "ROUTES", routes)
-    d = contract_blobs(0)
-    m = SoundDA(epsilon=epsilon, classes=(0, 1, 2), feature_type=feature_type, random_state=0).fit_domains(d["Xs"], d["ys"], d["Xt"])
-    assert calls == [design] and m.design_ == design and type(m.model_).__name__ == model_type
-    g = m.guarantee_
-    assert g.party == "source" and g.epsilon == pytest.approx(epsilon) and g.valid
-    if design == "dplr":  # the route's own guarantee (noisy GD composition), not the SSP release's
-        assert g == m.model_.guarantees_["source"] and m.release_ is None
-    else:
-        assert g == m.release_.guarantee and m.release_.method == ("classstats" if design != "ssp" else "sound")
-    assert (m.basis_release_ is not None) == (design != "ncm" and design != "dplr" and choice.space == "pca")
-
-
-def test_the_two_party_sound_method_refuses_a_cell_whose_design_is_not_ssp():
-    with pytest.raises(ValueError, match="'classstats'"):
-        plan(SoundConfig(epsilon=2.0, classes=(0, 1)), {"n_source": 300, "n_features": 25})
-
-
-def test_guard_takes_sparse_rows_like_dense_ones(rng):
-    import scipy.sparse as sp
-
-    X, y = _two_gaussians(rng, n=200, d=4)
-    W, b = lda_from_moments(*_moments(X, y), lam=1.0)
-    dense, sparse = guarded(X, W, b, min_agreement=0.5), guarded(sp.csr_matrix(X), W, b, min_agreement=0.5)
-    assert dense.kept == sparse.kept and np.allclose(dense.W, sparse.W) and dense.agreement == sparse.agreement

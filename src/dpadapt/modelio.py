@@ -354,7 +354,7 @@ register_kind(Kind(
 PREDICTOR_RECORDS = {
     "ClassStatsModel": "dpadapt.classstats.adapt",
     "ClassStatisticsClassifier": "dpadapt.alignment.prima",
-    "SoundModel": "dpadapt.sound",
+    "SoundModel": "dpadapt.sound.receiver",
 }
 
 

@@ -24,7 +24,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--label-column", default="y", help="label column of a .csv/.parquet file (default y)")
     p.add_argument("--k", type=int, default=classstats.Config.__dataclass_fields__["k"].default, help="basis dimension (default 20)")
     p.add_argument("--feature-type", choices=("dense", "counts"), default="dense", help="public feature type ('counts': log1p before normalising)")
-    p.add_argument("--method", default="dpot", choices=("dpot", "classstats", "sound"), help="the method the basis is for (default dpot)")
+    p.add_argument("--method", default="dpot", choices=("dpot", "classstats"), help="the method the basis is for (default dpot)")
     p.add_argument("--out", required=True, help="basis Release file to give the other party")
     p.add_argument("--force", action="store_true", help="overwrite an existing output file")
     add_disclosure_arguments(p)

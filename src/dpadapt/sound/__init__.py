@@ -1,263 +1,140 @@
-"""Sound one-release designs for a protected labelled source, chosen by a public rule (issue 23).
+"""The sound default: the receiver designs ONE release of the protected sources' class statistics.
 
-The sufficient-statistics design (SSP):
+Three party steps (``docs/threat-model.md`` for who sees what):
 
-(a) :func:`basis` — only when the rule's space is ``"pca"``: the *unprotected* receiver sends the mean
-    and top-k principal directions of its own mapped rows (a disclosure with ε = ∞, as in
-    :mod:`dpadapt.classstats`; for the source it is a fixed public per-row map).
-(b) :func:`release` — the protected source maps its rows with the public per-row map and working space
-    (:mod:`dpadapt.sound.spaces`) and releases per-class sums, counts and the pooled second moment as
-    ONE Gaussian (:func:`dpadapt.privacy.mechanisms.class_moment_statistics`): (ε, δ)-DP per record,
-    labels included, Δ = √6 replace-one / √3 add/remove (proof beside ``CLASS_MOMENT_SENSITIVITY``);
-    σ from the analytic Gaussian (Balle & Wang 2018, Thm. 8).
-(c) :func:`adapt` — the receiver forms a shrunk LDA, the ridge classifier or the nearest class
-    direction (as the rule says) from the noisy moments (:mod:`dpadapt.sound.ssp`, ridge from the
-    public σ) and, where the rule says so, the guarded refinement on its own rows (:mod:`dpadapt.sound.guard`). Post-processing, no further privacy cost.
+(a) :func:`request` — the unprotected receiver (the target) designs the release on its own rows and the
+    public facts (:mod:`dpadapt.sound.design`): the per-row map, its top-k principal directions (k from its
+    spectrum and the public noise level), which statistics (sums and counts, or with the pooled second
+    moment) and the post-processing. It sends the :class:`~dpadapt.sound.request.Request` in the clear (a
+    disclosure of the receiver: ε = ∞; for a source a fixed public per-row map).
+(b) :func:`release` — each protected source validates the request as untrusted input, charges its budget
+    and releases ONE Gaussian of exactly those statistics (:mod:`dpadapt.sound.source`): (ε, δ)-DP per
+    source record, labels included; Δ = 2 (sums, counts) or √6 (with the second moment) replace-one; σ from
+    the analytic Gaussian (Balle & Wang, ICML 2018, Thm. 8).
+(c) :func:`adapt` — the receiver adds the sources' statistics (several sources answer one request; each
+    keeps its own guarantee) and post-processes them on its own rows (:mod:`dpadapt.sound.receiver`):
+    the DP prototypes refined by optimal transport, or Fisher's discriminant of the noisy moments with the
+    class prior re-estimated on its rows. Post-processing: no further privacy cost.
 
-Which design, space, k, ridge and refinement: :func:`dpadapt.sound.rule.choose`, from public facts only,
-fixed on the development pairs (``benchmarks/sound_selection_rule.md``). The rule may also name another
-design of the portfolio (issue 23, Build item 1), each its own route: ``classstats``
-(:mod:`dpadapt.sound.classstats_route`, the class-statistics design), ``ncm`` / ``dplr``
-(:mod:`dpadapt.sound.source_only_route`, a DP classifier on the source's full mapped features; the
-selection may name them, round 3 names them in no cell). :class:`SoundDA` dispatches ONCE to the
-chosen route and runs its steps in one process; its Guarantee is that route's. The party steps below (``plan`` → ``release`` → ``adapt``, the CLI's ``sound``
-method) are the ``ssp`` route's.
+:class:`SoundDA` runs exactly these steps in one process; ``epsilon=None`` is the same pipeline without noise.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import numpy as np
-from scipy.special import logsumexp
 
 from dpadapt import api
 from dpadapt.api import ConfigEstimator, Family, Plan, param, register
-from dpadapt.classstats import _digest
-from dpadapt.classstats.adapt import fit_basis
-from dpadapt.privacy.families.classstats import basis_disclosure
-from dpadapt.privacy.families.sound import class_moments_plan
-from dpadapt.privacy.guarantee import Guarantee
-from dpadapt.privacy.mechanisms import class_moment_statistics, class_moment_sums, random_streams
+from dpadapt.privacy.mechanisms import random_streams
 from dpadapt.release import Release, ReleaseError
-from dpadapt.sound import classstats_route, source_only_route
-from dpadapt.sound.guard import guarded
-from dpadapt.sound.rule import Choice, choose
-from dpadapt.sound.spaces import mapped_rows, to_space
-from dpadapt.sound.ssp import lda_from_moments, ridge, ridge_from_moments
-from dpadapt.validation import check_basis, check_features, check_labels, check_untrusted_array
-
-BASIS_KIND = "target_basis"
-MOMENTS_KIND = "class_moments"
-RANDOM_SEED = 20261125  # the public seed of the "random" space (released with the statistics)
+from dpadapt.sound import design as rule
+from dpadapt.sound import receiver, source
+from dpadapt.sound.receiver import SoundModel, Statistics, combine
+from dpadapt.sound.request import KIND as REQUEST_KIND
+from dpadapt.sound.request import Request, SourceFacts
+from dpadapt.sound.source import KIND as STATS_KIND
+from dpadapt.validation import check_features
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Config(api.Config):
-    """Hyper-parameters of the sound designs; everything else comes from the public selection rule."""
+    """Hyper-parameters of the sound default; the design itself comes from the receiver's rows (:mod:`~dpadapt.sound.design`)."""
 
     family = "sound"
 
-    feature_type: str = param("dense", choices=("dense", "counts", "table"),
-                              help="public feature type: 'counts' (bag of words: log1p), 'table' (columns scaled to [-1, 1] by a declared schema)")
+    feature_type: str = param("auto", choices=("auto", "dense", "counts"),
+                              help="'auto': log1p exactly when the receiver's rows are counts (non-negative whole numbers); "
+                                   "'counts' / 'dense' declare it (a declaration the rows contradict is warned about)")
     relation: str = param("replace_one", choices=("replace_one", "add_remove"), help="neighbouring relation of the guarantee")
 
-    def use_log1p(self) -> bool:
-        return self.feature_type == "counts"
+    def source_facts(self, n_source: int) -> SourceFacts:
+        """This configuration's public facts for a source of ``n_source`` rows."""
+        if not self.private:
+            return SourceFacts(int(n_source), None, None, self.relation)
+        return SourceFacts(int(n_source), float(self.epsilon), self.resolved_delta(n_source), self.relation)
 
 
-def choice_for(config: Config, n_source: int, n_features: int) -> Choice:
-    """The rule's choice for this configuration and the public sizes."""
-    n_classes = len(config.classes) if config.classes is not None else 2
-    return choose(feature_type=config.feature_type, n=n_source, n_classes=n_classes, n_features=n_features,
-                  epsilon=config.epsilon)
+class NoiseDominatedWarning(UserWarning):
+    """The released statistics are mostly noise: the adapted model will be near the prior."""
+
+
+def request(Xt, config: Config, n_sources) -> Release:
+    """(a) The receiver's request for sources of sizes ``n_sources`` (an int or a list), as a Release to send."""
+    sizes = [int(n_sources)] if np.isscalar(n_sources) else [int(n) for n in n_sources]
+    classes = config.required_classes() if config.private else config.classes
+    if classes is None:
+        raise api.ConfigError("classes= must be given: the request names the public label set")
+    facts = rule.Facts(tuple(classes), tuple(config.source_facts(n) for n in sizes))
+    return rule.design(check_features(Xt, "Xt (target)", allow_sparse=True), facts, feature_type=config.feature_type).to_release()
 
 
 def plan(config: Config, facts: dict) -> Plan:
-    """σ and the Guarantee of the source's release from public facts (``n_source``, ``n_features``)."""
-    n = int(facts["n_source"])
-    choice = choice_for(config, n, int(facts["n_features"]))
-    if choice.design != "ssp":
-        raise ValueError(f"the rule's design for these public facts is {choice.design!r}, not the SSP release of "
-                         f"the 'sound' method; run it with SoundDA (or the '{'classstats' if choice.design == 'classstats' else 'source-only'}' estimators)")
-    if choice.space == "pca" and "k" in facts:  # a basis the receiver already sent fixes k
-        choice = dataclasses.replace(choice, k=int(facts["k"]))
-    if not config.private:
-        return Plan(config.family, MOMENTS_KIND, config, dict(facts), None, {"sigma": 0.0, "choice": choice})
-    delta = config.resolved_delta(n)
-    sigma, guarantee = class_moments_plan(
-        config.epsilon, delta, classes=config.required_classes(), relation=config.relation,
-        extra_theorem=f"per-row map: {'log1p, ℓ2-normalise' if config.use_log1p() else ('/√d of declared-range columns' if choice.norm == 'box' else 'ℓ2-normalise')}"
-        + f"; space: {choice.space}" + (f" (k = {choice.k})" if choice.k else ""),
-    )
-    return Plan(config.family, MOMENTS_KIND, config, dict(facts), guarantee, {"sigma": sigma, "delta": delta, "choice": choice})
+    """(b, before any row is read) σ and the Guarantee of one source's release: ``facts`` holds the
+    ``request`` (a :class:`Request`, or its Release) and the source's ``n_source``."""
+    req = facts["request"]
+    req = req if isinstance(req, Request) else Request.from_release(req)
+    return source.plan(req, config, int(facts["n_source"]))
 
 
-def basis(Xt, config: Config, choice: Choice) -> Release:
-    """The unprotected receiver's basis (only for the ``"pca"`` space): mean and top-k directions of its rows."""
-    M = mapped_rows(check_features(Xt, "Xt (target)", allow_sparse=True), log1p=config.use_log1p(), norm=choice.norm)
-    mean, components = fit_basis(M, choice.k)
-    return Release(
-        method=config.family, kind=BASIS_KIND, owner="target", arrays={"mean": mean, "components": components},
-        guarantee=basis_disclosure("target"),
-        params={"k": int(components.shape[1]), "sha256": _digest(mean, components), "disclosure": basis_disclosure("target").reasons[0]},
-    )
+def release(plan_: Plan, request_: Release | Request, Xs, ys=None, noise=None) -> Release:
+    """(b) One source's release; ``ys`` any labels of the public label set (or a ChunkedSource with indices)."""
+    req = request_ if isinstance(request_, Request) else Request.from_release(request_, n_features=Xs.shape[1] if hasattr(Xs, "shape") else None)
+    if ys is not None:
+        ys = source.label_index(ys, req.classes)
+    return source.release(plan_, req, Xs, ys, noise)
 
 
-def _basis_arrays(rel: Release | None, family: str) -> dict:
-    if rel is None:
-        return {}
-    if rel.method != family or rel.kind != BASIS_KIND:
-        raise ReleaseError(f"expected a {family}/{BASIS_KIND} release, got {rel.method}/{rel.kind}")
-    try:
-        if _digest(rel["mean"], rel["components"]) != rel.params.get("sha256"):
-            raise ReleaseError("the basis arrays do not match their digest")
-        mean, components = check_basis(rel["mean"], rel["components"])  # untrusted input (issue 19, item 1)
-    except (KeyError, ValueError) as exc:
-        raise ReleaseError(f"basis release: {exc}") from None
-    return {"mean": mean, "components": components}
+def _warn_if_noise_dominated(st: Statistics) -> None:
+    energy = np.sum(st.sums**2, axis=1)
+    share = np.minimum(1.0, st.sums.shape[1] * st.sigma**2 / np.maximum(energy, np.finfo(float).tiny))
+    if st.sigma > 0 and float(np.mean(share)) > 0.75:
+        warnings.warn(f"the release noise dominates the class statistics (noise share {np.mean(share):.2f} of their energy, "
+                      f"σ = {st.sigma:.3g}): expect predictions near the class prior; a larger ε or more source rows would help",
+                      NoiseDominatedWarning, stacklevel=3)
 
 
-def _space_kwargs(choice: Choice, basis_release: Release | None, family: str) -> dict:
-    if choice.space == "pca":
-        if basis_release is None:
-            raise ReleaseError("the 'pca' space needs the receiver's basis release (dpadapt basis --method sound)")
-        if int(basis_release.params["k"]) != choice.k:
-            raise ReleaseError(f"the basis has k = {basis_release.params['k']}; the plan is for k = {choice.k}")
-        return _basis_arrays(basis_release, family)
-    if choice.space == "random":
-        return {"seed": RANDOM_SEED, "k": choice.k}
-    return {}
-
-
-def release(plan_: Plan, Xs, ys, noise, *, basis_release: Release | None = None) -> Release:
-    """The source's step: class sums, counts and pooled second moment of its rows in the space, ONE Gaussian."""
-    from dpadapt.classstats import label_indices
-
-    config: Config = plan_.config
-    choice: Choice = plan_.calibration["choice"]
-    Xs = check_features(Xs, "Xs (source)", allow_sparse=True)
-    ys = check_labels(ys, Xs.shape[0], "ys (source labels)")
-    if Xs.shape[0] != int(plan_.facts["n_source"]):
-        raise ValueError(f"the plan is for {plan_.facts['n_source']} source rows, got {Xs.shape[0]}")
-    classes = config.required_classes() if config.private else (config.classes or tuple(np.unique(ys).tolist()))
-    Z = to_space(mapped_rows(Xs, log1p=config.use_log1p(), norm=choice.norm), choice.space,
-                 **_space_kwargs(choice, basis_release, plan_.family))
-    idx = label_indices(ys, classes)
-    if config.private:
-        st = class_moment_statistics(Z, idx, len(classes), sigma=plan_.calibration["sigma"], relation=config.relation, noise=noise)
-        sums, counts, second, guarantee = st.sums, st.counts, st.second, plan_.guarantee
-    else:  # the same statistics, exact (sparse rows stay sparse until the k × k product)
-        sums, counts, second = class_moment_sums(Z, idx, len(classes))
-        guarantee = Guarantee.non_private("source", "epsilon=None: the non-private counterpart")
-    return Release(
-        method=plan_.family, kind=MOMENTS_KIND, owner="source", arrays={"sums": sums, "counts": counts, "second": second},
-        guarantee=guarantee,
-        params={"classes": list(classes), "log1p": config.use_log1p(), "n_features": int(Xs.shape[1]),
-                "n_source": int(Xs.shape[0]), "sigma": float(plan_.calibration.get("sigma", 0.0)), "relation": config.relation,
-                "basis_sha256": basis_release.params["sha256"] if basis_release is not None else None,
-                "random_seed": RANDOM_SEED if choice.space == "random" else None, **choice.to_params()},
-    )
-
-
-@dataclasses.dataclass
-class SoundModel:
-    """A linear classifier on raw rows: public row map → working space → scores ``Z @ W.T + b``.
-
-    ``choice``: the rule's :class:`~dpadapt.sound.rule.Choice` as a dict; ``mean``/``components``: the
-    receiver's basis (``pca`` space only). A flat record, saved by :mod:`dpadapt.modelio`.
-    """
-
-    classes: np.ndarray
-    log1p: bool
-    choice: dict
-    mean: np.ndarray | None
-    components: np.ndarray | None
-    W: np.ndarray
-    b: np.ndarray
-    refined: bool = False
-
-    @property
-    def classes_(self) -> np.ndarray:
-        return self.classes
-
-    def transform(self, X) -> np.ndarray:
-        c = Choice.from_params(self.choice)
-        M = mapped_rows(check_features(X, allow_sparse=True), log1p=self.log1p, norm=c.norm)
-        kw = {"mean": self.mean, "components": self.components} if c.space == "pca" else (
-            {"seed": RANDOM_SEED, "k": c.k} if c.space == "random" else {})
-        return to_space(M, c.space, **kw)
-
-    def predict_proba(self, X) -> np.ndarray:
-        s = self.transform(X) @ self.W.T + self.b
-        return np.exp(s - logsumexp(s, axis=1, keepdims=True))
-
-    def predict(self, X) -> np.ndarray:
-        return self.classes[np.argmax(self.transform(X) @ self.W.T + self.b, axis=1)]
-
-    def score(self, X, y) -> float:
-        return float(np.mean(self.predict(X) == np.asarray(y)))
-
-
-def adapt(release_: Release, Xt, config: Config, *, basis_release: Release | None = None, family: str | None = None) -> SoundModel:
-    """The receiver's step: the rule's classifier (LDA, ridge or nearest class direction) from the noisy moments, then its (guarded) refinement."""
-    family = family or config.family
-    if release_.method != family or release_.kind != MOMENTS_KIND:
-        raise ReleaseError(f"expected a {family}/{MOMENTS_KIND} release, got {release_.method}/{release_.kind}")
-    p = release_.params
-    choice = Choice.from_params(p)
-    kw = _space_kwargs(choice, basis_release, family)
-    if choice.space == "pca" and p.get("basis_sha256") != basis_release.params["sha256"]:
-        raise ReleaseError("the statistics were released in another basis than the one given")
+def adapt(releases: list[Release], Xt, config: Config | None = None, *, request_: Release | None = None) -> SoundModel:
+    """(c) The receiver's model from the sources' releases of its request (the request may be among ``releases``)."""
+    reqs = [r for r in releases if r.kind == REQUEST_KIND] + ([request_] if request_ is not None else [])
+    if len({r.digest() for r in reqs}) != 1:
+        raise ReleaseError("adapt needs the one release request the sources answered (`dpadapt request`); "
+                           f"got {len(reqs)}")
     Xt = check_features(Xt, "Xt (target)", allow_sparse=True)
-    if Xt.shape[1] != p["n_features"]:
-        raise ValueError(f"target has {Xt.shape[1]} features; the release was made for {p['n_features']}")
-    if config.classes is not None and list(config.classes) != list(p.get("classes", [])):
-        raise ReleaseError(f"the release is for the label set {p.get('classes')}, the receiver expects {list(config.classes)}")
-    K = len(p["classes"])
-    k = int(kw["components"].shape[1]) if choice.space == "pca" else (choice.k if choice.space == "random" else int(p["n_features"]))
-    try:  # the source's statistics are untrusted input: finite float64 of the planned shapes, before any target row is mapped
-        sums = check_untrusted_array(release_["sums"], "the released 'sums'", (K, k))
-        counts = check_untrusted_array(release_["counts"], "the released 'counts'", (K,))
-        second = check_untrusted_array(release_["second"], "the released 'second'", (k, k))
-        sigma, n_source = check_untrusted_array([p["sigma"], p["n_source"]], "the released 'sigma' and 'n_source'")
-    except (KeyError, ValueError) as exc:
-        raise ReleaseError(f"class-moment release: {exc}") from None
-    if sigma < 0.0 or n_source < 1.0:
-        raise ReleaseError(f"class-moment release: sigma = {sigma:g} and n_source = {n_source:g} are impossible; refused")
-    lam = ridge(sigma, n_source, k, ridge_scale=choice.ridge_scale, ridge_floor=choice.ridge_floor)
-    if choice.classifier == "ncm":  # nearest class direction (cosine) of the released sums
-        W, b = sums / np.maximum(np.linalg.norm(sums, axis=1, keepdims=True), np.finfo(float).tiny), np.zeros(sums.shape[0])
-    elif choice.classifier == "ridge":  # least squares on the class indicators (selection round 3)
-        W, b = ridge_from_moments(sums, second, lam)
+    req = Request.from_release(reqs[0], n_features=Xt.shape[1])
+    if config is not None and config.classes is not None and tuple(config.classes) != tuple(req.classes):
+        raise ReleaseError(f"the request is for the label set {list(req.classes)}, you expect {list(config.classes)}")
+    st = combine(req, [r for r in releases if r.kind == STATS_KIND])
+    _warn_if_noise_dominated(st)
+    Z = req.row_map()(Xt)
+    post = req.design.get("design", "discriminant")
+    details: dict = {"sigma": st.sigma, "n": st.n, "k": req.k, "sources": len(st.guarantees)}
+    if post == "prototypes":
+        W, b = receiver.prototypes_ot(st, Z)
     else:
-        W, b = lda_from_moments(sums, counts, second, lam)
-    model = SoundModel(np.asarray(p["classes"]), bool(p["log1p"]), choice.to_params(), kw.get("mean"), kw.get("components"), W, b)
-    if choice.refinement == "guarded":
-        g = guarded(model.transform(Xt), W, b, min_agreement=choice.min_agreement)
-        model.W, model.b, model.refined = g.W, g.b, g.kept
-    return model
+        if st.second is None:
+            raise ReleaseError("the discriminant design needs the second moment, which the release does not carry")
+        lam = rule.discriminant_ridge(st.sigma, st.n, req.k)
+        W, b = receiver.discriminant(st, lam)
+        details["ridge"] = lam
+        if rule.LABEL_SHIFT and Z.shape[0]:
+            b, prior = receiver.corrected_for_label_shift(W, b, Z, receiver.class_prior(st.counts))
+            details.update(prior)
+    return SoundModel(np.asarray(req.classes), req.log1p, req.mean, req.components, W, b, post, details)
 
 
-def run_parties(config: Config, Xs, ys, Xt, *, bases: dict | None = None) -> tuple[Release | None, Release, SoundModel]:
-    """All steps in one process (basis if the space needs it → release → adapt), noise from a fresh NoiseSource.
-
-    ``bases``: optional cache {k: basis Release} of the receiver's bases of these same ``Xt`` (a
-    benchmark reuses them across seeds and ε; the basis depends on nothing else).
-    """
+def run_parties(config: Config, sources: list[tuple], Xt) -> tuple[Release, list[Release], SoundModel]:
+    """All steps in one process: the request, one release per ``(Xs, ys)`` in ``sources`` (fresh noise each),
+    the model."""
+    req = request(Xt, config, [Xs.shape[0] for Xs, _ in sources])
     _, noise = random_streams(config.random_state, reproducible_noise=config.reproducible_noise)
-    facts = {"n_source": Xs.shape[0], "n_features": Xs.shape[1]}
-    choice = choice_for(config, *facts.values())
-    basis_rel = None
-    if choice.space == "pca":
-        basis_rel = (bases or {}).get(choice.k) or basis(Xt, config, choice)
-        if bases is not None:
-            bases[choice.k] = basis_rel
-    if basis_rel is not None:
-        facts["k"] = basis_rel.params["k"]
-    the_plan = plan(config, facts)
-    rel = release(the_plan, Xs, ys, noise, basis_release=basis_rel)
-    return basis_rel, rel, adapt(rel, Xt, config, basis_release=basis_rel)
+    rels = []
+    for Xs, ys in sources:
+        p = plan(config, {"request": req, "n_source": Xs.shape[0]})
+        rels.append(release(p, req, Xs, ys, noise))
+    return req, rels, adapt([req, *rels], Xt, config)
 
 
 def contract_example(random_state: int) -> tuple[Config, dict]:
@@ -268,42 +145,55 @@ def contract_example(random_state: int) -> tuple[Config, dict]:
 
 
 def contract_run(config: Config, data: dict) -> tuple[list[Release], SoundModel]:
-    basis_rel, rel, model = run_parties(config, data["Xs"], data["ys"], data["Xt"])
-    return [r for r in (basis_rel, rel) if r is not None], model
-
-
-def _ssp_route(config: Config, Xs, ys, Xt, choice: Choice):
-    return run_parties(config, Xs, ys, Xt)
-
-
-#: design → route(config, Xs, ys, Xt, choice) → (basis release or None, release or None, fitted model)
-ROUTES = {"ssp": _ssp_route, "classstats": classstats_route.run, "ncm": source_only_route.run, "dplr": source_only_route.run}
+    req, rels, model = run_parties(config, [(data["Xs"], data["ys"])], data["Xt"])
+    return [req, *rels], model
 
 
 class SoundDA(ConfigEstimator):
-    """Sound DA for a protected labelled source: the design the public rule names for the public facts.
+    """Sound domain adaptation for protected labelled sources: the receiver designs ONE release per source.
 
-    Record-level (ε, δ)-DP for the source (labels included); the target is not protected (its basis,
-    when the chosen design uses one, is disclosed). The design (``ssp``: ONE release of class moments in
-    a public space → LDA, ridge or nearest class direction, guarded refinement; ``classstats``; ``ncm``;
-    ``dplr``), space, k, ridge and refinement come from the public selection rule (:func:`dpadapt.sound.rule.choose`); ``fit_domains``
-    runs that ONE route (``design_``) and the Guarantee is that route's. ``epsilon=None`` runs the
-    same pipeline without noise.
+    Record-level (ε, δ)-DP for every source (labels included; each source its own guarantee); the target is
+    not protected (its request — a basis of its rows — is disclosed). Labels may be any values of the public
+    label set ``classes``. ``fit_domains(Xs, ys, Xt)`` takes one source, or lists ``Xs=[X1, X2, ...]``,
+    ``ys=[y1, y2, ...]`` for several; ``fit(X, y, sample_domain)`` treats each non-negative domain id as its own
+    source. ``epsilon=None`` runs the same pipeline without noise. After fitting: ``request_``, ``releases_``,
+    ``model_``, ``design_`` (the request's stated quantities) and ``guarantees_``.
     """
 
     config_class = Config
 
+    def fit(self, X, y=None, sample_domain=None, **fit_params):
+        if sample_domain is None:
+            return super().fit(X, y, sample_domain)
+        X = check_features(X, allow_sparse=True)
+        dom = np.asarray(sample_domain)
+        y = np.asarray(y)
+        ids = sorted({int(d) for d in dom if d >= 0})
+        return self.fit_domains([X[dom == d] for d in ids], [y[dom == d] for d in ids], X[dom < 0])
+
     def fit_domains(self, Xs, ys, Xt, yt=None):
-        Xs, ys, Xt, _ = self._check_domains(Xs, ys, Xt, None, allow_sparse=True)
-        self.config_ = self.make_config()
-        choice = choice_for(self.config_, Xs.shape[0], Xs.shape[1])
-        self.design_ = choice.design
-        self.basis_release_, self.release_, self.model_ = ROUTES[choice.design](self.config_, Xs, ys, Xt, choice)
+        self.config_ = config = self.make_config()
+        pairs = list(zip(Xs, ys)) if isinstance(Xs, (list, tuple)) else [(Xs, ys)]
+        Xt = check_features(Xt, "Xt (target)", allow_sparse=True)
+        sources = []
+        for i, (X, y) in enumerate(pairs):
+            X = check_features(X, f"Xs[{i}] (source)", allow_sparse=True)
+            if X.shape[1] != Xt.shape[1]:
+                raise ValueError(f"source {i} has {X.shape[1]} features but the target has {Xt.shape[1]}")
+            y = np.asarray(y).ravel()
+            if y.shape[0] != X.shape[0]:
+                raise ValueError(f"source {i} has {y.shape[0]} labels for {X.shape[0]} rows")
+            sources.append((X, y))
+        if config.classes is None and not config.private:  # the non-private counterpart may read the labels seen
+            config = config.replace(classes=tuple(np.unique(np.concatenate([y for _, y in sources])).tolist()))
+        self.request_, self.releases_, self.model_ = run_parties(config, sources, Xt)
+        self.design_ = self.request_.params["design"]
         self.classes_ = self.model_.classes_
-        route_guarantees = getattr(self.model_, "guarantees_", None)  # a fitted source-only estimator carries its own
-        self._set_guarantees(*(route_guarantees.values() if route_guarantees is not None
-                               else [self.release_.guarantee] if self.config_.private else []))
+        self._set_guarantees(*([] if not config.private else _per_party(self.releases_)))
         return self
+
+    def decision_function(self, X):
+        return self.model_.decision_function(X)
 
     def predict(self, X):
         return self.model_.predict(X)
@@ -312,10 +202,22 @@ class SoundDA(ConfigEstimator):
         return self.model_.predict_proba(X)
 
 
+def _per_party(releases: list[Release]):
+    """One guarantee for the source party: the release's, or (several sources) the loosest, with the others in details."""
+    gs = [r.guarantee for r in releases]
+    if len(gs) == 1:
+        return gs
+    worst = max(gs, key=lambda g: (g.epsilon, g.delta))
+    return [dataclasses.replace(worst, details={**worst.details, "sources": [g.to_dict() for g in gs],
+                                                "note": "each source holds its own (ε, δ) for its own rows; shown: the largest"})]
+
+
 register(Family(
     name="sound", config=Config, protected=("source",), plan=plan, release=release, adapt=adapt, estimator=SoundDA,
-    summary="source DP class moments (one Gaussian) in a public space → LDA; guarded target refinement; design by a public rule",
-    example=contract_example, run_parties=contract_run, public_arrays=("mean", "components"), noisy_arrays=("sums", "counts", "second"),
+    summary="the receiver designs ONE Gaussian release of the sources' class statistics; OT prototypes or Fisher's discriminant",
+    example=contract_example, run_parties=contract_run, public_arrays=("mean", "components"),
+    noisy_arrays=("sums", "counts"),
 ))
 
-__all__ = ["BASIS_KIND", "MOMENTS_KIND", "ROUTES", "Choice", "Config", "SoundDA", "SoundModel", "adapt", "basis", "plan", "release", "run_parties"]
+__all__ = ["Config", "NoiseDominatedWarning", "Request", "SoundDA", "SoundModel", "SourceFacts", "adapt", "plan",
+           "release", "request", "run_parties"]

@@ -1,55 +1,73 @@
-"""Public working spaces of the sound designs: a per-row map fixed before any private row is read.
+"""The public per-row map of the sound release: every row into the unit ball, whatever its values.
 
-* ``"features"`` — the mapped row itself (``log1p`` for counts, then ℓ2-normalised; or, for a table
-  whose columns a declared schema already scaled to [-1, 1], divided by √d so that it lies in the unit
-  ball without losing its scale: ``norm="box"``);
-* ``"pca"`` — the unprotected receiver's mean and top-k principal directions (its disclosure, see
-  :func:`dpadapt.classstats.basis`), rows re-normalised;
-* ``"random"`` — a public Gaussian (Johnson–Lindenstrauss) projection to k dimensions from a released
-  seed, rows re-normalised.
+A row ``x`` (dense or sparse, any finite values) is mapped by
 
-Every map sends each row into the unit ball whatever the data; the mechanism clips again.
+1. ``log1p`` (when the request says so): ``sign(x)·log1p(|x|)``, the usual ``log1p`` of non-negative
+   counts, defined for every finite value so that no source row can make the map fail;
+2. ℓ2 normalisation: ``x / ‖x‖`` (a zero row stays zero);
+3. in the ``"basis"`` space, the receiver's basis: ``(x − mean) C`` re-normalised to the unit sphere
+   (``C`` has orthonormal columns and ‖mean‖ ≤ 1, checked by :func:`dpadapt.validation.check_basis`).
+
+Each step acts on one row alone and is fixed before any source row is read (the receiver's request),
+so for the protected source the map is public and the sensitivity of sums of mapped rows is that of
+unit-ball rows (the mechanisms clip again: :func:`dpadapt.privacy.mechanisms.class_moment_sums`).
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import scipy.sparse as sp
 
-from dpadapt.classstats.adapt import normalise_rows, project, row_map
-from dpadapt.privacy.mechanisms import public_gaussian_matrix
-
-SPACES = ("features", "pca", "random")
-NORMS = ("l2", "box")
+from dpadapt.classstats.adapt import normalise_rows, row_norms
 
 
-def mapped_rows(X, *, log1p: bool, norm: str) -> np.ndarray:
-    """The per-row map before the space: ``row_map`` (``norm="l2"``) or box rows / √d (``norm="box"``).
-
-    ``"box"`` needs every value in [-1, 1] (what a declared table schema produces); a value outside is an
-    error, never silently clipped, so the bound the sensitivity rests on is checked in float64.
-    """
-    if norm == "l2":
-        return row_map(X, log1p)
-    if norm != "box":
-        raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")
-    X = np.asarray(X.toarray() if sp.issparse(X) else X, dtype=np.float64)
-    if np.any(np.abs(X) > 1.0):
-        raise ValueError("norm='box' needs features scaled to [-1, 1] (a declared table schema); got values outside")
-    return X / np.sqrt(X.shape[1])
+def signed_log1p(X):
+    """``sign(x)·log1p(|x|)`` element-wise (dense → new float64 array; sparse → new CSR, zeros stay zero)."""
+    if sp.issparse(X):
+        X = sp.csr_matrix(X, dtype=np.float64, copy=True)
+        X.sum_duplicates()
+        X.data = np.sign(X.data) * np.log1p(np.abs(X.data))
+        return X
+    X = np.asarray(X, dtype=np.float64)
+    return np.sign(X) * np.log1p(np.abs(X))
 
 
-def random_basis(n_features: int, k: int, seed: int) -> np.ndarray:
-    """The public JL matrix (d × k, entries N(0, 1/k)) regenerated from its released seed."""
-    return public_gaussian_matrix((n_features, k), 1.0 / np.sqrt(k), seed)
+def unit_rows(X):
+    """Rows scaled to unit ℓ2 norm (zero rows stay zero); sparse input stays sparse (CSR)."""
+    if sp.issparse(X):
+        X = sp.csr_matrix(X, dtype=np.float64, copy=True)
+        X.sum_duplicates()  # a column stored twice counts once in the norm
+        norms = row_norms(X)
+        X.data *= np.repeat(np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0), np.diff(X.indptr))
+        X.eliminate_zeros()
+        return X
+    return normalise_rows(np.asarray(X, dtype=np.float64))
 
 
-def to_space(M: np.ndarray, space: str, *, mean=None, components=None, seed: int | None = None, k: int = 0) -> np.ndarray:
-    """Mapped rows ``M`` in the working space (unit ball)."""
-    if space == "features":
-        return M
-    if space == "pca":
-        return project(M, mean, components)
-    if space == "random":
-        return normalise_rows(M @ random_basis(M.shape[1], k, int(seed)))
-    raise ValueError(f"space must be one of {SPACES}, got {space!r}")
+@dataclasses.dataclass(frozen=True)
+class RowMap:
+    """The request's per-row map: (signed) ``log1p``, ℓ2-normalise, then the basis (``mean``, ``components``)."""
+
+    log1p: bool
+    mean: np.ndarray | None = None
+    components: np.ndarray | None = None
+
+    @property
+    def k(self) -> int | None:
+        """Dimension of the working space (``None``: the feature space itself)."""
+        return None if self.components is None else int(self.components.shape[1])
+
+    def mapped(self, X):
+        """Steps 1–2: the normalised rows before the basis (sparse stays sparse)."""
+        return unit_rows(signed_log1p(X) if self.log1p else X)
+
+    def __call__(self, X):
+        """Every row of ``X`` in the working space, in the unit ball (n × k dense, or n × d as given)."""
+        M = self.mapped(X)
+        if self.components is None:
+            return M
+        Z = np.asarray(M @ self.components)
+        Z -= self.mean @ self.components
+        return normalise_rows(Z)

@@ -244,12 +244,11 @@ def _dp_source_only(estimator: str) -> Fit:
 def _sound(p: Problem):
     from dpadapt.sound import SoundDA
 
-    # the declared feature type of the sound rule: bag-of-words / visual-word counts, a declared table, else dense
-    ft = {"bow5000": "counts", "surf": "counts", HEART: "table"}.get(p.spec.dataset, "dense")
-    return SoundDA(**{**p.dp_kwargs(), "feature_type": ft}).fit_domains(p.Xs, p.ys, p.Xt)
+    # the default a user gets: no feature-type declaration (the receiver reads the map off its rows)
+    return SoundDA(**{**p.dp_kwargs(), "feature_type": "auto"}).fit_domains(p.Xs, p.ys, p.Xt)
 
 
-register_row("sound", "design", _sound, "SoundDA (issue 23): the design the dev-pair rule names (ssp / classstats / ncm / dplr), one route")
+register_row("sound", "design", _sound, "SoundDA (issue 28): the receiver designs one release (OT prototypes or Fisher's discriminant)")
 register_row("dpot-cs", "design", _dpot, "DPOTAdapter's sound default (class statistics in the target's PCA basis, refinement 'ot')")
 register_row("classstats", "design", _classstats, "ClassStatsDA's default (the same design through its own estimator)")
 register_row("dp-ncm", "dp-source-only", _dp_source_only("DPNearestClassMean"), "DP nearest class mean on the source (one class-statistics release, no basis)")

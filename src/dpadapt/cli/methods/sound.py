@@ -1,13 +1,13 @@
-"""``dpadapt release sound`` (source) and ``dpadapt adapt sound`` (target): the sound SSP design.
+"""``dpadapt release sound`` (each source) and ``dpadapt adapt sound`` (the receiver): the sound default.
 
-1. target, only when the public rule's space is ``pca`` (dense or count features; see
-   ``benchmarks/sound_selection_rule.md``): ``dpadapt basis --method sound --k K --data target.npz
-   --out basis.release`` (a disclosure of the unprotected target, not charged to any budget);
-2. source: ``dpadapt release sound [--basis basis.release] --data source.npz --classes 0,...,9
-   --epsilon E --delta D --out stats.release`` — ONE Gaussian release of per-class sums, counts and
-   the pooled second moment (Δ = √6 replace-one), planned before any noise, charged to the ledger;
-3. target: ``dpadapt adapt sound --release stats.release [--release basis.release] --data target.npz
-   --out model.dpadapt`` — ridge-regularised LDA, then the rule's guarded refinement.
+1. receiver: ``dpadapt request --data target.csv --classes a,b --n-source N --epsilon E --delta D
+   --out request.release`` designs the release on its own rows (a disclosure of the unprotected receiver,
+   charged to no budget);
+2. each source: ``dpadapt release sound --request request.release --data source.csv --epsilon E --delta D
+   --out stats.release`` — the request checked as untrusted input, then ONE Gaussian release of the
+   statistics it names, planned before any noise and charged to the source's ledger;
+3. receiver: ``dpadapt adapt sound --release stats.release [--release stats2.release …] --own-release
+   request.release --data target.csv --out model.dpadapt``.
 """
 
 from __future__ import annotations
@@ -17,65 +17,84 @@ import argparse
 import numpy as np
 
 from dpadapt import sound
-from dpadapt.cli.config_options import add_config_options, add_option, config_from_args
+from dpadapt.cli.config_options import _tuple, add_option
 from dpadapt.cli.methods import AdaptOutcome, PlannedRelease, register_module
 from dpadapt.io import Table
 from dpadapt.privacy.mechanisms import random_streams
 from dpadapt.release import Release
-from dpadapt.validation import check_features, check_labels
-
-RELEASE_OPTIONS = ("classes", "feature_type", "relation")
+from dpadapt.sound import source
+from dpadapt.sound.request import Request
+from dpadapt.validation import check_features
 
 
 def add_release_arguments(parser: argparse.ArgumentParser) -> None:
-    add_config_options(parser, sound.Config, RELEASE_OPTIONS)
-    add_option(parser, "--n-classes", type=int, default=None, help="public label set 0..N-1 (instead of --classes)")
-    add_option(parser, "--basis", default=None, help="the target's basis Release (`dpadapt basis --method sound`), when the rule's space is pca")
+    add_option(parser, "--request", required=True, help="the receiver's release request (from `dpadapt request`)")
+    add_option(parser, "--classes", default=None,
+               help="your public label set, comma-separated, to check against the request's (default: the request's)")
+    add_option(parser, "--relation", default="replace_one", choices=("replace_one", "add_remove"),
+               help="neighbouring relation of the guarantee (the request must have been made for it)")
+
+
+def label_indices(table: Table, classes: tuple, rows=slice(None)) -> np.ndarray:
+    """Positions of the table's labels (of ``rows``) in the public label set, matched by name (a schema's
+    indices name its classes; a plain file's labels are matched as text: ``1`` and ``"1"`` are one label)."""
+    names = getattr(table, "classes", None)
+    y = np.asarray(table.y)[rows]
+    values = [str(v) for v in (np.asarray(names, dtype=object)[y] if names is not None else y).tolist()]
+    lookup = {str(c): i for i, c in enumerate(classes)}
+    unknown = sorted({v for v in values if v not in lookup})
+    if unknown:
+        raise ValueError(f"{table.path}: label(s) {', '.join(unknown[:5])} are not in the public label set {list(classes)}")
+    return np.fromiter((lookup[v] for v in values), dtype=np.int64, count=len(values))
 
 
 def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
-    """The Guarantee from public quantities; ``execute`` draws the noise."""
+    """The request validated, then the Guarantee from public quantities; ``execute`` draws the noise."""
     if table.y is None:
-        raise ValueError(f"{table.path}: the source data needs labels (column 'y')")
+        raise ValueError(f"{table.path}: the source data needs labels")
     X = check_features(table.X, "source data", allow_sparse=True)
-    y = check_labels(table.y, X.shape[0], "source labels")
-    classes = args.classes if args.classes is not None else (tuple(range(int(args.n_classes))) if args.n_classes else None)
-    config = config_from_args(sound.Config, args, classes=classes)
-    basis = Release.load(args.basis, expect_method="sound") if args.basis else None
-    facts = {"n_source": X.shape[0], "n_features": X.shape[1]}
-    if basis is not None:
-        facts["k"] = int(basis.params["k"])
-    plan = sound.plan(config, facts)
+    req = Request.from_release(Release.load(args.request, expect_method="sound"), n_features=X.shape[1])
+    own = getattr(table, "classes", None) or (_tuple(args.classes) if args.classes else None)
+    if own is not None and [str(c) for c in own] != [str(c) for c in req.classes]:
+        raise ValueError(f"the request is for the label set {list(req.classes)}; yours is {list(own)} (names and order must agree)")
+    config = sound.Config(epsilon=args.epsilon, delta=args.delta, classes=req.classes, relation=args.relation)
+    plan = sound.plan(config, {"request": req, "n_source": X.shape[0]})
+    y = label_indices(table, req.classes)
     _, noise = random_streams(args.seed)
-    return PlannedRelease(plan.guarantee, lambda: sound.release(plan, X, y, noise, basis_release=basis))
+    return PlannedRelease(plan.guarantee, lambda: source.release(plan, req, X, y, noise))
 
 
 def add_adapt_arguments(parser: argparse.ArgumentParser) -> None:
-    add_option(parser, "--seed", type=int, default=None, help="target-side seed (unused: the refinement is deterministic)")
+    add_option(parser, "--seed", type=int, default=None, help="unused: the receiver's steps are deterministic")
 
 
 def adapt(args: argparse.Namespace, table: Table, releases: list[Release]) -> AdaptOutcome:
-    """LDA from the source's class moments on the target's rows, then the rule's guarded refinement."""
-    stats = [r for r in releases if r.kind == sound.MOMENTS_KIND]
-    basis = [r for r in releases if r.kind == sound.BASIS_KIND]
-    if len(stats) != 1 or len(basis) > 1:
-        raise ValueError(f"adapt sound needs one source release (and at most one basis), got {[r.kind for r in releases]}")
-    model = sound.adapt(stats[0], table.X, sound.Config(), basis_release=basis[0] if basis else None)
-    metrics: dict[str, float] = {"refined": float(model.refined)}
-    if table.y is not None and np.any(table.y >= 0):
-        known = table.y >= 0
-        metrics["accuracy_on_target_labels"] = float(np.mean(model.predict(table.X[known]) == table.y[known]))
-    return AdaptOutcome(model=model, guarantees={"source": stats[0].guarantee}, metrics=metrics)
+    """The receiver's model from its request (an --own-release) and the sources' statistics (--release)."""
+    model = sound.adapt(releases, table.X)
+    metrics: dict[str, float] = {"sources": float(model.details["sources"])}
+    if table.y is not None and np.any(np.asarray(table.y) >= 0):
+        known = np.asarray(table.y) >= 0
+        truth = label_indices(table, tuple(model.classes), known)
+        metrics["accuracy_on_target_labels"] = float(np.mean(np.argmax(model.decision_function(table.X[known]), axis=1) == truth))
+    guarantees = {"source": sound._per_party([r for r in releases if r.kind == sound.STATS_KIND])[0]}
+    return AdaptOutcome(model=model, guarantees=guarantees, metrics=metrics)
 
 
 def _example(files: dict) -> list[str]:
-    """Generic tests (ε = 4): the generated 3-class source as a declared table, whose cell of the rule is
-    the SSP design in the feature space (no basis); a dense source at ε = 4 is the classstats design."""
-    return ["--data", str(files["source"]), "--n-classes", "3", "--feature-type", "table"]
+    """Generic tests: a request made here from the target file for the source file's rows (3 classes)."""
+    from dpadapt.io import load_table
+
+    source, target = load_table(files["source"]), load_table(files["target"])
+    out = files["target"].parent / "request.release"
+    if not out.exists():
+        cfg = sound.Config(epsilon=4.0, delta=1.0 / (10 * source.X.shape[0]), classes=(0, 1, 2))
+        sound.request(target.X, cfg, source.X.shape[0]).save(out)
+    return ["--data", str(files["source"]), "--request", str(out)]
 
 
 COMMANDS = register_module(
     __name__,
-    "sound SSP design: source DP class sums, counts and second moment (one Gaussian) → the rule's receiver classifier (LDA, ridge, nearest class direction)",
+    "the sound default: the receiver's request → each source's ONE Gaussian of the statistics it names → "
+    "OT-refined prototypes or Fisher's discriminant on the receiver's rows",
     example_release_args=_example,
 )

@@ -1,0 +1,61 @@
+"""``dpadapt request``: the unprotected receiver designs the sound release on its own rows.
+
+The receiver (the target, not protected in this setting) reads its rows and the public facts — the label
+set, each source's number of rows, (ε, δ) — and writes a release request: the per-row map, its own mean
+and top-k principal directions (k from its spectrum and the public noise level), which statistics the
+sources should release and how it will use them. Give the file to each source (`dpadapt release sound
+--request FILE`). It is a disclosure of your rows (ε = ∞, recorded in the file), charged to no budget; a
+dataset that has a budget in your ledger is refused unless you pass --declare-public.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from dpadapt.cli.config_options import _tuple
+from dpadapt.cli.main import add_command
+from dpadapt.cli.party_cmd import N_FEATURES_PARAM, _check_out, add_disclosure_arguments, check_disclosure
+from dpadapt.cli.table_options import add_table_arguments, load_data
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p, _ = add_command(sub, "request", __doc__.split("\n\n")[1])
+    p.add_argument("--data", required=True, help="your (receiver's) data file; labels, if any, are not used")
+    p.add_argument("--label-column", default="y", help="label column of a .csv/.parquet file (default y)")
+    p.add_argument("--classes", default=None, help="the public label set, comma-separated (a --schema gives it)")
+    p.add_argument("--n-source", type=int, action="append", required=True,
+                   help="the number of rows of a source (public under replace-one); repeat it once per source")
+    p.add_argument("--epsilon", type=float, default=None, help="ε of each source's release (omit for the non-private counterpart)")
+    p.add_argument("--delta", type=float, default=None, help="δ of each source's release (default 1/(10 n) per source)")
+    p.add_argument("--relation", default="replace_one", choices=("replace_one", "add_remove"), help="neighbouring relation")
+    p.add_argument("--feature-type", default="auto", choices=("auto", "dense", "counts"),
+                   help="'auto' (default): log1p exactly when your rows are counts; or declare it")
+    p.add_argument("--out", required=True, help="request file to give the source(s)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing output file")
+    add_disclosure_arguments(p)
+    add_table_arguments(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from dpadapt import sound
+
+    table = load_data(args)
+    check_disclosure(args, args.data, "target")
+    out = _check_out(args.out, args.force)
+    classes = getattr(table, "classes", None) or (_tuple(args.classes) if args.classes else None)
+    if classes is None:
+        raise ValueError("give the public label set: --classes a,b,... (or --schema)")
+    if (args.epsilon is None) != (args.delta is None) and args.epsilon is None:
+        raise ValueError("--delta without --epsilon: give both for a private release, neither for the non-private one")
+    config = sound.Config(epsilon=args.epsilon, delta=args.delta, classes=tuple(classes), relation=args.relation,
+                          feature_type=args.feature_type)
+    release = sound.request(table.X, config, args.n_source)
+    release.params[N_FEATURES_PARAM] = int(table.X.shape[1])
+    release.save(out)
+    d = release.params["design"]
+    space = f"{release.params['k']} directions of your rows" if release.params["space"] == "basis" else "the features themselves"
+    print(f"wrote {out}: release request for {len(args.n_source)} source(s), {d['design']} design, {release.params['statistics']} "
+          f"in {space} (σ = {d['sigma']:.3g})")
+    print(f"  disclosure, not a DP release: {release.params['disclosure']}")
+    return 0

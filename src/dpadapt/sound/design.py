@@ -1,0 +1,179 @@
+"""The receiver designs the release from its own rows and the public noise level (no privacy cost).
+
+Everything here reads only the receiver's rows and public facts — the label set (K classes), each source's
+size n_i and (ε_i, δ_i) — so it costs nothing: the receiver is not protected, and the request it produces is a
+fixed public map for the sources. The rule and its derivation are written in
+``benchmarks/sound/design_rule.md``; the constants below were fixed on the development pairs only.
+
+1. **The map.** ``log1p`` exactly when the receiver's rows are non-negative whole numbers (counts: bags of
+   words or of visual words); a declared ``feature_type`` that disagrees with the rows is used, with a warning.
+2. **The design.** The receiver asks whether its rows form K clusters: k-means (K clusters) on its rows in
+   its top-2K principal directions leaves a within-cluster scatter ``W``; the same on a Gaussian with the
+   same covariance leaves ``W_ref``. When ``W / W_ref < CLUSTER_RATIO`` (a gap statistic, Tibshirani, Walther
+   & Hastie 2001) classes are likely clusters on its side and the ``"prototypes"`` design refines the DP class
+   prototypes on its rows (sums and counts only, Δ = 2); otherwise the ``"discriminant"`` design asks for the
+   pooled second moment too (Δ = √6) and forms Fisher's discriminant of the noisy moments. The design does not
+   depend on ε.
+3. **The working space.** The receiver's top-k principal directions, k the number of directions whose signal
+   can stand above the release noise σ_eff (σ_eff² = Σ σ_i², n = Σ n_i, λ_j the receiver's spectrum of mapped
+   rows, E_k = λ_1 + … + λ_k the energy the first k directions keep, λ_k / E_k the share of a re-normalised
+   row along the k-th):
+
+   * prototypes: the noise on a coordinate of a class mean, σ_eff·K/n (the DP mean-estimation rate with
+     n/K rows per class), against the spread of a row along the direction: (σ_eff K / n)² ≤ γ_s·λ_k / E_k;
+     at least K directions (K class means span K − 1);
+   * discriminant: the noise on the k × k second moment has spectral norm ≈ 2σ_eff√k (Bai–Yin), the k-th
+     eigenvalue of the second moment of n such rows is ≈ n·λ_k / E_k; a direction is resolved when
+     2σ_eff√k ≤ γ_m·n·λ_k / E_k (Weyl).
+
+   Both sides are monotone in k (λ_k / E_k decreases, the noise side increases or stays), so k is the
+   largest k that passes; a smaller σ_eff (a larger ε, more rows) never gives a smaller k: monotone in ε by
+   construction. Without noise every direction passes: the discriminant uses the mapped features themselves
+   (d ≤ :data:`MAX_FEATURES`), the prototypes the receiver's whole basis.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+
+from dpadapt.classstats.adapt import fit_basis
+from dpadapt.privacy import accounting
+from dpadapt.privacy.mechanisms import CLASS_MOMENT_SENSITIVITY, CLASS_STATISTICS_SENSITIVITY, public_gaussian_matrix
+from dpadapt.sound.request import Request, SourceFacts
+from dpadapt.sound.spaces import RowMap
+
+DESIGNS = ("prototypes", "discriminant")
+#: Below this within-cluster scatter ratio (data / Gaussian reference) the receiver's rows are clusters.
+CLUSTER_RATIO = 0.6
+#: γ_s and γ_m of the rules above (fixed on the development pairs).
+GAMMA_PROTOTYPES = 1.0
+GAMMA_DISCRIMINANT = 1.0
+#: The discriminant's public ridge λ = a·σ√k + f·n/k (σ√k: the noise's spectral size; n/k: a row's share of the signal).
+RIDGE_SCALE = 2.0
+RIDGE_FLOOR = 0.1
+#: Whether the discriminant's class prior is re-estimated on the receiver's rows (label shift, Saerens et al. 2002).
+LABEL_SHIFT = True
+#: The largest basis a private request asks for, and the widest feature space used without noise.
+MAX_BASIS = 300
+MAX_FEATURES = 8192
+#: The public seed of the receiver's own randomness here (k-means starts, the Gaussian reference).
+SEED = 20261126
+
+
+class FeatureTypeWarning(UserWarning):
+    """The declared feature type disagrees with what the receiver's rows look like."""
+
+
+def is_counts(X) -> bool:
+    """Whether every value is a non-negative whole number (counts)."""
+    v = X.data if sp.issparse(X) else np.asarray(X)
+    return bool(v.size == 0 or (np.all(v >= 0) and np.all(v == np.floor(v))))
+
+
+def choose_log1p(Xt, feature_type: str = "auto") -> bool:
+    """``log1p`` for counts: read off the receiver's rows (``"auto"``), or the declaration (warned on disagreement)."""
+    counts = is_counts(Xt)
+    if feature_type == "auto":
+        return counts
+    declared = feature_type == "counts"
+    if declared != counts:
+        warnings.warn(f"feature_type={feature_type!r} was declared, but your rows {'are' if counts else 'are not'} "
+                      f"non-negative whole numbers (counts); the map uses {'log1p' if declared else 'no log1p'} as declared "
+                      "(feature_type='auto' reads it from the rows)", FeatureTypeWarning, stacklevel=3)
+    return declared
+
+
+def cluster_ratio(Z: np.ndarray, K: int, random_state: int = SEED) -> float:
+    """Within-cluster scatter of k-means (K clusters) on ``Z`` over that of a Gaussian with Z's covariance."""
+    from sklearn.cluster import KMeans
+
+    Zc = Z - Z.mean(axis=0)
+    if Z.shape[0] <= K:
+        return 1.0
+    data = KMeans(K, n_init=5, random_state=random_state).fit(Zc).inertia_
+    vals, vecs = np.linalg.eigh(np.cov(Zc, rowvar=False))
+    ref = public_gaussian_matrix(Zc.shape, 1.0, random_state) @ (vecs * np.sqrt(np.clip(vals, 0.0, None))).T
+    reference = KMeans(K, n_init=5, random_state=random_state).fit(ref).inertia_
+    return float(data / reference) if reference > 0 else 1.0
+
+
+def effective_noise(sources: tuple[SourceFacts, ...], statistics: str) -> float:
+    """σ_eff = sqrt(Σ σ_i²) of the sources' releases (0 when none is private)."""
+    sens = (CLASS_MOMENT_SENSITIVITY if statistics == "moments" else CLASS_STATISTICS_SENSITIVITY)
+    var = 0.0
+    for s in sources:
+        if s.epsilon is not None:
+            var += accounting.analytic_gaussian_sigma(s.epsilon, s.delta, sens[s.relation]) ** 2
+    return math.sqrt(var)
+
+
+def discriminant_ridge(sigma: float, n: float, k: int) -> float:
+    """The public ridge λ of the discriminant (module constants; public σ, n and k only)."""
+    return float(RIDGE_SCALE * sigma * math.sqrt(k) + RIDGE_FLOOR * max(n, 1.0) / k)
+
+
+def basis_size(spectrum: np.ndarray, *, design: str, sigma: float, n: float, K: int) -> int:
+    """The largest k that passes the design's noise rule (module docstring), at least K for the prototypes."""
+    lam = np.asarray(spectrum, dtype=np.float64)
+    ks = np.arange(1, lam.size + 1)
+    share = lam / np.maximum(np.cumsum(lam), np.finfo(float).tiny)
+    if design == "prototypes":
+        ok = (sigma * K / n) ** 2 <= GAMMA_PROTOTYPES * share
+        floor = K
+    else:
+        ok = 2.0 * sigma * np.sqrt(ks) <= GAMMA_DISCRIMINANT * n * share
+        floor = 1
+    k = int(ks[ok].max()) if ok.any() else 1
+    return int(min(max(k, floor), lam.size))
+
+
+@dataclasses.dataclass(frozen=True)
+class Facts:
+    """What the receiver knows before the release: the public label set and the sources' facts."""
+
+    classes: tuple
+    sources: tuple[SourceFacts, ...]
+
+    @property
+    def n(self) -> float:
+        return float(sum(s.n_source for s in self.sources))
+
+    @property
+    def private(self) -> bool:
+        return any(s.epsilon is not None for s in self.sources)
+
+
+def design(Xt, facts: Facts, *, feature_type: str = "auto") -> Request:
+    """The receiver's request for ``facts`` from its rows ``Xt`` (dense or sparse)."""
+    K = len(facts.classes)
+    log1p = choose_log1p(Xt, feature_type)
+    M = RowMap(log1p).mapped(Xt)
+    n_t, d = M.shape
+    top = min(MAX_BASIS, n_t - 1, d)
+    if top < 1:
+        raise ValueError("the receiver needs at least two rows to design a release")
+    mean, components, spectrum = _spectrum(M, top)
+    kc = min(2 * K, components.shape[1])
+    ratio = cluster_ratio(RowMap(log1p, mean, components[:, :kc])(M) if kc >= 1 else M, K)
+    kind = "prototypes" if ratio < CLUSTER_RATIO else "discriminant"
+    statistics = "sums" if kind == "prototypes" else "moments"
+    sigma = effective_noise(facts.sources, statistics)
+    quantities = {"design": kind, "cluster_ratio": ratio, "sigma": sigma, "n": facts.n, "K": K, "log1p": log1p,
+                  "spectrum_head": spectrum[:10].tolist()}
+    if not facts.private and kind == "discriminant" and d <= MAX_FEATURES:
+        return Request(facts.classes, d, log1p, statistics, facts.sources, design={**quantities, "k_rule": d})
+    k = basis_size(spectrum, design=kind, sigma=sigma, n=facts.n, K=K)
+    return Request(facts.classes, d, log1p, statistics, facts.sources, mean=mean, components=components[:, :k].copy(),
+                   design={**quantities, "k_rule": k})
+
+
+def _spectrum(M, top: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mean, top principal directions (d × top) and the variances λ_j of the mapped rows along them."""
+    mean, components = fit_basis(M, top)
+    P = np.asarray(M @ components) - mean @ components
+    return mean, components, np.einsum("ij,ij->j", P, P) / M.shape[0]

@@ -1,0 +1,231 @@
+"""The receiver's step: combine the sources' releases, then post-process them on its own rows (no privacy cost).
+
+:func:`combine` — the statistics of every source that answered the same request add up (sums, counts and
+second moments of disjoint row sets; independent Gaussian noises, so σ² adds). Each release is untrusted
+input: the request's digest, the label set, finite float64 arrays of the planned shapes, and values the
+declared mechanism can produce (:func:`check_plausible`) are checked before any target row is mapped.
+
+The post-processings (the request names which one, :mod:`dpadapt.sound.design`):
+
+* :func:`prototypes_ot` — the DP class prototypes (directions of the noisy class sums) refined on the
+  receiver's rows by entropic optimal transport between its rows and the classes, with the DP class
+  proportions as the class marginal (the class-statistics design of issue 12; DPOT's transport step);
+* :func:`discriminant` — Fisher's linear discriminant of the noisy class moments: class means, the pooled
+  within-class scatter projected onto the PSD cone and shrunk towards a scaled identity by a ridge λ set
+  from public quantities (σ√k: the spectral size of the noise; n/k: the size of the signal), the class
+  prior then re-estimated on the receiver's rows (:mod:`dpadapt.labelshift`) when the design says so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+from scipy.special import logsumexp
+
+from dpadapt.classstats.adapt import normalise_rows, refine_ot
+from dpadapt.labelshift import em_target_prior
+from dpadapt.release import Release, ReleaseError
+from dpadapt.sound.request import METHOD, Request
+from dpadapt.sound.source import KIND
+from dpadapt.sound.spaces import RowMap
+from dpadapt.validation import check_untrusted_array
+
+#: Tail of the plausibility check: an honest release fails it with probability below 1e-9 per entry group.
+TAIL = 7.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Statistics:
+    """The combined statistics: sums (K, k), counts (K,), second moment (k, k) or ``None``, the effective
+    noise σ (``sqrt(Σ σ_i²)``), the public number of source rows (``None`` when a source hid it) and the
+    releases' guarantees."""
+
+    sums: np.ndarray
+    counts: np.ndarray
+    second: np.ndarray | None
+    sigma: float
+    n_public: float | None
+    guarantees: tuple
+
+    @property
+    def n(self) -> float:
+        """The number of source rows: public when every source released it, else the noisy counts' sum (≥ 1)."""
+        return float(self.n_public) if self.n_public is not None else max(float(self.counts.sum()), 1.0)
+
+
+def check_plausible(sums: np.ndarray, counts: np.ndarray, second: np.ndarray | None, sigma: float,
+                    n: float | None) -> None:
+    """Refuse statistics the declared mechanism cannot produce (a forged or corrupted release).
+
+    Unit-ball rows give counts in [0, n], class sums of norm ≤ count and a PSD second moment of trace ≤ n.
+    Gaussian noise of scale σ moves a count by more than TAIL·σ, or the norm of a k-vector of noise beyond
+    σ(√k + TAIL), with probability below 1e-9 (Laurent & Massart 2000); a value beyond these bounds is refused.
+    Without a public n the bound uses the noisy total of the counts.
+    """
+    K, k = sums.shape
+    slack = TAIL * sigma + 1e-9 * (1.0 + float(n or 0.0))  # and float64 rounding of an exact sum
+    total = float(n) if n is not None else float(np.sum(counts)) + math.sqrt(K) * slack
+    if np.any(counts < -slack) or np.any(counts > total + slack):
+        raise ReleaseError(f"class-statistics release: counts outside [−{slack:.3g}, n + {slack:.3g}]: not from the declared mechanism; refused")
+    vector_slack = sigma * (math.sqrt(k) + TAIL)
+    with np.errstate(over="ignore"):
+        norms = np.linalg.norm(sums, axis=1)
+    if np.any(norms > np.maximum(counts, 0.0) + slack + vector_slack):
+        raise ReleaseError("class-statistics release: a class sum is longer than its count allows; refused")
+    if second is not None:
+        if abs(float(np.trace(second))) > total + slack + sigma * math.sqrt(k) * TAIL:
+            raise ReleaseError("class-statistics release: the second moment's trace exceeds n; refused")
+
+
+def combine(request: Request, releases: list[Release]) -> Statistics:
+    """Add the statistics of every source release made for ``request`` (checked as untrusted input)."""
+    stats = [r for r in releases if r.kind == KIND]
+    if not stats:
+        raise ReleaseError(f"no source statistics among the releases ({[f'{r.method}/{r.kind}' for r in releases]})")
+    ids = [r.release_id for r in stats]
+    if len(set(ids)) != len(ids):
+        raise ReleaseError("the same source release was given twice (its statistics would count twice); refused")
+    K, k = len(request.classes), request.k
+    shapes = {"sums": (K, k), "counts": (K,), "second": (k, k)}
+    total = {name: 0.0 for name in shapes}
+    var, n_public = 0.0, 0.0
+    guarantees = []
+    for r in stats:
+        p = r.params
+        if r.method != METHOD:
+            raise ReleaseError(f"expected a {METHOD}/{KIND} release, got {r.method}/{r.kind}")
+        if p.get("request_sha256") != request.digest():
+            raise ReleaseError(f"release {r.release_id[:12]} answers another release request than the one given; refused")
+        if list(p.get("classes", [])) != list(request.classes):
+            raise ReleaseError(f"release {r.release_id[:12]} is for the label set {p.get('classes')}, the request for "
+                               f"{list(request.classes)} (names and order must agree)")
+        try:
+            arrays = {name: check_untrusted_array(r[name], f"the released {name!r}", shape)
+                      for name, shape in shapes.items() if name != "second" or request.statistics == "moments"}
+            sigma = float(check_untrusted_array([p["sigma"]], "the released 'sigma'")[0])
+        except (KeyError, ValueError) as exc:
+            raise ReleaseError(f"class-statistics release: {exc}") from None
+        if sigma < 0:
+            raise ReleaseError(f"class-statistics release: σ = {sigma:g} is impossible; refused")
+        n = p.get("n_source")
+        check_plausible(arrays["sums"], arrays["counts"], arrays.get("second"), sigma, n)
+        for name, a in arrays.items():
+            total[name] = total[name] + a
+        var += sigma**2
+        n_public = None if (n is None or n_public is None) else n_public + float(n)
+        guarantees.append(r.guarantee)
+    second = total["second"] if request.statistics == "moments" else None
+    return Statistics(total["sums"], total["counts"], second, math.sqrt(var), n_public, tuple(guarantees))
+
+
+# --- post-processings ---------------------------------------------------------------------------------
+
+
+def _psd_eigh(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    vals, vecs = np.linalg.eigh((A + A.T) / 2.0)
+    return np.clip(vals, 0.0, None), vecs
+
+
+def class_prior(counts: np.ndarray) -> np.ndarray:
+    """The DP class proportions (counts floored at 1: a declared class is assumed present)."""
+    c = np.maximum(np.asarray(counts, dtype=np.float64), 1.0)
+    return c / c.sum()
+
+
+def discriminant(st: Statistics, lam: float) -> tuple[np.ndarray, np.ndarray]:
+    """(W, b) of the shrunk LDA of the noisy moments: scores ``Z @ W.T + b`` are log-posteriors up to a constant.
+
+    Σ = m/(λ + m)·(S_W + λI)/n with S_W the PSD part of the within-class scatter and m its mean eigenvalue:
+    shrinking towards m·I keeps the scale, so that as the noise grows the rule tends to the Gaussian
+    nearest-class-mean rule with the DP class prior.
+    """
+    c = np.maximum(st.counts, 1.0)
+    means = st.sums / c[:, None]
+    vals, vecs = _psd_eigh(st.second - (st.sums.T / c) @ st.sums)
+    n = float(c.sum())
+    m = max(float(vals.mean()), np.finfo(float).tiny)
+    inv = (vecs / ((vals + lam) / n * (m / (lam + m)))) @ vecs.T
+    W = means @ inv
+    return W, -0.5 * np.sum(W * means, axis=1) + np.log(c / n)
+
+
+def vmf_concentration(Z: np.ndarray, labels: np.ndarray, centers: np.ndarray) -> float:
+    """A von Mises–Fisher concentration κ of unit rows around their centers (Banerjee et al., JMLR 2005):
+    κ ≈ R̄(k − R̄²)/(1 − R̄²), R̄ the mean cosine of a row to its center."""
+    k = Z.shape[1]
+    rbar = float(np.clip(np.mean(np.sum(Z * centers[labels], axis=1)), 1e-6, 1 - 1e-6)) if Z.shape[0] else 0.5
+    return rbar * (k - rbar**2) / (1.0 - rbar**2)
+
+
+def prototypes_ot(st: Statistics, Z: np.ndarray, *, reg: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+    """(W, b): the DP prototypes refined by entropic OT on the receiver's rows ``Z`` (the working space).
+
+    Each row goes to the class it sends most mass to under the plan between the rows (uniform) and the
+    classes (the DP proportions) with cost 1 − cos; a class's center becomes the direction of its rows' sum
+    (a class no row went to keeps its DP prototype). Scores are κ·cos(z, center) + log prior, κ a von
+    Mises–Fisher concentration of the rows around their centers, so that softmax gives probabilities.
+    """
+    centers = normalise_rows(st.sums)
+    prior = class_prior(st.counts)
+    if Z.shape[0]:
+        hard = np.argmax(refine_ot(Z, centers, prior, reg=reg), axis=1)
+        sums = np.zeros_like(centers)
+        np.add.at(sums, hard, Z)
+        filled = np.linalg.norm(sums, axis=1) > 0
+        centers[filled] = normalise_rows(sums[filled])
+        kappa = vmf_concentration(Z, hard, centers)
+    else:
+        kappa = 1.0
+    return kappa * centers, np.log(prior)
+
+
+def corrected_for_label_shift(W: np.ndarray, b: np.ndarray, Z: np.ndarray, source_prior: np.ndarray) -> tuple[np.ndarray, dict]:
+    """``b`` shifted by log π_t − log π_s, π_t the receiver's class prior by EM on its rows (Saerens et al. 2002)."""
+    scores = Z @ W.T + b
+    est = em_target_prior(scores - logsumexp(scores, axis=1, keepdims=True), source_prior)
+    return b + est.log_ratio(), {"target_prior": est.target_prior.tolist(), "source_prior": est.source_prior.tolist(),
+                                 "em_iterations": est.iterations}
+
+
+@dataclasses.dataclass
+class SoundModel:
+    """A linear classifier on raw rows: the request's row map, then scores ``Z @ W.T + b`` (log-posteriors
+    up to a constant). ``classes``: the public label set; ``post``: the post-processing that made (W, b);
+    ``details``: its stated quantities (prior estimates, λ, κ) for the report. Saved by :mod:`dpadapt.modelio`."""
+
+    classes: np.ndarray
+    log1p: bool
+    mean: np.ndarray | None
+    components: np.ndarray | None
+    W: np.ndarray
+    b: np.ndarray
+    post: str
+    details: dict = dataclasses.field(default_factory=dict)
+
+    @property
+    def classes_(self) -> np.ndarray:
+        return self.classes
+
+    def row_map(self) -> RowMap:
+        return RowMap(self.log1p, self.mean, self.components)
+
+    def decision_function(self, X) -> np.ndarray:
+        from dpadapt.validation import check_features
+
+        X = check_features(X, allow_sparse=True)
+        d = self.W.shape[1] if self.components is None else self.components.shape[0]
+        if X.shape[1] != d:
+            raise ValueError(f"X has {X.shape[1]} features; the model was made for {d}")
+        return np.asarray(self.row_map()(X) @ self.W.T + self.b)
+
+    def predict_proba(self, X) -> np.ndarray:
+        s = self.decision_function(X)
+        return np.exp(s - logsumexp(s, axis=1, keepdims=True))
+
+    def predict(self, X) -> np.ndarray:
+        return self.classes[np.argmax(self.decision_function(X), axis=1)]
+
+    def score(self, X, y) -> float:
+        return float(np.mean(self.predict(X) == np.asarray(y)))

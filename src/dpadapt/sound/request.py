@@ -1,0 +1,165 @@
+"""The release request: what the unprotected receiver asks the protected source(s) to release.
+
+The receiver designs the release on its own rows and public facts (:mod:`dpadapt.sound.design`) and
+sends, in the clear, a :class:`Request`:
+
+* the per-row map (``log1p`` or not, then ℓ2 normalisation) and the working space — its own mean and
+  top-k principal directions (``"basis"``), or the mapped features themselves (``"features"``);
+* which statistics: per-class sums and counts (``"sums"``) or those and the pooled second moment
+  (``"moments"``);
+* the public facts it was designed for: the label set, the feature dimension, and per source its size
+  n, (ε, δ) and neighbouring relation.
+
+For a source the request is a fixed public per-row map chosen before any of its rows is read, so its
+guarantee is that of the release alone. It is untrusted input all the same: :meth:`Request.from_release`
+checks it (closed sets of names, a finite orthonormal basis with ‖mean‖ ≤ 1, shapes, its digest) before
+any private row is touched. For the receiver the request is a disclosure of its own data (ε = ∞, not a DP
+claim), which costs it nothing in this setting: the receiver is not protected (``docs/threat-model.md``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+
+import numpy as np
+
+from dpadapt.privacy.families.classstats import basis_disclosure
+from dpadapt.release import Release, ReleaseError
+from dpadapt.sound.spaces import RowMap
+from dpadapt.validation import check_basis, check_delta, check_epsilon
+
+METHOD = "sound"
+KIND = "release_request"
+STATISTICS = ("sums", "moments")
+RELATIONS = ("replace_one", "add_remove")
+#: The largest working space a request may ask for: the source holds a k × k second moment (8 bytes each).
+MAX_K = 8192
+
+
+@dataclasses.dataclass(frozen=True)
+class SourceFacts:
+    """The public facts of one source the request was designed for."""
+
+    n_source: int
+    epsilon: float | None
+    delta: float | None
+    relation: str = "replace_one"
+
+    def __post_init__(self) -> None:
+        if int(self.n_source) < 1:
+            raise ValueError(f"n_source must be ≥ 1, got {self.n_source}")
+        if self.relation not in RELATIONS:
+            raise ValueError(f"relation must be one of {RELATIONS}, got {self.relation!r}")
+        if (self.epsilon is None) != (self.delta is None):
+            raise ValueError("a source is private (ε and δ given) or not (neither)")
+        if self.epsilon is not None:
+            check_epsilon(self.epsilon)
+            check_delta(self.delta)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class Request:
+    """The receiver's design of the release (see the module docstring); ``design`` holds the stated
+    quantities it was chosen from (σ, the noise level, the spectrum threshold, …) for the report."""
+
+    classes: tuple
+    n_features: int
+    log1p: bool
+    statistics: str
+    sources: tuple[SourceFacts, ...]
+    mean: np.ndarray | None = None
+    components: np.ndarray | None = None
+    design: dict = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.statistics not in STATISTICS:
+            raise ValueError(f"statistics must be one of {STATISTICS}, got {self.statistics!r}")
+        if len(self.classes) < 2 or len(set(self.classes)) != len(self.classes):
+            raise ValueError("the public label set needs at least two distinct classes")
+        if not self.sources:
+            raise ValueError("a request names at least one source")
+        if (self.mean is None) != (self.components is None):
+            raise ValueError("a basis has both a mean and components")
+        k = self.k
+        if not 1 <= k <= MAX_K:
+            raise ValueError(f"the working space has k = {k}; a request allows 1 ≤ k ≤ {MAX_K}")
+
+    @property
+    def space(self) -> str:
+        return "features" if self.components is None else "basis"
+
+    @property
+    def k(self) -> int:
+        """Dimension of the working space."""
+        return int(self.n_features if self.components is None else self.components.shape[1])
+
+    def row_map(self) -> RowMap:
+        return RowMap(self.log1p, self.mean, self.components)
+
+    def _public(self) -> dict:
+        return {"classes": list(self.classes), "n_features": int(self.n_features), "log1p": bool(self.log1p),
+                "statistics": self.statistics, "sources": [s.to_dict() for s in self.sources], "space": self.space,
+                "k": self.k}
+
+    def digest(self) -> str:
+        """SHA-256 of everything the source's release depends on (the map, the space, the statistics, the facts)."""
+        h = hashlib.sha256(json.dumps(self._public(), sort_keys=True, default=str).encode())
+        for a in (self.mean, self.components):
+            if a is not None:
+                h.update(np.ascontiguousarray(a, dtype=np.float64).tobytes())
+        return h.hexdigest()
+
+    def to_release(self) -> Release:
+        """The request as a Release of the receiver (a disclosure: ε = ∞, with the reason)."""
+        arrays = {} if self.components is None else {"mean": self.mean, "components": self.components}
+        g = basis_disclosure("target")
+        return Release(method=METHOD, kind=KIND, owner="target", arrays=arrays, guarantee=g,
+                       params={**self._public(), "sha256": self.digest(), "design": self.design,
+                               "disclosure": g.reasons[0]})
+
+    @classmethod
+    def from_release(cls, rel: Release, n_features: int | None = None) -> Request:
+        """The request in ``rel``, checked as untrusted input (one-line :class:`ReleaseError` otherwise)."""
+        if rel.method != METHOD or rel.kind != KIND:
+            raise ReleaseError(f"expected a {METHOD}/{KIND} file (`dpadapt request`), got {rel.method}/{rel.kind}")
+        p = rel.params
+        try:
+            d = int(p["n_features"])
+            if n_features is not None and d != n_features:
+                raise ValueError(f"the request is for {d} features; your data have {n_features}")
+            mean = components = None
+            if p["space"] == "basis":
+                mean, components = check_basis(rel["mean"], rel["components"], d)
+            elif p["space"] != "features" or rel.arrays:
+                raise ValueError(f"unknown working space {p['space']!r}")
+            if p["log1p"] not in (True, False):
+                raise ValueError("'log1p' must be true or false")
+            req = cls(classes=tuple(p["classes"]), n_features=d, log1p=bool(p["log1p"]), statistics=p["statistics"],
+                      sources=tuple(SourceFacts(**s) for s in p["sources"]), mean=mean, components=components,
+                      design=dict(p.get("design") or {}))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ReleaseError(f"release request: {exc}") from None
+        if req.k != int(p.get("k", -1)) or req.digest() != p.get("sha256"):
+            raise ReleaseError("release request: its arrays and parameters do not match its digest; refused")
+        return req
+
+    def facts_for(self, n_source: int, epsilon: float | None, delta: float | None, relation: str) -> SourceFacts:
+        """The request's entry for a source with these facts; a one-line error when it was designed for others."""
+        for s in self.sources:
+            same_n = relation == "add_remove" or int(s.n_source) == int(n_source)
+            if same_n and s.relation == relation and _close(s.epsilon, epsilon) and _close(s.delta, delta):
+                return s
+        wanted = ", ".join(f"n = {s.n_source}, ε = {s.epsilon}, δ = {s.delta}, {s.relation}" for s in self.sources)
+        raise ValueError(f"the release request was designed for [{wanted}], not for n = {n_source}, ε = {epsilon}, "
+                         f"δ = {delta}, {relation}: ask the receiver for a request with your facts")
+
+
+def _close(a: float | None, b: float | None) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return abs(float(a) - float(b)) <= 1e-9 * max(abs(float(a)), abs(float(b)))
