@@ -117,9 +117,9 @@ def adapt(releases: list[Release], Xt, config: Config | None = None, *, request_
         if st.second is None:
             raise ReleaseError("the discriminant design needs the second moment, which the release does not carry")
         lam = rule.discriminant_ridge(st.sigma, st.n, req.k)
-        W, b = receiver.discriminant(st, lam)
-        details["ridge"] = lam
-        if rule.LABEL_SHIFT and Z.shape[0]:
+        W, b = (receiver.ridge_classifier if rule.DISCRIMINANT == "ridge" else receiver.discriminant)(st, lam)
+        details.update(ridge=lam, classifier=rule.DISCRIMINANT)
+        if rule.LABEL_SHIFT and rule.DISCRIMINANT == "lda" and Z.shape[0]:
             b, prior = receiver.corrected_for_label_shift(W, b, Z, receiver.class_prior(st.counts))
             details.update(prior)
     return SoundModel(np.asarray(req.classes), req.log1p, req.mean, req.components, W, b, post, details)

@@ -56,6 +56,8 @@ GAMMA_DISCRIMINANT = 1.0
 #: The discriminant's public ridge λ = a·σ√k + f·n/k (σ√k: the noise's spectral size; n/k: a row's share of the signal).
 RIDGE_SCALE = 2.0
 RIDGE_FLOOR = 0.1
+#: The discriminant's classifier: Fisher's LDA ("lda") or least squares on the class indicators ("ridge").
+DISCRIMINANT = "lda"
 #: Whether the discriminant's class prior is re-estimated on the receiver's rows (label shift, Saerens et al. 2002).
 LABEL_SHIFT = True
 #: The largest basis a private request asks for, and the widest feature space used without noise.
