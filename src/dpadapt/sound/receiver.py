@@ -151,27 +151,6 @@ def discriminant(st: Statistics, lam: float) -> tuple[np.ndarray, np.ndarray]:
     return W, -0.5 * np.sum(W * means, axis=1) + np.log(c / n)
 
 
-def gcv_ridge(st: Statistics, grid) -> float:
-    """The ridge λ of ``grid`` with the smallest generalised cross-validation score (Golub, Heath & Wahba 1979)
-    of least squares on the class indicators, computed from the statistics alone.
-
-    With M = Σzzᵀ, S the class sums and YᵀY = diag(counts): W = S(M + λI)⁻¹, the residual sum of squares
-    n − 2·tr(WSᵀ) + tr(WMWᵀ), the degrees of freedom tr(M(M + λI)⁻¹) = Σ m_j/(m_j + λ); GCV = n·RSS/(n − df)².
-    """
-    vals, vecs = _psd_eigh(st.second)
-    SV = st.sums @ vecs
-    n = st.n
-    best, best_score = None, np.inf
-    for lam in grid:
-        shrink = 1.0 / (vals + lam)
-        rss = n - 2.0 * np.sum(SV**2 * shrink) + np.sum(SV**2 * shrink**2 * vals)
-        df = float(np.sum(vals * shrink))
-        score = n * rss / max(n - df, 1e-12) ** 2
-        if score < best_score:
-            best, best_score = float(lam), score
-    return best
-
-
 def ridge_classifier(st: Statistics, lam: float) -> tuple[np.ndarray, np.ndarray]:
     """(W, b) of least squares on the class indicators: W = S(M + λI)⁻¹ with M's PSD part, b = 0."""
     vals, vecs = _psd_eigh(st.second)
