@@ -49,29 +49,107 @@ def metrics(model, X, y) -> dict:
     return out
 
 
-def run(out: str, seeds: int, settings: dict[str, list], filters: list[str]) -> int:
+def _cached_design():
+    """``rule.design`` memoised per (target rows, facts, feature type, constants): seeds share one request."""
+    plain, cache = rule.design, {}
+
+    def design(Xt, facts, *, feature_type="auto"):
+        key = (id(Xt), facts, feature_type, tuple(getattr(rule, c) for c in CONSTANTS))
+        if key not in cache:
+            cache[key] = plain(Xt, facts, feature_type=feature_type)
+        return cache[key]
+
+    return design
+
+
+#: The constants of :mod:`dpadapt.sound.design` a grid may set.
+CONSTANTS = ("CLUSTER_RATIO", "GAMMA_PROTOTYPES", "GAMMA_DISCRIMINANT", "RIDGE_SCALE", "RIDGE_FLOOR", "DISCRIMINANT",
+             "LABEL_SHIFT", "MAX_BASIS")
+
+
+def run_one(task: str, seeds: int, names: list[str], values: tuple) -> list[dict]:
+    """Every ε and seed of one development pair under one setting of the constants."""
+    spec = next(p for p in dev_pairs([]) if p.task == task)
+    for k, v in zip(names, values):
+        setattr(rule, k, v)
+    d = spec.load()
+    n = d.Xs.shape[0]
+    classes = tuple(range(d.n_classes))
+    rows = []
+    for eps in EPSILONS:
+        for seed in range(seeds if eps is not None else 1):
+            t = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                est = SoundDA(epsilon=eps, delta=spec.delta(n) if eps else None, classes=classes,
+                              random_state=seed, reproducible_noise=True).fit_domains(d.Xs, d.ys, d.Xt)
+            rows.append({"task": task, "epsilon": eps, "seed": seed, **dict(zip(names, values)),
+                         **metrics(est, d.Xt_test, d.yt_test), "design": est.design_["design"],
+                         "k": est.design_["k_rule"], "seconds": time.perf_counter() - t})
+    return rows
+
+
+def _init_worker() -> None:
+    import dpadapt.sound as sound_pkg
+
+    sound_pkg.rule.design = _cached_design()
+
+
+def run(out: str, seeds: int, settings: dict[str, list], filters: list[str], workers: int = 1) -> int:
+    import concurrent.futures as cf
+
     names = sorted(settings)
-    with open(out, "a") as f:
-        for spec in dev_pairs(filters):
-            d = spec.load()
-            n = d.Xs.shape[0]
-            classes = tuple(range(d.n_classes))
-            for values in itertools.product(*(settings[k] for k in names)):
-                for k, v in zip(names, values):
-                    setattr(rule, k, v)
-                for eps in EPSILONS:
-                    for seed in range(seeds if eps is not None else 1):
-                        t = time.perf_counter()
-                        with warnings.catch_warnings():
-                            warnings.simplefilter("ignore")
-                            est = SoundDA(epsilon=eps, delta=spec.delta(n) if eps else None, classes=classes,
-                                          random_state=seed, reproducible_noise=True).fit_domains(d.Xs, d.ys, d.Xt)
-                        row = {"task": spec.task, "epsilon": eps, "seed": seed, **dict(zip(names, values)),
-                               **metrics(est, d.Xt_test, d.yt_test), "design": est.design_["design"],
-                               "k": est.design_["k_rule"], "seconds": time.perf_counter() - t}
-                        f.write(json.dumps(row) + "\n")
-                        f.flush()
-                print(spec.task, dict(zip(names, values)), flush=True)
+    jobs = [(spec.task, seeds, names, values) for spec in dev_pairs(filters)
+            for values in itertools.product(*(settings[k] for k in names))]
+    with open(out, "a") as f, cf.ProcessPoolExecutor(workers, initializer=_init_worker) as pool:
+        for rows in pool.map(run_one, *zip(*jobs)) if workers > 1 else map(lambda j: (_init_worker(), run_one(*j))[1], jobs):
+            for row in rows:
+                f.write(json.dumps(row) + "\n")
+            f.flush()
+            print(rows[0]["task"], {k: rows[0][k] for k in names}, flush=True)
+    return 0
+
+
+def _means(rows, key) -> dict:
+    acc: dict = {}
+    for r in rows:
+        acc.setdefault(key(r), []).append(r)
+    return acc
+
+
+def choose(out: str, baselines: str, metric_of=lambda task: "roc_auc" if task.startswith("physionet") else "accuracy") -> int:
+    """The rule of ``design_rule.md`` ("Selection"): per design, the setting whose worst gap to the strongest
+    baseline over its development pairs and ε (DP source-only at ε ∈ {1, 2, 4, 8}, non-private source-only at
+    ε = None) is largest; ties within 0.5 point by the mean gap; settings that break monotonicity last."""
+    rows = [json.loads(line) for line in open(out)]
+    base = [json.loads(line) for line in open(baselines)]
+    best: dict = {}
+    for (task, method, eps), rs in _means(base, lambda r: (r["task"], r["method"], r["epsilon"])).items():
+        kind = "dp" if eps is not None else "np"
+        if (kind == "dp" and method.startswith("dp-")) or (kind == "np" and method == "source-only"):
+            v = float(np.mean([r[metric_of(task)] for r in rs]))
+            best[(task, eps)] = max(best.get((task, eps), -np.inf), v)
+    names = [c for c in CONSTANTS if c in rows[0]]
+    for design in ("prototypes", "discriminant"):
+        scored = []
+        for setting, rs in _means([r for r in rows if r["design"] == design], lambda r: tuple(r[c] for c in names)).items():
+            cells = _means(rs, lambda r: (r["task"], r["epsilon"]))
+            gaps, mono = [], True
+            for (task, eps), cr in cells.items():
+                mean = float(np.mean([r[metric_of(task)] for r in cr]))
+                if (task, eps) in best:
+                    gaps.append(100 * (mean - best[(task, eps)]))
+            for task in {t for t, _ in cells}:
+                means = [float(np.mean([r[metric_of(task)] for r in cells[(task, e)]])) for e in EPSILONS if (task, e) in cells]
+                mono &= all(b >= a - 0.01 for a, b in zip(means, means[1:]))
+            scored.append((mono, min(gaps), float(np.mean(gaps)), setting, len(gaps)))
+        if not scored:
+            continue
+        top = max(x[1] for x in scored if x[0] == max(y[0] for y in scored))
+        ranked = sorted(scored, key=lambda x: (x[0], x[1] >= top - 0.5, x[2] if x[1] >= top - 0.5 else x[1]), reverse=True)
+        print(f"== {design}: {len(scored)} settings; chosen first (monotone, worst gap, mean gap, cells)")
+        for mono, worst, mean, setting, ncell in ranked:
+            print(f"  {dict(zip(names, setting))}  monotone={mono}  worst {worst:+.2f}  mean {mean:+.2f}  cells {ncell}")
     return 0
 
 
@@ -83,14 +161,20 @@ def main(argv=None) -> int:
     r.add_argument("--seeds", type=int, default=5)
     r.add_argument("--set", nargs="*", default=[], help="NAME=V1,V2,... (a constant of dpadapt.sound.design)")
     r.add_argument("--pairs", nargs="*", default=[])
+    r.add_argument("--workers", type=int, default=1)
+    c = sub.add_parser("choose")
+    c.add_argument("out")
+    c.add_argument("baselines", help="rows of the DP source-only and non-private source-only baselines on the same pairs")
     args = ap.parse_args(argv)
+    if args.cmd == "choose":
+        return choose(args.out, args.baselines)
     settings = {}
     for item in args.set:
         name, _, values = item.partition("=")
-        if not hasattr(rule, name):
+        if name not in CONSTANTS:
             raise SystemExit(f"unknown constant {name}")
         settings[name] = [json.loads(v) if v not in ("True", "False") else v == "True" for v in values.split(",")]
-    return run(args.out, args.seeds, settings, args.pairs)
+    return run(args.out, args.seeds, settings, args.pairs, args.workers)
 
 
 if __name__ == "__main__":
