@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from dpadapt import keys, modelio
+from dpadapt.cli.agreement import CLASS_NAMES_PARAM, check_agreement, owner_params
 from dpadapt.cli.main import add_command
 from dpadapt.cli.methods import MethodCommands, PlannedRelease, load_plugins, methods
 from dpadapt.cli.table_options import add_table_arguments, load_data, step
@@ -171,6 +172,11 @@ def run_release(args: argparse.Namespace) -> int:
     key = sign_key(args)
     table = load_data(args)
     check_release_delta(args, table)
+    for option in ("basis", "map"):  # the other party's public map / basis: computed through the same schema?
+        path = getattr(args, option, None)
+        if path:
+            other = Release.load(path)
+            check_agreement(other.params, table, args, path, "basis" if option == "basis" else "map", other.version)
     out = _check_out(args.out, args.force)
     args.sign_key = key
     plan = commands.plan_release(args, table)
@@ -237,6 +243,7 @@ def budgeted_release(
             raise ValueError(f"method {method!r} released under a guarantee other than the one it planned; refused")
         release.release_id = release_id
         release.params[N_FEATURES_PARAM] = int(table.X.shape[1])
+        release.params.update(owner_params(table, args))
         reservation.kind = release.kind
         # the spend was marked final before the first noise draw (and again before any byte is written)
         release.save(out, sign_key=getattr(args, "sign_key", None), before_publish=reservation.publish)
@@ -259,6 +266,7 @@ def _public_release(plan: PlannedRelease, table: Table, args: argparse.Namespace
     if not isinstance(release, Release) or release.guarantee.to_dict() != plan.guarantee.to_dict():
         raise ValueError(f"method {method!r} released something other than it planned; refused")
     release.params[N_FEATURES_PARAM] = int(table.X.shape[1])
+    release.params.update(owner_params(table, args))
     release.save(out, sign_key=getattr(args, "sign_key", None))
     print(f"warning: {out} carries no privacy guarantee (data declared public); nothing was charged to a budget", file=sys.stderr)
     return release
@@ -276,6 +284,8 @@ def run_adapt(args: argparse.Namespace) -> int:
     releases = [Release.load(p, expect_method=commands.file_method(), trusted=trusted) for p in args.release]
     releases += [Release.load(p, expect_method=commands.file_method()) for p in args.own_release]
     table = load_data(args)
+    for path, r in zip(args.release + args.own_release, releases):
+        check_agreement(r.params, table, args, path, "release", r.version)
     check_release_dimensions(releases, table)
     out = _check_out(args.out, args.force)
     if args.return_release:
@@ -285,8 +295,12 @@ def run_adapt(args: argparse.Namespace) -> int:
     if outcome.return_release is not None and not args.return_release:
         raise ValueError(f"method {commands.name!r} sends a release back: give --return-release FILE (nothing was written)")
     guarantees = model_guarantees(outcome.guarantees, releases)
+    agreement = {**owner_params(table, args), "source_prior": source_prior(releases)}
+    if agreement[CLASS_NAMES_PARAM] is None:  # data without a schema: the label set the release declared
+        agreement[CLASS_NAMES_PARAM] = next((r.params[CLASS_NAMES_PARAM] for r in releases
+                                             if r.params.get(CLASS_NAMES_PARAM) is not None), None)
     save_model(out, outcome.model, commands.name, guarantees, outcome.metrics, releases, sign_key=args.sign_key,
-               n_features=int(table.X.shape[1]))
+               n_features=int(table.X.shape[1]), agreement=agreement)
     print(f"wrote {out}: {commands.name} model trained from {', '.join(r.release_id[:12] for r in releases)}")
     for path, r in zip(args.release, releases):
         print(f"  {path}: {r.authenticity()}")
@@ -301,6 +315,22 @@ def run_adapt(args: argparse.Namespace) -> int:
     elif args.return_release:
         print(f"note: method {commands.name!r} has no return release; {args.return_release} was not written", file=sys.stderr)
     return 0
+
+
+def source_prior(releases: list[Release]) -> list[float] | None:
+    """The source's class prior from a release's noisy per-class ``counts`` (post-processing: no privacy cost).
+
+    For a label-shift correction at the receiver (``dpadapt score``); each count is floored at 1 (noise can
+    make a small count negative). ``None`` when no release carries per-class counts.
+    """
+    import numpy as np
+
+    for r in releases:
+        counts = r.arrays.get("counts") if r.owner == "source" else None
+        if counts is not None and counts.ndim == 1 and counts.size >= 2 and np.all(np.isfinite(counts)):
+            floored = np.maximum(np.asarray(counts, dtype=np.float64), 1.0)
+            return (floored / floored.sum()).tolist()
+    return None
 
 
 def check_release_dimensions(releases: list[Release], table: Table) -> None:
@@ -343,13 +373,19 @@ def save_model(
     releases: list[Release],
     sign_key: Any = None,
     n_features: int | None = None,
+    agreement: dict[str, Any] | None = None,
 ) -> None:
-    """Write the model (only what predicts) and its guarantees (:func:`dpadapt.modelio.save_model`)."""
+    """Write the model (only what predicts) and its guarantees (:func:`dpadapt.modelio.save_model`).
+
+    ``agreement``: the schema fingerprint and class names of the table it was adapted on
+    (:func:`dpadapt.cli.agreement.owner_params`); ``score`` / ``predict`` check the data against them.
+    """
     meta = {
         "method": method,
         "n_features": n_features,
         "metrics": {k: (float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v) for k, v in metrics.items()},
         "releases": [r.release_id for r in releases],
+        **(agreement or {}),
     }
     modelio.save_model(path, model, guarantees, meta, sign_key=sign_key)
 

@@ -6,11 +6,22 @@ label set, and the carried ID column. The map uses only what the schema declares
 """
 
 from .readers import MappedTable, iter_chunks, read_table
-from .rowmap import RowMap, TableError
-from .schema import CategoricalColumn, NumericColumn, Schema, SchemaError, load_schema, schema_from_dict
+from .rowmap import ColumnCounts, MapCounts, RowMap, TableError
+from .schema import (
+    CategoricalColumn,
+    NumericColumn,
+    Schema,
+    SchemaError,
+    fingerprint_difference,
+    load_schema,
+    schema_from_dict,
+)
 
 __all__ = [
     "CategoricalColumn",
+    "ColumnCounts",
+    "MapCounts",
+    "fingerprint_difference",
     "MappedTable",
     "NumericColumn",
     "RowMap",

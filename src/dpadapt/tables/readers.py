@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from .rowmap import RowMap, TableError
+from .rowmap import MapCounts, RowMap, TableError
 from .schema import DELIMITERS, Schema
 
 Chunk = tuple[np.ndarray, np.ndarray | None, np.ndarray | None]
@@ -32,19 +32,38 @@ DEFAULT_CHUNK_ROWS = 65536
 
 @dataclasses.dataclass
 class MappedTable:
-    """A whole table after the schema's map: features, label indices, IDs, and the public names."""
+    """A whole table after the schema's map: features, label indices, IDs, and the public names.
+
+    ``schema`` is the schema it was read through (``fingerprint`` its public fingerprint, which releases
+    and models carry); ``labels`` the class names of ``y``; ``counts`` what the map imputed and clipped
+    per column (computed from these rows: for the reader's own report, never for a release).
+    """
 
     X: np.ndarray
     y: np.ndarray | None
     ids: np.ndarray | None
     feature_names: list[str]
     classes: tuple | None
+    schema: Schema | None = None
+    counts: MapCounts | None = None
+
+    @property
+    def fingerprint(self) -> dict | None:
+        return None if self.schema is None else self.schema.fingerprint()
+
+    @property
+    def labels(self) -> np.ndarray | None:
+        """The class names of the rows (``classes[y]``), or ``None`` for an unlabelled table."""
+        if self.y is None or self.classes is None:
+            return None
+        return np.asarray(self.classes, dtype=object)[self.y]
 
 
 def read_table(source: Any, schema: Schema, progress: Callable[[int], None] | None = None) -> MappedTable:
     """Read a whole table (path to CSV / Parquet, pandas / polars DataFrame, pyarrow Table) through ``schema``."""
     Xs, ys, ids = [], [], []
-    for X, y, i in iter_chunks(source, schema, progress=progress):
+    counts = MapCounts()
+    for X, y, i in iter_chunks(source, schema, progress=progress, counts=counts):
         Xs.append(X)
         ys.append(y)
         ids.append(i)
@@ -56,6 +75,8 @@ def read_table(source: Any, schema: Schema, progress: Callable[[int], None] | No
         ids=None if ids[0] is None else np.concatenate(ids),
         feature_names=schema.feature_names,
         classes=schema.classes,
+        schema=schema,
+        counts=counts,
     )
 
 
@@ -64,12 +85,15 @@ def iter_chunks(
     schema: Schema,
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
     progress: Callable[[int], None] | None = None,
+    counts: MapCounts | None = None,
 ) -> Iterator[Chunk]:
     """Yield ``(X, y_idx, ids)`` per chunk of ``source`` mapped by ``schema``; ``progress(n)`` after each chunk.
 
     ``source``: a path (``.csv`` / ``.tsv`` / ``.txt`` / ``.data`` read as delimited text,
     ``.parquet`` by row groups), a pandas or polars DataFrame, or a pyarrow Table. The label and ID
     columns are optional in the data (unlabelled target rows); every declared feature column is required.
+    ``counts`` (a :class:`~dpadapt.tables.rowmap.MapCounts`), when given, adds up what the map imputed
+    and clipped per column, chunk by chunk.
     """
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
@@ -86,7 +110,7 @@ def iter_chunks(
         chunks = _frame_chunks(source, schema, chunk_rows)
     rowmap = RowMap(schema)
     for cells, n, locate in chunks:
-        mapped = rowmap.transform(cells, n, locate)
+        mapped = rowmap.transform(cells, n, locate, counts)
         if progress is not None:
             progress(n)
         yield mapped
