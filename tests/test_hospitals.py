@@ -221,3 +221,53 @@ def test_chunk_counts_add_up(tmp_path):
         total.add(part)
     assert whole == total and whole.rows == 500
     assert whole.columns["chol"].imputed == 70 and whole.columns["chol"].clipped_high == 9
+
+
+def test_schema_check_lists_every_gap_at_once(tmp_path, capsys):
+    """Was: `schema check` reported only the first of 13 gaps, and passed a label column not among the names."""
+    names = [f"c{i}" for i in range(13)]
+    export_ = tmp_path / "export.csv"
+    export_.write_text(",".join(["pid"] + names + ["diagnosis"]) + "\n")
+    draft = tmp_path / "draft.toml"
+    assert main(["schema", "draft", "--header-of", str(export_), "--label", "diagnosis", "--classes", "no,yes",
+                 "--id", "pid", "--out", str(draft)]) == 0
+    capsys.readouterr()
+    assert main(["schema", "check", str(draft)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert [line for line in err if "a numeric column needs its public range" in line] == [
+        f"dpadapt schema: error: {draft}: columns.{n}.range: a numeric column needs its public range = [low, high]"
+        for n in names]
+    assert err[-1] == f"dpadapt schema: 13 problems in {draft}; fix them all, then check again"
+    from dpadapt.tables import SchemaError, load_schema
+
+    with pytest.raises(SchemaError) as exc:  # other commands: one line naming the first problems and the count
+        load_schema(draft)
+    assert str(exc.value).startswith(f"{draft}: 13 problems: columns.c0.range") and "\n" not in str(exc.value)
+    assert f"and 10 more (`dpadapt schema check {draft}` lists them all)" in str(exc.value)
+    headerless = tmp_path / "h.toml"
+    headerless.write_text('[table]\nheader = false\nnames = ["a"]\n[label]\ncolumn = "y"\nclasses = ["no", "yes"]\n'
+                          '[[columns]]\nname = "a"\ntype = "numeric"\nrange = [0, 1]\n')
+    assert main(["schema", "check", str(headerless)]) == 1
+    assert "table.names: the label column 'y' is declared but not in the names" in capsys.readouterr().err
+
+
+def test_decimal_comma(tmp_path, capsys):
+    """Was: a decimal comma could not be declared ('3,5' is not a number)."""
+    from dpadapt.tables import TableError, read_table, schema_from_dict
+
+    text = "patient_id;age;chol;cp;diagnosis\nA;61,5;233,0;1;healthy\nB;40;0;4;disease\n"
+    (tmp_path / "eu.csv").write_text(text)
+    doc = {"table": {"delimiter": ";", "decimal": ","}, "label": {"column": "diagnosis", "classes": ["healthy", "disease"]},
+           "id": {"column": "patient_id"},
+           "columns": [{"name": "age", "type": "numeric", "range": [18, 100]},
+                       {"name": "chol", "type": "numeric", "range": [100, 600], "impute": 200, "missing": [0]},
+                       {"name": "cp", "type": "categorical", "categories": [1, 2, 3, 4]}]}
+    t = read_table(tmp_path / "eu.csv", schema_from_dict(doc))
+    np.testing.assert_allclose(t.X[:, :2], [[2 * (61.5 - 18) / 82 - 1, 2 * (233 - 100) / 500 - 1],
+                                            [2 * (40 - 18) / 82 - 1, 2 * (200 - 100) / 500 - 1]])
+    doc["table"] = {"delimiter": ";"}
+    with pytest.raises(TableError, match=r"line 2, column 'age': '61,5' is not a number .*declare decimal = \",\""):
+        read_table(tmp_path / "eu.csv", schema_from_dict(doc))
+    doc["table"] = {"decimal": ","}
+    with pytest.raises(Exception, match=r"table.decimal: a decimal comma needs table.delimiter set to another character"):
+        schema_from_dict(doc)
