@@ -271,3 +271,55 @@ def test_decimal_comma(tmp_path, capsys):
     doc["table"] = {"decimal": ","}
     with pytest.raises(Exception, match=r"table.decimal: a decimal comma needs table.delimiter set to another character"):
         schema_from_dict(doc)
+
+
+def test_duplicate_patient_ids_refused_or_bounded_per_patient(tmp_path, capsys, monkeypatch):
+    """Was: a patient with two rows in a protected source was released as "record-level" (half the protection)."""
+    from dpadapt.privacy.accounting import analytic_gaussian_epsilon
+    from dpadapt.privacy.ledger import Ledger, fingerprint
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DPADAPT_LEDGER", str(tmp_path / "ledger.sqlite"))
+    (tmp_path / "schema.toml").write_text(schema_text())
+    export(tmp_path / "source.csv", 400, 0, "SRC", duplicate=30)   # 30 patients with 2 rows
+    S = ["--data", "source.csv", "--schema", "schema.toml"]
+    assert main(["budget", "set", "--party", "source", *S, "--epsilon", "10", "--delta", "1e-5"]) == 0
+    capsys.readouterr()
+    base = ["release", "sound", *S, "--feature-type", "table", "--epsilon", "2", "--delta", "1e-5"]
+    assert main([*base, "--out", "a.release"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and not (tmp_path / "a.release").exists()
+    assert "30 patient ID(s) of column 'patient_id' occur on more than one row (e.g. 'SRC-0000' on 2 rows)" in err
+    assert "Declare --rows-per-patient K" in err
+    assert Ledger(tmp_path / "ledger.sqlite").history() == []                    # nothing spent
+    assert main([*base, "--rows-per-patient", "2", "--out", "b.release"]) == 0
+    out = capsys.readouterr().out
+    g = Release.load(tmp_path / "b.release").guarantee
+    assert g.unit == "patient" and g.details["rows_per_patient"] == 2 and g.valid
+    assert abs(g.epsilon - 2.0) < 1e-6 and g.details["per_row_epsilon"] < 1.2   # per row: far less than 2
+    z = g.details["noise_multiplier"]                                        # per row; per patient it is z / 2
+    assert abs(analytic_gaussian_epsilon(z / 2, 1e-5) - 2.0) < 1e-6
+    assert "patient-level (≤ 2 rows each)" in out
+    spent = Ledger(tmp_path / "ledger.sqlite").spent("source", fingerprint(tmp_path / "source.csv"))
+    assert abs(spent.epsilon - 2.0) < 1e-3                                        # the ledger charges the per-patient ε
+    assert main(["report", "b.release"]) == 0
+    assert "all rows (at most 2, by patient ID) of one patient of the source data" in capsys.readouterr().out
+    # one row per patient is kept when K = 1: 30 rows left out, said on stderr
+    assert main([*base, "--rows-per-patient", "1", "--out", "c.release"]) == 0
+    assert "kept the first 1 row(s) of each of 30 patient(s) with more; 30 row(s) left out" in capsys.readouterr().err
+    assert int(Release.load(tmp_path / "c.release").params["n_source"]) == 370
+    # predict warns about repeated IDs (each row is still predicted on its own)
+    export(tmp_path / "target.csv", 100, 5, "TGT", labelled=False, duplicate=3)
+    assert main(["adapt", "sound", "--release", "b.release", "--data", "target.csv", "--schema", "schema.toml",
+                 "--out", "m.dpadapt"]) == 0
+    capsys.readouterr()
+    assert main(["predict", "--model", "m.dpadapt", "--data", "target.csv", "--schema", "schema.toml"]) == 0
+    assert "warning: target.csv: 3 ID(s) of column 'patient_id' occur on more than one row" in capsys.readouterr().err
+    # a subsampled method cannot use the bound: refused, nothing spent
+    with pytest.raises(ValueError, match="supported for releases made of Gaussian mechanisms without subsampling"):
+        from dpadapt.privacy.accounting import poisson_gaussian_event
+        from dpadapt.privacy.group import group_guarantee
+        from dpadapt.privacy.guarantee import Guarantee
+
+        group_guarantee(Guarantee.from_event(poisson_gaussian_event(1.0, 0.01, 100), party="source", unit="record",
+                                             relation="add_remove", delta=1e-5, theorem="DP-SGD"), 2)

@@ -101,7 +101,7 @@ def warn_duplicate_ids(table: SchemaTable) -> None:
     repeated = values[counts > 1]
     if repeated.size:
         warnings.warn(f"{table.path}: {repeated.size} ID(s) of column {table.id_column!r} occur on more than one row "
-                      f"(e.g. {repeated[0]!r} on {int(counts[counts > 1][0])} rows); each row is predicted on its own",
+                      f"(e.g. {str(repeated[0])!r} on {int(counts[counts > 1][0])} rows); each row is predicted on its own",
                       stacklevel=2)
 
 

@@ -16,6 +16,7 @@ return leg — release back to the other party through the same budgeted path.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import os
 import sys
@@ -143,6 +144,9 @@ def _add_release_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--delta", type=float, required=True, help="δ of this release (≪ 1/n)")
     p.add_argument("--out", required=True, help="Release file to write (give it to the other party)")
     p.add_argument("--seed", type=int, default=None, help=SEED_HELP)
+    p.add_argument("--rows-per-patient", type=int, default=None, metavar="K",
+                   help="a patient may have several rows (by the schema's ID column): keep at most K rows per patient "
+                        "and make the guarantee per patient (the noise is scaled to K rows); without it, repeated IDs are refused")
     _add_ledger_arguments(p)
 
 
@@ -170,7 +174,7 @@ def run_release(args: argparse.Namespace) -> int:
     check_epsilon(args.epsilon)
     check_delta(args.delta)
     key = sign_key(args)
-    table = load_data(args)
+    table = bound_rows_per_patient(load_data(args), args.rows_per_patient)
     check_release_delta(args, table)
     for option in ("basis", "map"):  # the other party's public map / basis: computed through the same schema?
         path = getattr(args, option, None)
@@ -179,7 +183,8 @@ def run_release(args: argparse.Namespace) -> int:
             check_agreement(other.params, table, args, path, "basis" if option == "basis" else "map", other.version)
     out = _check_out(args.out, args.force)
     args.sign_key = key
-    plan = commands.plan_release(args, table)
+    plan = (group_plan(commands, args, table, args.rows_per_patient) if args.rows_per_patient
+            else commands.plan_release(args, table))
     with step(args, f"release {commands.name}"):
         release = budgeted_release(plan, table, args, out, commands.name, requested=(args.epsilon, args.delta))
     print(f"wrote {out}: {release.method}/{release.kind}, release id {release.release_id}")
@@ -187,6 +192,75 @@ def run_release(args: argparse.Namespace) -> int:
     if release.guarantee.epsilon > LARGE_EPSILON:
         print(f"warning: {LARGE_EPSILON_WORDS}", file=sys.stderr)
     return 0
+
+
+def bound_rows_per_patient(table: Table, rows_per_patient: int | None) -> Table:
+    """Refuse repeated patient IDs in a protected table, or keep the first K rows of each patient.
+
+    A record-level guarantee protects one row; a patient with two rows would get half the protection.
+    Without ``--rows-per-patient`` a repeated ID (the schema's ID column) is refused; with it, each patient
+    keeps its first K rows (file order; a rule applied to each patient's own rows) and the release is planned
+    per patient (:func:`group_plan`). The counts are printed for this party only.
+    """
+    import numpy as np
+
+    ids = getattr(table, "ids", None)
+    if rows_per_patient is not None and rows_per_patient < 1:
+        raise ValueError(f"--rows-per-patient must be ≥ 1, got {rows_per_patient}")
+    if ids is None:
+        if rows_per_patient is not None:
+            raise ValueError(f"{table.path}: --rows-per-patient needs the patients' IDs: read the data through a schema "
+                             "that declares the ID column ([id] column = …)")
+        return table
+    values, inverse, counts = np.unique(np.asarray(ids, dtype=str), return_inverse=True, return_counts=True)
+    repeated = counts > 1
+    if not repeated.any():
+        return table
+    if rows_per_patient is None:
+        example = str(values[repeated][0])
+        raise ValueError(
+            f"{table.path}: {int(repeated.sum())} patient ID(s) of column {table.id_column!r} occur on more than one row "
+            f"(e.g. {example!r} on {int(counts[repeated][0])} rows): a record-level guarantee would protect such a patient "
+            "only partly. Declare --rows-per-patient K (each patient keeps at most K rows and the guarantee is per "
+            "patient), or export one row per patient"
+        )
+    order = np.argsort(inverse, kind="stable")
+    first = np.r_[0, np.cumsum(counts)[:-1]]
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size) - np.repeat(first, counts)
+    keep = rank < rows_per_patient
+    dropped = int((~keep).sum())
+    if dropped:
+        print(f"note: {table.path}: kept the first {rows_per_patient} row(s) of each of "
+              f"{int((counts > rows_per_patient).sum())} patient(s) with more; {dropped} row(s) left out", file=sys.stderr)
+        return dataclasses.replace(table, X=table.X[keep], y=None if table.y is None else table.y[keep], ids=ids[keep])
+    return table
+
+
+def group_plan(commands: MethodCommands, args: argparse.Namespace, table: Table, rows_per_patient: int) -> PlannedRelease:
+    """The method's release planned per patient: at the per-row ε whose per-patient guarantee is ``--epsilon``.
+
+    :func:`dpadapt.privacy.group.per_row_epsilon` searches the per-row ε with the method's own planner (no
+    noise is drawn); the release is executed at that plan and carries the per-patient Guarantee
+    (:func:`dpadapt.privacy.group.group_guarantee`), which the ledger charges.
+    """
+    from dpadapt.privacy.group import group_guarantee, per_row_epsilon
+
+    def at(e: float) -> PlannedRelease:
+        return commands.plan_release(argparse.Namespace(**{**vars(args), "epsilon": e}), table)
+
+    planned = at(per_row_epsilon(lambda e: at(e).guarantee, args.epsilon, rows_per_patient))
+    per_patient = group_guarantee(planned.guarantee, rows_per_patient)
+
+    def execute() -> Release:
+        release = planned.execute()
+        if not isinstance(release, Release) or release.guarantee.to_dict() != planned.guarantee.to_dict():
+            raise ValueError(f"method {commands.name!r} released under a guarantee other than the one it planned; refused")
+        release.guarantee = per_patient
+        release.params["rows_per_patient"] = int(rows_per_patient)
+        return release
+
+    return PlannedRelease(per_patient, execute)
 
 
 def check_release_delta(args: argparse.Namespace, table: Table) -> None:
@@ -290,6 +364,7 @@ def run_adapt(args: argparse.Namespace) -> int:
     out = _check_out(args.out, args.force)
     if args.return_release:
         _check_out(args.return_release, args.force)
+        bound_rows_per_patient(table, None)  # the return leg protects these rows: one row per patient
     with step(args, f"adapt {commands.name}"):
         outcome = commands.adapt(args, table, releases)
     if outcome.return_release is not None and not args.return_release:
