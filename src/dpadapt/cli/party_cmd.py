@@ -169,9 +169,24 @@ def _add_adapt_common(p: argparse.ArgumentParser) -> None:
 # -- release ----------------------------------------------------------------------------------
 
 
+#: The largest ε a release is calibrated for: beyond LARGE_EPSILON (10) a guarantee already protects nothing
+#: meaningful, and noise calibration loses its precision far above this.
+MAX_EPSILON = 1e4
+
+
+def check_release_epsilon(epsilon: float) -> float:
+    """ε of a release: finite, > 0 and at most :data:`MAX_EPSILON` (one line saying what to do otherwise)."""
+    check_epsilon(epsilon)
+    if epsilon > MAX_EPSILON:
+        raise ValueError(f"--epsilon {epsilon:g} is more than dpadapt calibrates noise for (ε ≤ {MAX_EPSILON:g}); above "
+                         f"ε = {LARGE_EPSILON:g} a guarantee is already no meaningful protection. If the data are "
+                         "public, release them without noise with --declare-public")
+    return epsilon
+
+
 def run_release(args: argparse.Namespace) -> int:
     commands = methods()[args.method_name]
-    check_epsilon(args.epsilon)
+    check_release_epsilon(args.epsilon)
     check_delta(args.delta)
     key = sign_key(args)
     table = bound_rows_per_patient(load_data(args), args.rows_per_patient)
@@ -273,10 +288,12 @@ def check_release_delta(args: argparse.Namespace, table: Table) -> None:
 
 def _check_out(path: str, force: bool) -> Path:
     out = Path(path)
+    if out.is_dir():
+        raise ValueError(f"{out} is a folder; give a file name for the output (e.g. {out / 'out.dpadapt'})")
     if out.exists() and not force:
-        raise ValueError(f"{out} exists; choose another output file or pass --force")
+        raise ValueError(f"{out} exists; choose another output file or pass --force to overwrite it")
     if out.exists() and not out.is_file():
-        raise ValueError(f"{out} is not a file")
+        raise ValueError(f"{out} is not a regular file; give a file name for the output")
     if not out.parent.is_dir():
         raise FileNotFoundError(f"{out.parent}: no such directory for the output file")
     if not os.access(out.parent, os.W_OK | os.X_OK):
@@ -357,9 +374,12 @@ def run_adapt(args: argparse.Namespace) -> int:
     args.sign_key = sign_key(args)
     releases = [Release.load(p, expect_method=commands.file_method(), trusted=trusted) for p in args.release]
     releases += [Release.load(p, expect_method=commands.file_method()) for p in args.own_release]
+    if args.epsilon is not None:
+        check_release_epsilon(args.epsilon)
     table = load_data(args)
     for path, r in zip(args.release + args.own_release, releases):
         check_agreement(r.params, table, args, path, "release", r.version)
+    check_basis_given(args.release, releases)
     check_release_dimensions(releases, table)
     out = _check_out(args.out, args.force)
     if args.return_release:
@@ -406,6 +426,19 @@ def source_prior(releases: list[Release]) -> list[float] | None:
             floored = np.maximum(np.asarray(counts, dtype=np.float64), 1.0)
             return (floored / floored.sum()).tolist()
     return None
+
+
+def check_basis_given(paths: list[str], releases: list[Release]) -> None:
+    """A release computed in the receiver's basis needs that basis: say so (not "another basis") when it is missing."""
+    given = {r.params.get("sha256") for r in releases if r.kind == "target_basis"}
+    for path, r in zip(paths, releases):
+        wanted = r.params.get("basis_sha256")
+        if wanted and not given:
+            raise ValueError(f"{path} was released in your basis (sha256 {wanted[:12]}…), which was not given: add "
+                             "--own-release BASIS with the basis file `dpadapt basis` wrote for it")
+        if wanted and wanted not in given:
+            raise ValueError(f"{path} was released in a basis (sha256 {wanted[:12]}…) other than the one given "
+                             f"({', '.join(g[:12] + '…' for g in given if g)}): give the basis file this release was made in")
 
 
 def check_release_dimensions(releases: list[Release], table: Table) -> None:

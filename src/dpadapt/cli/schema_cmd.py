@@ -11,13 +11,12 @@ fixed per-row map produces.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 from pathlib import Path
 
 from dpadapt.cli.main import add_command
 from dpadapt.cli.party_cmd import _check_out
-from dpadapt.tables.readers import _detect_delimiter, _first_line
+from dpadapt.tables.readers import _detect_delimiter, _first_line, header_cells
 from dpadapt.tables.rowmap import TableError
 
 
@@ -65,7 +64,10 @@ def _public_columns(path: Path) -> tuple[list[str], dict[str, str], str | None]:
     except TableError as exc:
         raise ValueError(str(exc)) from None
     delimiter = _detect_delimiter(line)
-    names = [c.strip() for c in next(csv.reader([line], delimiter=delimiter))] if line.strip() else []
+    try:
+        names = [c.strip() for c in header_cells(line, delimiter, path)]
+    except TableError as exc:
+        raise ValueError(str(exc)) from None
     if not names or not all(names):
         raise ValueError(f"{path}: line 1: not a header (empty names); give --columns instead")
     if len(set(names)) != len(names):

@@ -157,7 +157,7 @@ def _csv_chunks(path: Path, schema: Schema):
 
     first = _first_line(path)
     delimiter = schema.delimiter or _detect_delimiter(first)
-    first_cells = next(csv.reader([first], delimiter=delimiter)) if first.strip() else []
+    first_cells = header_cells(first, delimiter, path)
     where = str(path)
     if schema.header:
         names = [c.strip() for c in first_cells]
@@ -197,7 +197,7 @@ def _csv_chunks(path: Path, schema: Schema):
                                                  include_columns=use),
         )
     except (pa.ArrowInvalid, OSError) as exc:
-        raise TableError(problems[0] if problems else f"{path}: not a readable CSV file ({_short(exc)})") from None
+        raise TableError(problems[0] if problems else _csv_problem(path, skip, exc)) from None
     line = skip
     while True:
         try:
@@ -205,7 +205,7 @@ def _csv_chunks(path: Path, schema: Schema):
         except StopIteration:
             break
         except (pa.ArrowInvalid, OSError) as exc:
-            raise TableError(problems[0] if problems else f"{path}: after line {line}: not readable CSV ({_short(exc)})") from None
+            raise TableError(problems[0] if problems else _csv_problem(path, line, exc)) from None
         n = batch.num_rows
         if n == 0:
             continue
@@ -222,13 +222,30 @@ def _csv_chunks(path: Path, schema: Schema):
         raise TableError(f"{path}: no data rows")
 
 
+#: The longest first line (a header) read, in bytes.
+MAX_HEADER_BYTES = 1 << 20
+
+
 def _first_line(path: Path) -> str:
     with open(path, "rb") as fh:  # bytes: decoding only the first line (a later bad byte is that line's error)
-        raw = fh.readline(1 << 20)
+        raw = fh.readline(MAX_HEADER_BYTES + 1)
+    if len(raw) > MAX_HEADER_BYTES:
+        raise TableError(f"{path}: line 1 is longer than {MAX_HEADER_BYTES >> 20} MB: not a header or a data row of a "
+                         "table (is this the right file, with line breaks?)")
     try:
         return raw.decode("utf-8-sig").rstrip("\r\n")
     except UnicodeDecodeError:
         raise TableError(f"{path}: line 1: not UTF-8 text") from None
+
+
+def header_cells(line: str, delimiter: str, path: Path) -> list[str]:
+    """The cells of the first line (one-line error naming file and line for a line the csv module refuses)."""
+    if not line.strip():
+        return []
+    try:
+        return next(csv.reader([line], delimiter=delimiter))
+    except csv.Error as exc:
+        raise TableError(f"{path}: line 1: not a readable CSV line ({exc})") from None
 
 
 def _detect_delimiter(line: str) -> str:
@@ -254,6 +271,14 @@ def _check_blank_lines(cells: dict, n: int, path: Path, line: int) -> None:
     if blank is not None and len(cells) > 1 and pc.any(blank).as_py():
         i = int(np.flatnonzero(blank.to_numpy(zero_copy_only=False))[0])
         raise TableError(f"{path}: line {line + i + 1}: blank line")
+
+
+def _csv_problem(path: Path, line: int, exc: Exception) -> str:
+    """One line for a CSV block the reader refuses, naming the file and the line after which it failed."""
+    if "straddl" in str(exc):  # a line longer than a read block
+        return (f"{path}: line {line + 1} or shortly after is longer than {DEFAULT_CHUNK_BYTES >> 20} MB: an unclosed "
+                "quote, or not a table with line breaks (check that line)")
+    return f"{path}: after line {line}: not readable CSV ({_short(exc)})"
 
 
 def _short(exc: Exception) -> str:
