@@ -190,7 +190,7 @@ def test_missing_code_imputed_and_clipping_reported(tmp_path, capsys, monkeypatc
     monkeypatch.setenv("DPADAPT_LEDGER", str(tmp_path / "ledger.sqlite"))
     assert main(["basis", "--data", "site.csv", "--schema", "schema.toml", "--k", "2", "--out", "b.release"]) == 0
     err = capsys.readouterr().err
-    assert "note: site.csv: imputed the declared value in 1 of 3 columns: chol 50 (25.0 %)" in err
+    assert "note: site.csv: imputed as declared (missing cells and missing codes) in 1 of 3 columns: chol 50 (25.0 %)" in err
     assert "note: site.csv: clipped to the declared range in 1 columns: chol 4 (0 below 100, 4 above 600)" in err
     assert "warning: site.csv: column chol: 25.0 % of 200 rows were missing (or a missing code)" in err
     b = Release.load(tmp_path / "b.release")

@@ -390,7 +390,7 @@ def run_adapt(args: argparse.Namespace) -> int:
     if outcome.return_release is not None and not args.return_release:
         raise ValueError(f"method {commands.name!r} sends a release back: give --return-release FILE (nothing was written)")
     guarantees = model_guarantees(outcome.guarantees, releases)
-    agreement = {**owner_params(table, args), "source_prior": source_prior(releases)}
+    agreement = {**owner_params(table, args), "source_prior": source_prior(releases), "sources": release_sources(releases)}
     if agreement[CLASS_NAMES_PARAM] is None:  # data without a schema: the label set the release declared
         agreement[CLASS_NAMES_PARAM] = next((r.params[CLASS_NAMES_PARAM] for r in releases
                                              if r.params.get(CLASS_NAMES_PARAM) is not None), None)
@@ -410,6 +410,18 @@ def run_adapt(args: argparse.Namespace) -> int:
     elif args.return_release:
         print(f"note: method {commands.name!r} has no return release; {args.return_release} was not written", file=sys.stderr)
     return 0
+
+
+def release_sources(releases: list[Release]) -> list[dict[str, Any]]:
+    """What the model was trained from, for its report: each release's public facts (no count of the receiver's rows)."""
+    out = []
+    for r in releases:
+        n = r.params.get("n_source") if r.owner == "source" else r.params.get("n_target")
+        out.append({"release_id": r.release_id, "owner": r.owner, "method": r.method, "kind": r.kind,
+                    "created": r.created, "rows": None if n is None else int(n), "signer": r.signer,
+                    "epsilon": r.guarantee.epsilon if math.isfinite(r.guarantee.epsilon) else None,
+                    "delta": r.guarantee.delta})
+    return out
 
 
 def source_prior(releases: list[Release]) -> list[float] | None:
@@ -468,7 +480,9 @@ def model_guarantees(given: dict[str, Guarantee], releases: list[Release]) -> di
             out[party] = gs[0] if len(gs) == 1 else compose_guarantees(gs, delta=max(g.delta for g in gs))
     for party in ("source", "target"):
         if party not in out:
-            out[party] = Guarantee.non_private(party, "this party's own data were used by the model without noise")
+            out[party] = dataclasses.replace(
+                Guarantee.non_private(party, "this party's own data were used by the model without noise"),
+                details={"kept": "its own rows (used on its own machine to adapt the model; the model reflects them)"})
     return out
 
 
@@ -511,4 +525,5 @@ def load_model(path: str | os.PathLike, trusted: list[Any] | tuple = ()) -> dict
         "metrics": loaded.meta.get("metrics", {}),
         "releases": loaded.meta.get("releases", []),
         "guarantees": loaded.guarantees,
+        "meta": loaded.meta,
     }

@@ -240,6 +240,9 @@ class Guarantee:
         if math.isinf(self.epsilon) and self.details.get("disclosed"):
             # a disclosure by a party that is not protected in this setting is not an alarm
             return f"{self.party}: not protected in this setting; it disclosed {self.details['disclosed']}"
+        if math.isinf(self.epsilon) and self.details.get("kept"):
+            # the receiver's own rows, used on its own machine: nothing of them was released
+            return f"{self.party}: not protected in this setting; it kept {self.details['kept']}"
         eps = "∞" if math.isinf(self.epsilon) else f"{self.epsilon:.4g}"
         status = "valid" if self.valid else "NOT a valid DP guarantee"
         unit = f"{self.unit}-level" + (f" (≤ {self.details.get('rows_per_patient')} rows each)" if self.unit == "patient" else "")
@@ -271,6 +274,9 @@ class Guarantee:
             lines.append("Status          : valid differential-privacy guarantee")
         elif math.isinf(self.epsilon) and self.details.get("disclosed"):
             lines.append(f"Status          : not protected in this setting; it disclosed {self.details['disclosed']}, because")
+            lines.extend(f"  - {r}" for r in self.reasons)
+        elif math.isinf(self.epsilon) and self.details.get("kept"):
+            lines.append(f"Status          : not protected in this setting; it kept {self.details['kept']}")
             lines.extend(f"  - {r}" for r in self.reasons)
         else:
             lines.append("Status          : NOT a valid differential-privacy guarantee, because")

@@ -88,7 +88,7 @@ class MapCounts:
         notes, warns = [], []
         if imputed:
             shown = sorted(imputed, key=lambda kv: -kv[1])
-            notes.append(f"{where}: imputed the declared value in {len(imputed)} of {len(schema.columns)} columns: "
+            notes.append(f"{where}: imputed as declared (missing cells and missing codes) in {len(imputed)} of {len(schema.columns)} columns: "
                          + ", ".join(f"{k} {v} ({100 * v / n:.1f} %)" for k, v in shown[:6])
                          + (f", … ({len(shown) - 6} more)" if len(shown) > 6 else ""))
         if clipped:
@@ -98,7 +98,7 @@ class MapCounts:
         for k, c in self.columns.items():
             if c.imputed / n > warn_share:
                 warns.append(f"{where}: column {k}: {100 * c.imputed / n:.1f} % of {self.rows} rows were missing "
-                             f"(or a missing code) and got the declared impute value (above {100 * warn_share:g} %)")
+                             f"(or a missing code) and were imputed as declared (above {100 * warn_share:g} %)")
             if c.clipped / n > warn_share:
                 warns.append(f"{where}: column {k}: {100 * c.clipped / n:.1f} % of {self.rows} rows lay outside the "
                              f"declared range and were clipped (above {100 * warn_share:g} %): is the range right?")
