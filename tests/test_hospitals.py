@@ -323,3 +323,33 @@ def test_duplicate_patient_ids_refused_or_bounded_per_patient(tmp_path, capsys, 
 
         group_guarantee(Guarantee.from_event(poisson_gaussian_event(1.0, 0.01, 100), party="source", unit="record",
                                              relation="add_remove", delta=1e-5, theorem="DP-SGD"), 2)
+
+
+def test_python_api_refuses_another_schema_and_never_inverts(tmp_path):
+    """The same checks from Python: an estimator fitted through a schema keeps its fingerprint and class names."""
+    from dpadapt.sound import SoundDA
+    from dpadapt.tables import SchemaMismatch, SchemaModel, load_schema, read_table
+
+    (tmp_path / "schema.toml").write_text(schema_text())
+    (tmp_path / "swapped.toml").write_text(schema_text(classes=("disease", "healthy")))
+    (tmp_path / "wide.toml").write_text(schema_text(chol_range=(0, 600)))
+    export(tmp_path / "source.csv", 400, 0, "SRC")
+    export(tmp_path / "target.csv", 300, 1, "TGT", shift=3)
+    schema = load_schema(tmp_path / "schema.toml")
+    src, tgt = read_table(tmp_path / "source.csv", schema), read_table(tmp_path / "target.csv", schema)
+    model = SchemaModel(SoundDA(epsilon=4.0, feature_type="table", random_state=0)).fit_domains(src, tgt)
+    assert list(model.classes_) == ["healthy", "disease"]
+    e = model.evaluate(tgt, n_boot=50)
+    assert e.values["balanced_accuracy"] > 0.7 and set(model.predict(tgt)) <= {"healthy", "disease"}
+    swapped = read_table(tmp_path / "target.csv", load_schema(tmp_path / "swapped.toml"))
+    with pytest.raises(SchemaMismatch, match=r"class order differs: the model has \['healthy', 'disease'\], the table has"):
+        model.predict(swapped)
+    # the swapped table's indices mean the other class: predicting its rows by index would invert every label
+    np.testing.assert_array_equal(swapped.labels, tgt.labels)
+    assert np.all(swapped.y == 1 - tgt.y)
+    with pytest.raises(SchemaMismatch, match=r"column chol: range \[100, 600\] in the model, \[0, 600\] in the table"):
+        model.predict(read_table(tmp_path / "target.csv", load_schema(tmp_path / "wide.toml")))
+    with pytest.raises(SchemaMismatch, match=r"class order differs: the source table has"):
+        SchemaModel(SoundDA(epsilon=4.0, feature_type="table")).fit_domains(src, swapped)
+    with pytest.raises(SchemaMismatch, match=r"class order differs: the estimator has \['disease', 'healthy'\]"):
+        SchemaModel(SoundDA(epsilon=4.0, classes=("disease", "healthy"), feature_type="table")).fit_domains(src, tgt)
