@@ -46,6 +46,8 @@ class ColumnCounts:
     imputed: int = 0
     clipped_low: int = 0
     clipped_high: int = 0
+    #: values outside the range of a column that declares them missing (``outside = "missing"``; also in ``imputed``)
+    outside: int = 0
 
     @property
     def clipped(self) -> int:
@@ -72,6 +74,7 @@ class MapCounts:
             mine.imputed += c.imputed
             mine.clipped_low += c.clipped_low
             mine.clipped_high += c.clipped_high
+            mine.outside += c.outside
         return self
 
     def to_dict(self) -> dict:
@@ -91,18 +94,34 @@ class MapCounts:
             notes.append(f"{where}: imputed as declared (missing cells and missing codes) in {len(imputed)} of {len(schema.columns)} columns: "
                          + ", ".join(f"{k} {v} ({100 * v / n:.1f} %)" for k, v in shown[:6])
                          + (f", … ({len(shown) - 6} more)" if len(shown) > 6 else ""))
+        outside = [(k, c.outside) for k, c in self.columns.items() if c.outside]
+        if outside:
+            notes.append(f"{where}: values outside the declared range taken as missing (outside = \"missing\"): "
+                         + ", ".join(f"{k} {v} (outside [{_fmt(ranges[k][0])}, {_fmt(ranges[k][1])}])" for k, v in outside))
         if clipped:
             notes.append(f"{where}: clipped to the declared range in {len(clipped)} columns: " + ", ".join(
                 f"{k} {c.clipped} ({c.clipped_low} below {_fmt(ranges[k][0])}, {c.clipped_high} above {_fmt(ranges[k][1])})"
                 for k, c in clipped))
-        for k, c in self.columns.items():
-            if c.imputed / n > warn_share:
-                warns.append(f"{where}: column {k}: {100 * c.imputed / n:.1f} % of {self.rows} rows were missing "
+        many_imputed = sorted(((k, c.imputed) for k, c in self.columns.items() if c.imputed / n > warn_share),
+                              key=lambda kv: -kv[1])
+        if len(many_imputed) > 3:  # a wide table: one line, not one per column
+            warns.append(f"{where}: {len(many_imputed)} of {len(schema.columns)} columns had more than "
+                         f"{100 * warn_share:g} % of their {self.rows} rows missing (or a missing code), imputed as "
+                         "declared: " + ", ".join(f"{k} {100 * v / n:.1f} %" for k, v in many_imputed[:5])
+                         + ", … (`dpadapt report --html --data` lists what was imputed)")
+        else:
+            for k, v in many_imputed:
+                warns.append(f"{where}: column {k}: {100 * v / n:.1f} % of {self.rows} rows were missing "
                              f"(or a missing code) and were imputed as declared (above {100 * warn_share:g} %)")
+        for k, c in self.columns.items():
             if c.clipped / n > warn_share:
                 warns.append(f"{where}: column {k}: {100 * c.clipped / n:.1f} % of {self.rows} rows lay outside the "
                              f"declared range and were clipped (above {100 * warn_share:g} %): is the range right?")
         return notes, warns
+
+    def imputed_table(self) -> list[tuple[str, int, int, int]]:
+        """``(column, imputed, outside the range taken as missing, clipped)`` for every column the map changed."""
+        return [(k, c.imputed, c.outside, c.clipped) for k, c in self.columns.items() if c.imputed or c.clipped]
 
 
 class RowMap:
@@ -204,6 +223,10 @@ class RowMap:
 
     def _numeric(self, col: NumericColumn, arr: pa.Array, locate: Locate, counts: ColumnCounts) -> np.ndarray:
         x, miss = self._parse(col.name, arr, locate, col.missing)
+        if col.outside == "missing":  # a value outside the declared range is a data error: imputed, counted
+            wrong = ~miss & ((x < col.low) | (x > col.high))
+            counts.outside += int(wrong.sum())
+            miss = miss | wrong
         if miss.any():
             if col.impute is None:
                 raise TableError(f"{locate(int(np.flatnonzero(miss)[0]))}, column {col.name!r}: missing value "

@@ -32,6 +32,8 @@ File format (TOML, or the same structure as JSON)::
     transform = "log1p"            # optional, counts: log(1 + x) before scaling
     missing = [0]                  # optional: this column's own missing-value codes (numbers or texts),
                                    # e.g. chol = 0 "not measured"; needs impute
+    outside = "missing"            # optional: a value outside the range is a data error, imputed like a
+                                   # missing cell (default "clip": clipped to the range); needs impute
 
     [[columns]]
     name = "cp"
@@ -95,6 +97,8 @@ class NumericColumn:
     log1p: bool = False
     #: this column's own missing-value codes: numbers (compared by value) and texts (compared as trimmed text)
     missing: tuple[float | str, ...] = ()
+    #: what a value outside the range is: ``"clip"`` (clipped to it) or ``"missing"`` (a data error, imputed)
+    outside: str = "clip"
 
     @property
     def width(self) -> int:
@@ -103,7 +107,7 @@ class NumericColumn:
     def facts(self) -> dict[str, Any]:
         return {"name": self.name, "type": "numeric", "range": [self.low, self.high],
                 "transform": "log1p" if self.log1p else None, "impute": self.impute,
-                "missing": _sorted_codes(self.missing)}
+                "missing": _sorted_codes(self.missing), "outside": self.outside}
 
     def feature_names(self) -> list[str]:
         return [self.name]
@@ -401,7 +405,7 @@ def _parse_column(p: _Parser, spec: dict, key: str) -> NumericColumn | Categoric
     missing: tuple[float | str, ...] = ()
     if kind == "numeric":
         with check():
-            p.unknown(spec, key, {"name", "type", "range", "impute", "transform", "missing"})
+            p.unknown(spec, key, {"name", "type", "range", "impute", "transform", "missing", "outside"})
         low = high = None
         with check():
             rng = spec.get("range")
@@ -427,8 +431,14 @@ def _parse_column(p: _Parser, spec: dict, key: str) -> NumericColumn | Categoric
             if missing and "impute" not in spec:
                 p.fail(f"{key}.missing", "missing codes are declared but no public impute value: add impute = … "
                        "(the value a missing cell stands for)")
+        outside = spec.get("outside", "clip")
+        with check():
+            if outside not in ("clip", "missing"):
+                p.fail(f"{key}.outside", f"must be \"clip\" (the default) or \"missing\", got {outside!r}")
+            if outside == "missing" and "impute" not in spec:
+                p.fail(f"{key}.outside", "outside = \"missing\" imputes a value outside the range: add impute = …")
         return NumericColumn(name=name, low=low, high=high, impute=impute, log1p=transform == "log1p",
-                             missing=missing) if ok else None
+                             missing=missing, outside=outside) if ok else None
     if kind == "categorical":
         with check():
             p.unknown(spec, key, {"name", "type", "categories", "impute", "missing_as_zeros", "missing"})
@@ -552,7 +562,8 @@ def fingerprint_difference(expected: dict | None, actual: dict | None, expected_
             [f"only {B} has {', '.join(map(repr, only_b[:3]))}"] if only_b else [])
         return f"columns differ: {'; '.join(parts)}"
     words = {"type": "type", "range": "range", "categories": "categories (in order)", "transform": "transform",
-             "impute": "impute value", "missing": "missing codes", "missing_as_zeros": "missing_as_zeros"}
+             "impute": "impute value", "missing": "missing codes", "missing_as_zeros": "missing_as_zeros",
+             "outside": "values outside the range"}
     for x, y in zip(ca, cb):
         for key, word in words.items():
             if x.get(key) != y.get(key):
