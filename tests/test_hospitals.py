@@ -353,3 +353,40 @@ def test_python_api_refuses_another_schema_and_never_inverts(tmp_path):
         SchemaModel(SoundDA(epsilon=4.0, feature_type="table")).fit_domains(src, swapped)
     with pytest.raises(SchemaMismatch, match=r"class order differs: the estimator has \['disease', 'healthy'\]"):
         SchemaModel(SoundDA(epsilon=4.0, classes=("disease", "healthy"), feature_type="table")).fit_domains(src, tgt)
+
+
+def test_label_shift_hook_shows_both(hospitals, capsys, monkeypatch):
+    """Where `dpadapt.labelshift` exists (the lead's module), score and the report show the corrected metrics
+    BESIDE the uncorrected ones; the model file carries the source prior from the released noisy counts."""
+    import sys
+    import types
+
+    tmp = hospitals
+    assert main(["adapt", "dpot", "--release", "stats.release", "--data", "target.csv", "--schema", "schema.toml",
+                 "--out", "m.dpadapt"]) == 0
+    from dpadapt.modelio import load_model
+
+    prior = load_model(tmp / "m.dpadapt").meta["source_prior"]
+    assert len(prior) == 2 and abs(sum(prior) - 1) < 1e-12 and 0.2 < prior[1] < 0.6  # the source is ~40 % disease
+    calls = []
+
+    def estimate_target_prior(proba, source_prior, method="em", **kw):
+        calls.append(method)
+        return np.array([0.5, 0.5])
+
+    def adjust_proba(proba, source_prior, target_prior):
+        w = np.asarray(proba) * (np.asarray(target_prior) / np.asarray(source_prior))
+        return w / w.sum(axis=1, keepdims=True)
+
+    fake = types.ModuleType("dpadapt.labelshift")
+    fake.estimate_target_prior, fake.adjust_proba = estimate_target_prior, adjust_proba
+    monkeypatch.setitem(sys.modules, "dpadapt.labelshift", fake)
+    capsys.readouterr()
+    assert main(["score", "--model", "m.dpadapt", "--data", "target_labelled.csv", "--schema", "schema.toml",
+                 "--bootstrap", "20"]) == 0
+    out = capsys.readouterr().out
+    assert "-- as adapted" in out and "-- label-shift corrected" in out and calls == ["em"]
+    assert out.count("balanced accuracy") == 2
+    assert main(["report", "m.dpadapt", "--html", "r.html", "--data", "target_labelled.csv", "--schema", "schema.toml",
+                 "--bootstrap", "20"]) == 0
+    assert "<th>as adapted</th>" in (tmp / "r.html").read_text() and "<th>label-shift corrected</th>" in (tmp / "r.html").read_text()

@@ -34,7 +34,7 @@ from dpadapt.privacy.mechanisms import random_streams
 from dpadapt.stream.readers import ChunkedSource, from_arrays
 from dpadapt.stream.sums import ClassSums, RowMap, accumulate, label_indices
 from dpadapt.release import Release, ReleaseError
-from dpadapt.validation import check_basis, check_features, check_labels, check_same_features, check_untrusted_array
+from dpadapt.validation import check_basis, check_features, check_labels, check_untrusted_array
 
 BASIS_KIND = "target_basis"
 STATS_KIND = "class_statistics"
@@ -310,7 +310,7 @@ class ClassStatsDA(ConfigEstimator):
         return self.model_.predict_proba(X)
 
 
-from dpadapt.classstats.baselines import DPLogisticRegression, DPNearestClassMean, encode_labels  # noqa: E402
+from dpadapt.classstats.baselines import DPLogisticRegression, DPNearestClassMean  # noqa: E402
 
 register(Family(
     name="classstats", config=Config, protected=("source",), plan=plan, release=release, adapt=adapt,

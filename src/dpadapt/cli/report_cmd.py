@@ -140,7 +140,7 @@ def _local_data(args, bundles):
     import numpy as np
 
     from dpadapt.cli.agreement import check_agreement
-    from dpadapt.cli.model_cmd import _class_names, _proba
+    from dpadapt.cli.model_cmd import _class_names, _proba, label_shift_variants
     from dpadapt.cli.report_html import LocalData
     from dpadapt.cli.table_options import load_data
     from dpadapt.metrics import evaluate
@@ -154,15 +154,19 @@ def _local_data(args, bundles):
     if counts is not None:
         notes, warns = counts.summary(load_schema(args.schema), Path(args.data).name)
     labelled = 0 if table.y is None else int(np.sum(np.asarray(table.y) != -1))
-    evaluations = []
-    for b in bundles:
+    evaluations, corrected = [], {}
+    for i, b in enumerate(bundles):
         ev = None
         if labelled and np.asarray(table.y).dtype.kind in "iu":
             known = np.asarray(table.y) != -1
-            proba = _proba(b["loaded"], table.X[known])
+            y, proba = np.asarray(table.y)[known], _proba(b["loaded"], table.X[known])
             names = _class_names(b["loaded"], table)
+            kw = dict(threshold=args.threshold, n_boot=args.bootstrap)
             if proba is not None and names is not None and proba.shape[1] == len(names):
-                ev = evaluate(np.asarray(table.y)[known], proba, names, threshold=args.threshold, n_boot=args.bootstrap)
+                ev = evaluate(y, proba, names, **kw)
+                if i == 0:  # the label-shift hook: shown beside the uncorrected metrics, never instead of them
+                    corrected = {label: evaluate(y, adjusted, names, **kw)
+                                 for label, adjusted in label_shift_variants(b["loaded"], proba).items()}
         evaluations.append(ev)
     return LocalData(path=str(args.data), rows=int(table.X.shape[0]), labelled=labelled, schema=args.schema,
-                     notes=notes, warnings=warns, evaluations=evaluations)
+                     notes=notes, warnings=warns, evaluations=evaluations, corrected=corrected)

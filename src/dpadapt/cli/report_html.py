@@ -59,6 +59,8 @@ class LocalData:
     notes: list[str]
     warnings: list[str]
     evaluations: list[Any]
+    #: the first model's evaluation after each label-shift correction available (``dpadapt.cli.model_cmd.label_shift_variants``)
+    corrected: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 def _eps(x: float) -> str:
@@ -252,13 +254,17 @@ def _performance_section(bundle: dict[str, Any], local: LocalData | None) -> lis
                        f"{100 * evaluation.values['sensitivity']:.0f} % (sensitivity); of those without it, it clears "
                        f"{100 * evaluation.values['specificity']:.0f} % (specificity), at a threshold of "
                        f"{evaluation.threshold:g} on the predicted probability.</p>")
-        out.append("<table><tr><th>measure</th><th>value</th><th>95 % interval</th></tr>")
+        variants = {"as adapted": evaluation, **local.corrected}
+        out.append("<table><tr><th>measure</th>" + "".join(f"<th>{e(label)}</th><th>95 % interval</th>"
+                                                           for label in variants) + "</tr>")
         for key, words in evaluation.names.items():
-            value = evaluation.values[key]
-            lo, hi = evaluation.intervals[key]
-            shown = "undefined" if math.isnan(value) else f"{value:.3f}"
-            interval = "—" if math.isnan(lo) else f"{lo:.3f} – {hi:.3f}"
-            out.append(f"<tr><td>{e(words)}</td><td class=\"num\">{shown}</td><td class=\"num\">{interval}</td></tr>")
+            cells = ""
+            for ev in variants.values():
+                value, (lo, hi) = ev.values[key], ev.intervals[key]
+                shown = "undefined" if math.isnan(value) else f"{value:.3f}"
+                interval = "—" if math.isnan(lo) else f"{lo:.3f} – {hi:.3f}"
+                cells += f"<td class=\"num\">{shown}</td><td class=\"num\">{interval}</td>"
+            out.append(f"<tr><td>{e(words)}</td>{cells}</tr>")
         out.append("</table>")
         if evaluation.constant_beats_model:
             out.append(f'<p class="warn">Always predicting “{e(str(evaluation.majority_class))}” would be right '
