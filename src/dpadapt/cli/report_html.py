@@ -32,7 +32,7 @@ body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;max-width:62em;ma
      line-height:1.45;color:#1f2933}
 h1{font-size:1.6em;margin-bottom:.2em} h2{font-size:1.25em;margin-top:1.6em;border-bottom:1px solid #d9e2ec}
 table{border-collapse:collapse;margin:.5em 0;max-width:100%} td,th{border:1px solid #d9e2ec;padding:.3em .6em;
-     text-align:left;vertical-align:top;overflow-wrap:anywhere} th{background:#f0f4f8}
+     text-align:left;vertical-align:top} th{background:#f0f4f8} td.path{overflow-wrap:anywhere}
 .muted{color:#52606d;font-size:.92em}
 .party{border-left:5px solid #9fb3c8;background:#f7f9fb;padding:.6em 1em;margin:.8em 0}
 .party.protected{border-color:#2f855a;background:#f0fff4}
@@ -223,8 +223,8 @@ def _data_section(bundle: dict[str, Any], local: LocalData | None) -> list[str]:
         out.append(f"<tr><td>release(s)</td><td>the other party</td><td>—</td><td>{e(ids)}</td></tr>")
     if local is not None:
         schema = f" read through the schema {local.schema}" if local.schema else ""
-        out.append(f"<tr><td>your data</td><td>{e(local.path)}</td><td class=\"num\">{local.rows:,}</td>"
-                   f"<td>{e(f'{local.labelled:,} labelled rows{schema}')}</td></tr>")
+        out.append(f"<tr><td>your data</td><td class=\"path\">{e(local.path)}</td><td class=\"num\">{local.rows:,}</td>"
+                   f"<td class=\"path\">{e(f'{local.labelled:,} labelled rows{schema}')}</td></tr>")
     out.append("</table>")
     if local is None:
         out.append('<p class="muted">Give <code>--data FILE</code> (and <code>--schema</code>) to add your own table: '
