@@ -194,7 +194,9 @@ def _named_labels_fit(fit_domains):
             names = np.unique(np.asarray(ys).ravel())  # non-private: the label set may be read off the labels
         if names is None:
             if declared is not None and _whole_numbers(ys):  # an integer label set: refused here, in one wording
-                _encode(ys, np.asarray(list(declared)), "ys (source labels)")
+                seen = np.unique(np.asarray(ys).ravel())
+                if np.setdiff1d(seen, np.asarray(list(declared), dtype=np.float64)).size:
+                    _encode(seen, np.asarray(list(declared)), "ys (source labels)")
             return fit_domains(self, Xs, ys, Xt, yt, **kwargs)
         ys = _encode(ys, names, "ys (source labels)")
         yt = None if yt is None else _encode(yt, names, "yt (target labels)", allow_unlabelled=True)
