@@ -58,6 +58,15 @@ PUBLIC_LABEL_SET_CHECKS = {
 }
 
 
+#: Checks that feed three or more labels whatever the estimator's tags say (a public label set of two is binary).
+BINARY_LABEL_SET_CHECKS = {
+    "check_estimators_dtypes": "fits labels 0, 1 and 2 whatever the tags say; a public label set of two refuses 2",
+    "check_fit2d_1feature": "fits labels 0, 1 and 2 whatever the tags say; a public label set of two refuses 2 "
+                            "before it reads the single feature",
+    "check_classifier_data_not_an_array": "fits labels 0, 1 and 2 whatever the tags say; a public label set of two refuses 2",
+}
+
+
 def expected_failed_checks(estimator) -> dict[str, str]:
     """The scikit-learn checks ``estimator`` cannot pass, each with its reason (for ``check_estimator``)."""
     out: dict[str, str] = {}
@@ -65,6 +74,8 @@ def expected_failed_checks(estimator) -> dict[str, str]:
         out.update(FRESH_NOISE_CHECKS)
     if estimator.classes is not None:
         out.update(PUBLIC_LABEL_SET_CHECKS)
+        if len(tuple(estimator.classes)) == 2:
+            out.update(BINARY_LABEL_SET_CHECKS)
     return out
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 
 from dpadapt import classstats
+from dpadapt.cli.agreement import owner_params
 from dpadapt.cli.main import add_command
 from dpadapt.cli.party_cmd import N_FEATURES_PARAM, _check_out, add_disclosure_arguments, check_disclosure
 from dpadapt.cli.table_options import add_table_arguments, load_data
@@ -39,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
     config = classstats.Config(k=args.k, feature_type=args.feature_type)
     release = classstats.basis(table.X, config, family=args.method)
     release.params[N_FEATURES_PARAM] = int(table.X.shape[1])
+    release.params.update(owner_params(table, args))
     release.save(out)
     print(f"wrote {out}: {release.method}/{release.kind} ({release.params['k']} directions of {table.X.shape[1]} features)")
     print(f"  disclosure, not a DP release: {release.params['disclosure']}")

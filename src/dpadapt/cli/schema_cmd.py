@@ -11,13 +11,12 @@ fixed per-row map produces.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 from pathlib import Path
 
 from dpadapt.cli.main import add_command
 from dpadapt.cli.party_cmd import _check_out
-from dpadapt.tables.readers import _detect_delimiter, _first_line
+from dpadapt.tables.readers import _detect_delimiter, _first_line, header_cells
 from dpadapt.tables.rowmap import TableError
 
 
@@ -65,7 +64,10 @@ def _public_columns(path: Path) -> tuple[list[str], dict[str, str], str | None]:
     except TableError as exc:
         raise ValueError(str(exc)) from None
     delimiter = _detect_delimiter(line)
-    names = [c.strip() for c in next(csv.reader([line], delimiter=delimiter))] if line.strip() else []
+    try:
+        names = [c.strip() for c in header_cells(line, delimiter, path)]
+    except TableError as exc:
+        raise ValueError(str(exc)) from None
     if not names or not all(names):
         raise ValueError(f"{path}: line 1: not a header (empty names); give --columns instead")
     if len(set(names)) != len(names):
@@ -132,14 +134,34 @@ def run_draft(args: argparse.Namespace) -> int:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    from dpadapt.tables import load_schema
+    """Load the schema; list EVERY problem (one line each on stderr, exit 1), or the features of its map."""
+    import sys
 
-    schema = load_schema(args.file)
+    from dpadapt.tables import SchemaError, load_schema
+
+    try:
+        schema = load_schema(args.file)
+    except SchemaError as exc:
+        problems = exc.problems
+        for problem in problems:
+            print(f"dpadapt schema: error: {problem}", file=sys.stderr)
+        if len(problems) > 1:
+            print(f"dpadapt schema: {len(problems)} problems in {args.file}; fix them all, then check again", file=sys.stderr)
+        return 1
+    fingerprint = schema.fingerprint()
     print(f"{args.file}: {len(schema.columns)} columns -> {schema.n_features} features "
-          f"(row norm <= {schema.row_norm_bound:.4g})")
+          f"(row norm <= {schema.row_norm_bound:.4g}); fingerprint {fingerprint['sha256'][:16]}")
     if schema.label is not None:
         print(f"  label {schema.label.column!r}: classes {list(schema.label.classes)}")
     if schema.id_column is not None:
         print(f"  id {schema.id_column!r} (carried to predictions, not a feature)")
+    coded = [f"{c.name} {[_code(m) for m in c.missing]}" for c in schema.columns if c.missing]
+    print(f"  missing: cells {list(schema.missing)} in every column" + (f"; codes {', '.join(coded)}" if coded else ""))
+    if schema.decimal != ".":
+        print(f"  decimal mark {schema.decimal!r}")
     print("  features: " + ", ".join(schema.feature_names))
     return 0
+
+
+def _code(v) -> str | float | int:
+    return int(v) if isinstance(v, float) and v.is_integer() else v

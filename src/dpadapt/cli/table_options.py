@@ -32,11 +32,18 @@ SCHEMA_HELP = ("declared PUBLIC table schema (TOML/JSON; draft one with `dpadapt
 
 @dataclasses.dataclass
 class SchemaTable(Table):
-    """A table read through a schema: ``y`` holds indices into ``classes``; ``ids`` the ID column (or ``None``)."""
+    """A table read through a schema: ``y`` holds indices into ``classes``; ``ids`` the ID column (or ``None``).
+
+    ``fingerprint``: the schema's public fingerprint (releases and models carry it); ``counts``: what the
+    map imputed and clipped per column (from these rows: printed for this party, never released).
+    """
 
     ids: np.ndarray | None = None
     classes: tuple | None = None
     feature_names: list[str] | None = None
+    fingerprint: dict | None = None
+    counts: Any = None
+    id_column: str | None = None
 
 
 def add_table_arguments(p: argparse.ArgumentParser) -> None:
@@ -66,8 +73,25 @@ def load_data(args: argparse.Namespace, path: str | None = None) -> Table:
     with progress_bar(args, f"reading {Path(path).name}", unit="rows") as tick:
         mapped = read_table(path, schema, progress=tick)
     _schema_classes(args, schema.classes)
+    report_counts(mapped.counts, schema, Path(path).name)
     return SchemaTable(X=mapped.X, y=mapped.y, path=Path(path), ids=mapped.ids, classes=mapped.classes,
-                       feature_names=mapped.feature_names)
+                       feature_names=mapped.feature_names, fingerprint=schema.fingerprint(), counts=mapped.counts,
+                       id_column=schema.id_column)
+
+
+def report_counts(counts: Any, schema: Any, where: str) -> None:
+    """What the schema's map imputed and clipped, on stderr: a note per kind, a warning per column above the share.
+
+    Never silent, never released: the counts come from this party's rows and stay on its terminal (and its
+    ``report --html``).
+    """
+    import warnings
+
+    notes, warns = counts.summary(schema, where)
+    for line in notes:
+        print(f"note: {line}", file=sys.stderr)
+    for line in warns:
+        warnings.warn(line, stacklevel=2)
 
 
 def _schema_classes(args: argparse.Namespace, classes: tuple | None) -> None:

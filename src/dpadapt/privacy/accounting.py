@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from typing import Literal
 
 import dp_accounting
+import numpy as np
 from dp_accounting import dp_event as _dp_event
 from dp_accounting import pld, rdp
 
@@ -315,7 +316,15 @@ def analytic_gaussian_sigma(eps: float, delta: float, sensitivity: float = 1.0) 
     """σ of the analytic Gaussian mechanism (Balle & Wang, ICML 2018, Thm. 8), valid for every ε > 0."""
     check_epsilon(eps)
     check_delta(delta)
-    return float(dp_accounting.get_sigma_gaussian(eps, delta)) * sensitivity
+    try:
+        with np.errstate(all="ignore"):
+            sigma = float(dp_accounting.get_sigma_gaussian(eps, delta))
+    except (ValueError, ArithmeticError, RuntimeError):
+        sigma = math.nan
+    if not (math.isfinite(sigma) and sigma > 0):
+        raise ValueError(f"ε = {eps:g} at δ = {delta:g} is beyond the range where Gaussian noise can be calibrated "
+                         "(the noise would vanish); use a smaller ε")
+    return sigma * sensitivity
 
 
 def analytic_gaussian_epsilon(sigma: float, delta: float, sensitivity: float = 1.0) -> float:

@@ -15,11 +15,11 @@ from dpadapt.jsonutil import to_jsonable
 from dpadapt.privacy import accounting
 
 Party = Literal["source", "target"]
-Unit = Literal["record", "label", "attribute", "record_features"]
+Unit = Literal["record", "label", "attribute", "record_features", "patient"]
 Mode = Literal["sound", "paper"]
 
 PARTIES = ("source", "target")
-UNITS = ("record", "label", "attribute", "record_features")
+UNITS = ("record", "label", "attribute", "record_features", "patient")
 
 PAPER_REASON = "published procedure reproduced for comparison (paper mode)"
 
@@ -44,6 +44,7 @@ _UNIT_WORDS = {
     "label": "the label of one record of",
     "attribute": "one attribute (one feature value, changed by at most 1) of one record of",
     "record_features": "the features of one record (its label declared public and released in the clear) of",
+    "patient": "all rows (at most {rows_per_patient}, by patient ID) of one patient of",
 }
 _RELATION_WORDS = {
     "replace_one": "replacing one record by another (dataset size public)",
@@ -59,9 +60,10 @@ class Guarantee:
     ----------
     party : {"source", "target"}
         Whose data the guarantee protects.
-    unit : {"record", "label", "attribute"}
+    unit : {"record", "label", "attribute", "record_features", "patient"}
         What one "individual" is: a whole record, only a record's label, or one attribute
-        (DPOT's published JL guarantee is attribute-level, not record-level).
+        (DPOT's published JL guarantee is attribute-level, not record-level); ``"patient"``: all rows
+        of one patient, at most ``details["rows_per_patient"]`` (:mod:`dpadapt.privacy.group`).
     relation : {"replace_one", "add_remove"}
         Neighbouring relation.
     epsilon, delta : float
@@ -238,16 +240,20 @@ class Guarantee:
         if math.isinf(self.epsilon) and self.details.get("disclosed"):
             # a disclosure by a party that is not protected in this setting is not an alarm
             return f"{self.party}: not protected in this setting; it disclosed {self.details['disclosed']}"
+        if math.isinf(self.epsilon) and self.details.get("kept"):
+            # the receiver's own rows, used on its own machine: nothing of them was released
+            return f"{self.party}: not protected in this setting; it kept {self.details['kept']}"
         eps = "∞" if math.isinf(self.epsilon) else f"{self.epsilon:.4g}"
         status = "valid" if self.valid else "NOT a valid DP guarantee"
-        return f"{self.party}: ({eps}, {self.delta:.3g})-DP, {self.unit}-level, {self.relation}, {self.mode} mode — {status}"
+        unit = f"{self.unit}-level" + (f" (≤ {self.details.get('rows_per_patient')} rows each)" if self.unit == "patient" else "")
+        return f"{self.party}: ({eps}, {self.delta:.3g})-DP, {unit}, {self.relation}, {self.mode} mode — {status}"
 
     def report(self) -> str:
         """A short human-readable report of what is protected and how."""
         eps = "∞ (no privacy)" if math.isinf(self.epsilon) else f"{self.epsilon:.4g}"
         lines = [
             f"Protected party : {self.party}",
-            f"Privacy unit    : {_UNIT_WORDS[self.unit]} the {self.party} data",
+            f"Privacy unit    : {_UNIT_WORDS[self.unit].format(rows_per_patient=self.details.get('rows_per_patient', 'K'))} the {self.party} data",
             f"Neighbours      : {_RELATION_WORDS[self.relation]}",
             f"Guarantee       : (ε = {eps}, δ = {self.delta:.3g})",
             f"Accounting      : {self.accounting}",
@@ -268,6 +274,9 @@ class Guarantee:
             lines.append("Status          : valid differential-privacy guarantee")
         elif math.isinf(self.epsilon) and self.details.get("disclosed"):
             lines.append(f"Status          : not protected in this setting; it disclosed {self.details['disclosed']}, because")
+            lines.extend(f"  - {r}" for r in self.reasons)
+        elif math.isinf(self.epsilon) and self.details.get("kept"):
+            lines.append(f"Status          : not protected in this setting; it kept {self.details['kept']}")
             lines.extend(f"  - {r}" for r in self.reasons)
         else:
             lines.append("Status          : NOT a valid differential-privacy guarantee, because")
