@@ -11,8 +11,9 @@ For every ordered pair of units (source → target) the script writes, from the 
 
 1. source: ``keys new`` (once per source unit), ``budget set`` in ITS ledger (source/ledger.sqlite);
    the public key is copied to the target folder (the key exchange);
-2. per ε and seed — source: ``release sound --feature-type table --schema … --sign …`` (charged to its
-   ledger); target: ``adapt sound --release … --trust source.pub --schema …`` (its own ledger);
+2. per ε — target: ``request --schema … --n-source N`` (its release request, a disclosure of its own rows);
+   per seed — source: ``release sound --request … --schema … --sign …`` (charged to its ledger); target:
+   ``adapt sound --release … --own-release REQUEST --trust source.pub --schema …`` (its own ledger);
    target: ``score --json`` on its labelled copy.
 
 Beside it, on the same mapped features (the schema's map of the same CSVs), at the same (ε, δ = 1e-5):
@@ -128,14 +129,17 @@ def run_pair(root: Path, data: Path, source: str, target: str, epsilons: list[fl
     rows.append({"source": source, "target": target, "method": METHODS[3], "epsilon": None, "seed": None,
                  "n_source": n_s, "n_target": n_t, **lr})
     for eps in epsilons:
+        request = exchange / f"request-e{eps:g}.release"  # the target designs the release on its own rows
+        cli(["request", "--data", "target.csv", *S, "--n-source", str(n_s), "--epsilon", f"{eps:g}", "--delta",
+             f"{DELTA:g}", "--ledger", "ledger.sqlite", "--out", str(request)], tgt)
         for seed in range(seeds):
             name = f"e{eps:g}-s{seed}"
             release = exchange / f"{name}.release"
-            cli(["release", "sound", "--feature-type", "table", "--data", "source.csv", *S, "--epsilon", f"{eps:g}",
+            cli(["release", "sound", "--request", str(request), "--data", "source.csv", *S, "--epsilon", f"{eps:g}",
                  "--delta", f"{DELTA:g}", "--seed", str(seed), "--sign", "keys/dpadapt_ed25519.key",
                  "--ledger", "ledger.sqlite", "--out", str(release)], src)
-            cli(["adapt", "sound", "--release", str(release), "--trust", "source.pub", "--data", "target.csv", *S,
-                 "--ledger", "ledger.sqlite", "--out", f"{name}.dpadapt"], tgt)
+            cli(["adapt", "sound", "--release", str(release), "--own-release", str(request), "--trust", "source.pub",
+                 "--data", "target.csv", *S, "--ledger", "ledger.sqlite", "--out", f"{name}.dpadapt"], tgt)
             scored = json.loads(cli(["score", "--model", f"{name}.dpadapt", "--data", "target_labelled.csv", *S,
                                      "--json", "--bootstrap", "0"], tgt))["as adapted"]["values"]
             rows.append({"source": source, "target": target, "method": METHODS[0], "epsilon": eps, "seed": seed,

@@ -90,10 +90,12 @@ def _hospital_files(d):
     export(d / "target_labelled.csv", 80, 1, "TGT")
     S = ["--schema", "schema.toml"]
     Ledger(d / "ledger.sqlite").set_budget("source", fingerprint(d / "source.csv"), 20.0, 1e-5)
-    assert main(["release", "sound", "--feature-type", "table", "--data", "source.csv", *S, "--epsilon", "2",
+    assert main(["request", "--data", "target.csv", *S, "--n-source", "150", "--epsilon", "2", "--delta", "1e-5",
+                 "--out", "req.release"]) == 0
+    assert main(["release", "sound", "--request", "req.release", "--data", "source.csv", *S, "--epsilon", "2",
                  "--delta", "1e-5", "--out", "good-sound.release"]) == 0
-    assert main(["adapt", "sound", "--release", "good-sound.release", "--data", "target.csv", *S,
-                 "--out", "good-sound.model"]) == 0
+    assert main(["adapt", "sound", "--release", "good-sound.release", "--own-release", "req.release", "--data",
+                 "target.csv", *S, "--out", "good-sound.model"]) == 0
     assert main(["basis", "--data", "target.csv", *S, "--k", "2", "--out", "basis.release"]) == 0
     assert main(["release", "dpot", "--basis", "basis.release", "--data", "source.csv", *S, "--epsilon", "1",
                  "--delta", "1e-5", "--out", "in-basis.release"]) == 0
@@ -153,11 +155,11 @@ def _spent(d):
 
 #: Commands that read a party's table through ``--schema``: ``{table}``, ``{schema}`` are filled in.
 TABLE_COMMANDS = {
-    "release-sound": "release sound --feature-type table --data {table} --schema {schema} --epsilon 1 --delta 1e-5 --out out.file",
+    "release-sound": "release sound --request req.release --data {table} --schema {schema} --epsilon 1 --delta 1e-5 --out out.file",
     "release-dpot": "release dpot --data {table} --schema {schema} --epsilon 1 --delta 1e-5 --out out.file",
-    "release-group": "release sound --feature-type table --data {table} --schema {schema} --epsilon 1 --delta 1e-5 "
+    "release-group": "release sound --request req.release --data {table} --schema {schema} --epsilon 1 --delta 1e-5 "
                      "--rows-per-patient 2 --out out.file",
-    "adapt": "adapt sound --release good-sound.release --data {table} --schema {schema} --out out.file",
+    "adapt": "adapt sound --release good-sound.release --own-release req.release --data {table} --schema {schema} --out out.file",
     "basis": "basis --data {table} --schema {schema} --k 2 --out out.file",
     "predict": "predict --model good-sound.model --data {table} --schema {schema} --out out.file --proba",
     "score": "score --model good-sound.model --data {table} --schema {schema} --bootstrap 10",
@@ -202,11 +204,11 @@ def _smaller_cases():
     """Issue 29's "smaller" list: each a one-line message saying what happened and what to do."""
     yield "own-release-missing", ["adapt", "dpot", "--release", "in-basis.release", "--data", "target.csv",
                                   "--schema", "schema.toml", "--out", "out.file"]
-    yield "out-is-a-folder", ["adapt", "sound", "--release", "good-sound.release", "--data", "target.csv",
+    yield "out-is-a-folder", ["adapt", "sound", "--release", "good-sound.release", "--own-release", "req.release", "--data", "target.csv",
                               "--schema", "schema.toml", "--out", "afolder.npz"]
-    yield "out-is-a-folder-force", ["adapt", "sound", "--release", "good-sound.release", "--data", "target.csv",
+    yield "out-is-a-folder-force", ["adapt", "sound", "--release", "good-sound.release", "--own-release", "req.release", "--data", "target.csv",
                                     "--schema", "schema.toml", "--out", "afolder.npz", "--force"]
-    yield "epsilon-1e308", ["release", "sound", "--feature-type", "table", "--data", "source.csv", "--schema",
+    yield "epsilon-1e308", ["release", "sound", "--request", "req.release", "--data", "source.csv", "--schema",
                             "schema.toml", "--epsilon", "1e308", "--delta", "1e-5", "--out", "out.file"]
     yield "bench-seeds-0", ["bench", "source-only", "--quick", "--seeds", "0", "--no-progress"]
     yield "trust-own-unsigned-model", ["score", "--model", "good-sound.model", "--data", "target_labelled.csv",
@@ -218,7 +220,7 @@ def _smaller_cases():
     yield "score-unlabelled", ["score", "--model", "good-sound.model", "--data", "target.csv", "--schema", "schema.toml"]
     yield "rows-per-patient-without-ids", ["release", "noisy-mean", "--data", "source.npz", "--epsilon", "1",
                                            "--delta", "1e-5", "--rows-per-patient", "2", "--out", "out.file"]
-    yield "rows-per-patient-zero", ["release", "sound", "--feature-type", "table", "--data", "source.csv", "--schema",
+    yield "rows-per-patient-zero", ["release", "sound", "--request", "req.release", "--data", "source.csv", "--schema",
                                     "schema.toml", "--epsilon", "1", "--delta", "1e-5", "--rows-per-patient", "0",
                                     "--out", "out.file"]
 

@@ -28,11 +28,13 @@ def sweep(tmp_path, monkeypatch):
                  *src_ledger]) == 0
     models = []
     for eps in ("1", "4"):
+        assert main(["request", "--data", "target.csv", *S, "--n-source", "400", "--epsilon", eps, "--delta", "1e-5",
+                     "--out", f"req{eps}.release", "--ledger", "target-ledger.sqlite"]) == 0
         for run in (1, 2):
-            assert main(["release", "sound", "--feature-type", "table", "--data", "source.csv", *S, "--epsilon", eps,
+            assert main(["release", "sound", "--request", f"req{eps}.release", "--data", "source.csv", *S, "--epsilon", eps,
                          "--delta", "1e-5", "--out", f"s{eps}-{run}.release", *src_ledger]) == 0
-            assert main(["adapt", "sound", "--release", f"s{eps}-{run}.release", "--data", "target.csv", *S,
-                         "--out", f"m{eps}-{run}.dpadapt", "--ledger", "target-ledger.sqlite"]) == 0
+            assert main(["adapt", "sound", "--release", f"s{eps}-{run}.release", "--own-release", f"req{eps}.release",
+                         "--data", "target.csv", *S, "--out", f"m{eps}-{run}.dpadapt", "--ledger", "target-ledger.sqlite"]) == 0
             models.append(f"m{eps}-{run}.dpadapt")
     return tmp_path, models
 
@@ -48,7 +50,7 @@ def test_report_page_for_the_target(sweep, capsys):
     page = (tmp / "r.html").read_text()
     text = html.unescape(re.sub(r"<[^>]+>", " ", page))
     assert "The source (labelled) party is protected (differential privacy)" in text
-    assert "The target party's rows stayed with it" in text and "NOT a valid" not in page
+    assert "The target party is not protected in this setting" in text and "It disclosed" in text and "NOT a valid" not in page
     assert 'class="bad"' not in page and "#a00" not in page  # no alarm colour for the target
     assert "kept in the source party's own ledger, which stays with it" in text
     assert "No ledger file at target-ledger.sqlite" in text

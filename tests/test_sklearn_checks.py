@@ -93,7 +93,7 @@ def _string_label_cases():
     from dpadapt.transport import OTDA, DPOTAdapter
 
     named = dict(epsilon=8.0, classes=("healthy", "disease"), random_state=0)
-    return [(DPOTAdapter, named), (SoundDA, named), (SoundDA, {**named, "feature_type": "table"}),
+    return [(DPOTAdapter, named), (SoundDA, named),
             (ClassStatsDA, named), (PRIMA, named), (PRISA, named), (DiscrepancyClassifier, named),
             (DPDA, {**named, "epochs": 1}), (GDPDA, {**named, "epochs": 1}), (DANN, {"epochs": 1, "random_state": 0}),
             (OTDA, {}), (CORAL, {}), (SubspaceAlignment, {}), (SourceOnly, {})]

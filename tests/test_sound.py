@@ -165,16 +165,21 @@ def test_a_tampered_or_hostile_request_is_refused_before_any_row_is_read(rng):
         Request.from_release(honest, n_features=13)
 
 
-def test_the_source_refuses_a_request_made_for_other_facts(rng):
+def test_the_source_refuses_another_label_set_and_warns_about_other_facts(rng):
+    """Another class order is refused; other (n, ε) are released at the source's own facts, with a warning."""
+    from dpadapt.sound.source import RequestMismatchWarning
+
     config, rel = _request(rng)
     req = Request.from_release(rel)
-    with pytest.raises(ValueError, match="designed for"):
-        sound.plan(config.replace(epsilon=4.0), {"request": req, "n_source": 100})
-    with pytest.raises(ValueError, match="designed for"):
+    with pytest.warns(RequestMismatchWarning, match="designed for"):
+        assert sound.plan(config.replace(epsilon=4.0), {"request": req, "n_source": 100}).guarantee.epsilon == pytest.approx(4.0)
+    with pytest.warns(RequestMismatchWarning, match="n = 99"):
         sound.plan(config, {"request": req, "n_source": 99})
     with pytest.raises(ValueError, match="label set"):
         sound.plan(config.replace(classes=(1, 0)), {"request": req, "n_source": 100})
-    assert sound.plan(config, {"request": req, "n_source": 100}).guarantee.epsilon == pytest.approx(2.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert sound.plan(config, {"request": req, "n_source": 100}).guarantee.epsilon == pytest.approx(2.0)
 
 
 def test_a_one_class_source_releases_like_any_other(rng):
@@ -285,8 +290,8 @@ def test_two_party_cli_request_two_releases_adapt(tmp_path, monkeypatch, rng):
         assert main(["release", "sound", "--request", f"{p}/req.release", "--data", f"{p}/{name}.npz", "--epsilon", "8",
                      "--delta", "1e-5", "--out", f"{p}/{name}.release"]) == 0
     assert Release.load(f"{p}/s1.release").guarantee.epsilon == pytest.approx(8.0)
-    assert main(["release", "sound", "--request", f"{p}/req.release", "--data", f"{p}/s1.npz", "--epsilon", "4",
-                 "--delta", "1e-5", "--out", f"{p}/wrong.release"]) == 1  # not the facts the request was made for
+    assert main(["release", "sound", "--request", f"{p}/req.release", "--data", f"{p}/s1.npz", "--classes", "1,0",
+                 "--epsilon", "8", "--delta", "1e-5", "--out", f"{p}/wrong.release"]) == 1  # another class order
     assert main(["adapt", "sound", "--release", f"{p}/s1.release", "--release", f"{p}/s2.release",
                  "--own-release", f"{p}/req.release", "--data", f"{p}/t.npz", "--out", f"{p}/model.dpadapt"]) == 0
     assert np.mean(load_model(f"{p}/model.dpadapt").predict(Xt) == yt) > 0.7

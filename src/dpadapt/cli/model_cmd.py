@@ -173,10 +173,8 @@ def run_score(args) -> int:
 def score_variants(model, proba: np.ndarray, y: np.ndarray, names: list, args) -> dict:
     """The model's evaluation, and — where a label-shift correction is available — the corrected one beside it.
 
-    Hook for ``dpadapt.labelshift`` (Saerens et al. 2002 EM / BBSE, the lead's module): when it is
-    importable and the model file records the source's class prior (``source_prior``, from the released
-    noisy counts), the target prior is estimated on these rows' probabilities (no labels used) and the
-    adjusted probabilities are scored too. Both are always shown, so the correction is never silent.
+    With :func:`label_shift_variants` both sides of the label-shift correction are scored, so the
+    correction is never silent.
     """
     from dpadapt.metrics import evaluate
 
@@ -188,14 +186,22 @@ def score_variants(model, proba: np.ndarray, y: np.ndarray, names: list, args) -
 
 
 def label_shift_variants(model, proba: np.ndarray) -> dict[str, np.ndarray]:
-    """``{"label-shift corrected": probabilities}`` when ``dpadapt.labelshift`` and the source prior exist, else ``{}``."""
+    """The other side of the label-shift correction (:mod:`dpadapt.labelshift`), so that both are shown.
+
+    A model whose own posteriors were corrected (the sound default records ``target_prior`` and
+    ``source_prior`` in its details) is shown without the correction too; a model that records only the
+    source's class prior (``source_prior``, from the released noisy counts) is shown corrected too: the
+    target prior by EM on these rows' probabilities (no labels used). Otherwise ``{}``.
+    """
+    from dpadapt.labelshift import PriorEstimate, adjust_log_proba, em_target_prior
+
+    details = getattr(model.model, "details", None) or {}
+    logp = np.log(np.clip(proba, np.finfo(float).tiny, None))
+    if details.get("target_prior") is not None:
+        undo = PriorEstimate(np.asarray(details["source_prior"]), np.asarray(details["target_prior"]), 0, True)
+        return {"without the label-shift correction": np.exp(adjust_log_proba(logp, undo))}
     prior = model.meta.get("source_prior")
     if prior is None:
         return {}
-    try:
-        from dpadapt import labelshift
-    except ImportError:
-        return {}
-    source_prior = np.asarray(prior, dtype=np.float64)
-    target_prior = labelshift.estimate_target_prior(proba, source_prior, method="em")
-    return {"label-shift corrected": np.asarray(labelshift.adjust_proba(proba, source_prior, target_prior))}
+    estimate = em_target_prior(logp, np.asarray(prior, dtype=np.float64))
+    return {"label-shift corrected": np.exp(adjust_log_proba(logp, estimate))}

@@ -191,7 +191,7 @@ def run_release(args: argparse.Namespace) -> int:
     key = sign_key(args)
     table = bound_rows_per_patient(load_data(args), args.rows_per_patient)
     check_release_delta(args, table)
-    for option in ("basis", "map"):  # the other party's public map / basis: computed through the same schema?
+    for option in ("basis", "map", "request"):  # the other party's public map / basis: computed through the same schema?
         path = getattr(args, option, None)
         if path:
             other = Release.load(path)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 
+from dpadapt.cli.agreement import owner_params
 from dpadapt.cli.config_options import _tuple
 from dpadapt.cli.main import add_command
 from dpadapt.cli.party_cmd import N_FEATURES_PARAM, _check_out, add_disclosure_arguments, check_disclosure
@@ -43,15 +44,19 @@ def run(args: argparse.Namespace) -> int:
     table = load_data(args)
     check_disclosure(args, args.data, "target")
     out = _check_out(args.out, args.force)
-    classes = getattr(table, "classes", None) or (_tuple(args.classes) if args.classes else None)
+    schema_classes = getattr(table, "classes", None)  # through a schema: labels are indices, the names travel as agreement facts
+    classes = tuple(range(len(schema_classes))) if schema_classes else (_tuple(args.classes) if args.classes else None)
     if classes is None:
         raise ValueError("give the public label set: --classes a,b,... (or --schema)")
     if (args.epsilon is None) != (args.delta is None) and args.epsilon is None:
         raise ValueError("--delta without --epsilon: give both for a private release, neither for the non-private one")
     config = sound.Config(epsilon=args.epsilon, delta=args.delta, classes=tuple(classes), relation=args.relation,
                           feature_type=args.feature_type)
+    if not schema_classes:
+        args.classes = tuple(classes)
     release = sound.request(table.X, config, args.n_source)
     release.params[N_FEATURES_PARAM] = int(table.X.shape[1])
+    release.params.update(owner_params(table, args))
     release.save(out)
     d = release.params["design"]
     space = f"{release.params['k']} directions of your rows" if release.params["space"] == "basis" else "the features themselves"

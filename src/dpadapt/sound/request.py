@@ -25,7 +25,7 @@ import json
 
 import numpy as np
 
-from dpadapt.privacy.families.classstats import basis_disclosure
+from dpadapt.privacy.guarantee import Guarantee
 from dpadapt.release import Release, ReleaseError
 from dpadapt.sound.spaces import RowMap
 from dpadapt.validation import check_basis, check_delta, check_epsilon
@@ -34,6 +34,13 @@ METHOD = "sound"
 KIND = "release_request"
 STATISTICS = ("sums", "moments")
 RELATIONS = ("replace_one", "add_remove")
+#: Why the request costs the receiver nothing in this setting (``docs/threat-model.md``).
+DISCLOSURE = (
+    "disclosed by the receiver, which is not protected in this setting (only the labelled sources are): its release "
+    "request — the per-row map, the mean and top principal directions of its own rows, which statistics to release — "
+    "is sent in the clear; it depends on no source data, so for each source it is a fixed public per-row map"
+)
+
 #: The largest working space a request may ask for: the source holds a k × k second moment (8 bytes each).
 MAX_K = 8192
 
@@ -117,7 +124,8 @@ class Request:
     def to_release(self) -> Release:
         """The request as a Release of the receiver (a disclosure: ε = ∞, with the reason)."""
         arrays = {} if self.components is None else {"mean": self.mean, "components": self.components}
-        g = basis_disclosure("target")
+        g = dataclasses.replace(Guarantee.non_private("target", DISCLOSURE),
+                                details={"disclosed": f"its release request ({self.space}, k = {self.k})"})
         return Release(method=METHOD, kind=KIND, owner="target", arrays=arrays, guarantee=g,
                        params={**self._public(), "sha256": self.digest(), "design": self.design,
                                "disclosure": g.reasons[0]})
@@ -148,15 +156,18 @@ class Request:
             raise ReleaseError("release request: its arrays and parameters do not match its digest; refused")
         return req
 
-    def facts_for(self, n_source: int, epsilon: float | None, delta: float | None, relation: str) -> SourceFacts:
-        """The request's entry for a source with these facts; a one-line error when it was designed for others."""
+    def mismatch(self, n_source: int, epsilon: float | None, delta: float | None, relation: str) -> str | None:
+        """``None`` when a source with these facts is one the request was designed for, else what differs (one line)."""
         for s in self.sources:
             same_n = relation == "add_remove" or int(s.n_source) == int(n_source)
             if same_n and s.relation == relation and _close(s.epsilon, epsilon) and _close(s.delta, delta):
-                return s
-        wanted = ", ".join(f"n = {s.n_source}, ε = {s.epsilon}, δ = {s.delta}, {s.relation}" for s in self.sources)
-        raise ValueError(f"the release request was designed for [{wanted}], not for n = {n_source}, ε = {epsilon}, "
-                         f"δ = {delta}, {relation}: ask the receiver for a request with your facts")
+                return None
+        wanted = "; ".join(f"n = {s.n_source}, ε = {s.epsilon}, δ = {s.delta:g}" if s.delta else f"n = {s.n_source}, non-private"
+                           for s in self.sources)
+        mine = f"n = {n_source}, ε = {epsilon}, δ = {delta:g}" if delta else f"n = {n_source}, non-private"
+        return (f"the release request was designed for [{wanted}] ({self.sources[0].relation}), this release is for "
+                f"{mine} ({relation}): the receiver's design assumed another noise level; ask it for a request with "
+                "these facts for the best model")
 
 
 def _close(a: float | None, b: float | None) -> bool:

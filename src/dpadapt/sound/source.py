@@ -15,6 +15,8 @@ the label set is public.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from dpadapt.api import Plan
@@ -29,25 +31,33 @@ from dpadapt.stream.sums import ClassMomentSums, ClassSums, accumulate
 KIND = "class_statistics"
 
 
+class RequestMismatchWarning(UserWarning):
+    """The source releases for other public facts than the request was designed for (valid, but not the best design)."""
+
+
 def plan(request: Request, config, n_source: int) -> Plan:
     """σ and the Guarantee of this source's release of ``request`` (``config``: the source's :class:`~dpadapt.sound.Config`).
 
-    Refuses (one line) a request made for another label set, other (n, ε, δ) or another relation.
+    Refuses (one line) a request made for another label set; warns (:class:`RequestMismatchWarning`, one line)
+    when it was designed for other (n, ε, δ) or another relation — the release then uses the source's own
+    facts, its guarantee is unchanged, and the receiver post-processes with the σ the release states.
     """
     if tuple(request.classes) != tuple(config.required_classes() if config.private else (config.classes or request.classes)):
         raise ValueError(f"the release request is for the label set {list(request.classes)}, yours is "
                          f"{list(config.classes)} (names and order must agree)")
     delta = config.resolved_delta(n_source) if config.private else None
-    facts = request.facts_for(n_source, config.epsilon, delta, config.relation)
+    mismatch = request.mismatch(n_source, config.epsilon, delta, config.relation)
+    if mismatch:
+        warnings.warn(mismatch, RequestMismatchWarning, stacklevel=2)
     public = {"n_source": int(n_source), "request_sha256": request.digest(), "statistics": request.statistics}
     if not config.private:
         return Plan(METHOD, KIND, config, public, None, {"sigma": 0.0})
     make = class_moments_plan if request.statistics == "moments" else class_statistics_plan
-    sigma, guarantee = make(facts.epsilon, facts.delta, classes=request.classes, relation=facts.relation,
+    sigma, guarantee = make(config.epsilon, delta, classes=request.classes, relation=config.relation,
                             extra_theorem=f"the receiver's request {request.digest()[:12]}: "
                             f"{'signed log1p, ' if request.log1p else ''}ℓ2-normalise"
                             + (f", its {request.k}-d basis, re-normalise" if request.space == "basis" else ""))
-    return Plan(METHOD, KIND, config, public, guarantee, {"sigma": sigma, "delta": facts.delta})
+    return Plan(METHOD, KIND, config, public, guarantee, {"sigma": sigma, "delta": delta})
 
 
 def _accumulator(request: Request):

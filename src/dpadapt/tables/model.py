@@ -9,7 +9,7 @@ a table read through another map. ::
 
     schema = load_schema("examples/heart.schema.toml")
     src, tgt = read_table(cleveland, schema), read_table(hungary, schema)
-    model = SchemaModel(SoundDA(epsilon=4.0, classes=schema.classes, feature_type="table")).fit_domains(src, tgt)
+    model = SchemaModel(SoundDA(epsilon=4.0, classes=schema.classes)).fit_domains(src, tgt)
     model.predict(tgt)            # class names
     model.evaluate(tgt)           # dpadapt.metrics.Evaluation: balanced accuracy, ROC-AUC, ... with intervals
 """

@@ -36,11 +36,10 @@ def add_release_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def label_indices(table: Table, classes: tuple, rows=slice(None)) -> np.ndarray:
-    """Positions of the table's labels (of ``rows``) in the public label set, matched by name (a schema's
-    indices name its classes; a plain file's labels are matched as text: ``1`` and ``"1"`` are one label)."""
-    names = getattr(table, "classes", None)
-    y = np.asarray(table.y)[rows]
-    values = [str(v) for v in (np.asarray(names, dtype=object)[y] if names is not None else y).tolist()]
+    """Positions of the table's labels (of ``rows``) in the public label set, matched as text (``1`` and ``"1"``
+    are one label). Through a schema the labels are already indices and the label set is ``0..K-1`` (the
+    class names travel in the files' agreement facts, checked by the driver)."""
+    values = [str(v) for v in np.asarray(table.y)[rows].tolist()]
     lookup = {str(c): i for i, c in enumerate(classes)}
     unknown = sorted({v for v in values if v not in lookup})
     if unknown:
@@ -54,7 +53,9 @@ def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
         raise ValueError(f"{table.path}: the source data needs labels")
     X = check_features(table.X, "source data", allow_sparse=True)
     req = Request.from_release(Release.load(args.request, expect_method="sound"), n_features=X.shape[1])
-    own = getattr(table, "classes", None) or (_tuple(args.classes) if args.classes else None)
+    schema_classes = getattr(table, "classes", None)
+    own = tuple(range(len(schema_classes))) if schema_classes else (
+        _tuple(args.classes) if isinstance(args.classes, str) else args.classes)
     if own is not None and [str(c) for c in own] != [str(c) for c in req.classes]:
         raise ValueError(f"the request is for the label set {list(req.classes)}; yours is {list(own)} (names and order must agree)")
     config = sound.Config(epsilon=args.epsilon, delta=args.delta, classes=req.classes, relation=args.relation)
