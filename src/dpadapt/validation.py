@@ -63,6 +63,9 @@ def check_features(X, name: str = "X", allow_sparse: bool = False, min_rows: int
             X = X.toarray()
         else:
             X = sp.csr_matrix(X, dtype=np.float64)
+            if not X.has_canonical_format:  # one column stored twice in a row: sum it (a copy; the caller's is kept)
+                X = X.copy()
+                X.sum_duplicates()
             values = X.data
     if not sp.issparse(X):
         X = np.asarray(X)

@@ -451,10 +451,13 @@ class MomentStatistics:
 def _unit_ball_rows(Z):
     """Rows projected onto the unit ℓ2 ball: the bound the sensitivities above rest on, enforced here.
 
-    A scipy sparse matrix stays sparse (CSR, float64): its stored values are scaled row by row.
+    A scipy sparse matrix stays sparse (CSR, float64): it is first put in canonical form (entries stored
+    twice for one column are summed, issue 27 item 4 — a row storing one column m times has norm m, not √m),
+    then its stored values are scaled row by row.
     """
     if sp.issparse(Z):
         Z = sp.csr_matrix(Z, dtype=np.float64, copy=True)
+        Z.sum_duplicates()  # canonical CSR: the norm below is the norm of the row the matrix represents
         _require_finite(Z.data, "rows to clip")
         with np.errstate(over="ignore"):
             norms = np.sqrt(np.bincount(np.repeat(np.arange(Z.shape[0]), np.diff(Z.indptr)), Z.data**2, minlength=Z.shape[0]))

@@ -137,7 +137,7 @@ def release(plan_: Plan, Xs, ys, noise, *, basis_release: Release | None = None)
     config: Config = plan_.config
     choice: Choice = plan_.calibration["choice"]
     Xs = check_features(Xs, "Xs (source)", allow_sparse=True)
-    ys = check_labels(ys, Xs.shape[0], "ys (source labels)")
+    ys = check_labels(ys, Xs.shape[0], "ys (source labels)", classes=config.classes)  # public: one class is valid
     if Xs.shape[0] != int(plan_.facts["n_source"]):
         raise ValueError(f"the plan is for {plan_.facts['n_source']} source rows, got {Xs.shape[0]}")
     classes = config.required_classes() if config.private else (config.classes or tuple(np.unique(ys).tolist()))
