@@ -191,7 +191,10 @@ def test_fw_plans_sound_and_paper(bms):
 
 
 def _rnm_draws(plan, scores, rng, draws):
-    return np.array([private._select(plan, scores, rng) for _ in range(draws)], dtype=float)
+    from dpadapt.privacy.mechanisms import NoiseSource  # an audit's reproducible stream (numpy's sampler, fast)
+
+    noise = NoiseSource(int(rng.integers(2**32)), reproducible=True)
+    return np.array([private._select(plan, scores, noise) for _ in range(draws)], dtype=float)
 
 
 def test_report_noisy_min_step_audit(rng):

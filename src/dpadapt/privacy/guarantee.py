@@ -298,6 +298,14 @@ REPRODUCIBLE_NOISE_REASON = (
 )
 
 
+#: Issue 27, item 2: why a public mechanism called with a caller's ``numpy.random.Generator`` is not private.
+CALLER_GENERATOR_REASON = (
+    "noise drawn from a caller's numpy.random.Generator: anyone who knows or guesses its seed replays the noise, "
+    "and numpy's floating-point sampler leaves support gaps that differ between neighbouring values (Mironov, "
+    "CCS 2012); pass a dpadapt.privacy.mechanisms.NoiseSource() for the vetted sampler"
+)
+
+
 def _json_float(x: float) -> float | str:
     return "inf" if math.isinf(x) else x
 

@@ -1,4 +1,9 @@
-"""Noise-adding mechanisms. Each takes a caller-supplied :class:`numpy.random.Generator`.
+"""Noise-adding mechanisms: the only place privacy noise is drawn, from a :class:`NoiseSource`.
+
+A fresh :class:`NoiseSource` draws from OpenDP's vetted samplers; the public one-release mechanisms
+(:func:`gaussian_mechanism`, :func:`gaussian_matrix_release`, :func:`laplace_mechanism`,
+:func:`randomized_response`) also accept a caller's :class:`numpy.random.Generator` for audits, and
+then return a Guarantee marked invalid that says why (replayable noise, numpy's float sampler).
 
 Every mechanism here releases a quantity whose sensitivity the *caller* bounds (by clipping rows
 to a public norm with :func:`clip_rows`, by counting, ...) and returns the noisy value with the
@@ -76,9 +81,11 @@ class NoiseSource:
 
 def recorded(guarantee: Guarantee, noise) -> Guarantee:
     """``guarantee`` as it holds for noise drawn from ``noise``: invalid (with the reason) when the noise
-    is reproducible from a seed (issue 19, item 8)."""
-    from dpadapt.privacy.guarantee import REPRODUCIBLE_NOISE_REASON
+    is reproducible from a seed (issue 19, item 8) or came from a caller's numpy Generator (issue 27, item 2)."""
+    from dpadapt.privacy.guarantee import CALLER_GENERATOR_REASON, REPRODUCIBLE_NOISE_REASON
 
+    if isinstance(noise, np.random.Generator):
+        return guarantee.invalidated(CALLER_GENERATOR_REASON)
     return guarantee.invalidated(REPRODUCIBLE_NOISE_REASON) if _reproducible(noise) else guarantee
 
 
@@ -288,7 +295,7 @@ def gaussian_mechanism(
     sensitivity: float,
     epsilon: float,
     delta: float,
-    rng: np.random.Generator,
+    noise: NoiseSource | np.random.Generator,
     *,
     party: Party,
     unit: Unit = "record",
@@ -302,6 +309,10 @@ def gaussian_mechanism(
     ----------
     value : array_like
         The exact quantity; its ℓ2 sensitivity under ``relation`` must be at most ``sensitivity``.
+    noise : NoiseSource or numpy.random.Generator
+        A fresh :class:`NoiseSource` draws from OpenDP's vetted sampler and the Guarantee is valid. A
+        numpy Generator (or a reproducible NoiseSource) draws from numpy's float sampler, replayable
+        from its seed: the returned Guarantee is then marked invalid and says why (issue 27, item 2).
     symmetric : bool
         For a symmetric matrix: draw the upper triangle (with diagonal) i.i.d. and mirror it, so
         the released matrix is symmetric. ``sensitivity`` must then be the Frobenius sensitivity
@@ -309,51 +320,55 @@ def gaussian_mechanism(
     """
     check_positive(sensitivity, "sensitivity")
     sigma = gaussian_sigma_for(epsilon, delta, sensitivity)
-    noisy = gaussian(value, sigma=sigma, sensitivity=sensitivity, noise=rng, symmetric=symmetric).value
+    noisy = gaussian(value, sigma=sigma, sensitivity=sensitivity, noise=noise, symmetric=symmetric).value
     guarantee = analytic_gaussian_guarantee(
         epsilon, delta, sigma / sensitivity, party=party, unit=unit, relation=relation, theorem=theorem,
         sensitivity=float(sensitivity), details={"sigma": sigma},
     )
-    return MechanismOutput(noisy, sigma, guarantee)
+    return MechanismOutput(noisy, sigma, recorded(guarantee, noise))
 
 
 def gaussian_matrix_release(
-    X, l2_sensitivity: float, epsilon: float, delta: float, rng: np.random.Generator, **options: Any
+    X, l2_sensitivity: float, epsilon: float, delta: float, noise: NoiseSource | np.random.Generator, **options: Any
 ) -> MechanismOutput:
     """Release a matrix ``X + N(0, σ²)`` whose ℓ2 (Frobenius) sensitivity is ``l2_sensitivity``: the
-    whole matrix is one Gaussian release (:func:`gaussian_mechanism`, whose keyword ``options`` it takes)."""
+    whole matrix is one Gaussian release (:func:`gaussian_mechanism`, whose keyword ``options`` and
+    ``noise`` rule it takes: a numpy Generator gives an invalid Guarantee)."""
     options.setdefault("theorem", "Analytic Gaussian mechanism (Balle & Wang, ICML 2018, Thm. 8) on the whole matrix")
-    return gaussian_mechanism(X, l2_sensitivity, epsilon, delta, rng, **options)
+    return gaussian_mechanism(X, l2_sensitivity, epsilon, delta, noise, **options)
 
 
 def laplace_mechanism(
     value,
     l1_sensitivity: float,
     epsilon: float,
-    rng: np.random.Generator,
+    noise: NoiseSource | np.random.Generator,
     *,
     party: Party,
     unit: Unit = "record",
     relation: accounting.Relation = "replace_one",
 ) -> MechanismOutput:
-    """Release ``value + Lap(Δ₁/ε)`` (ε-DP, Dwork, McSherry, Nissim, Smith 2006)."""
+    """Release ``value + Lap(Δ₁/ε)`` (ε-DP, Dwork, McSherry, Nissim, Smith 2006).
+
+    ``noise``: as in :func:`gaussian_mechanism` (a numpy Generator gives an invalid Guarantee saying why).
+    """
     check_epsilon(epsilon)
     check_positive(l1_sensitivity, "l1_sensitivity")
     scale = l1_sensitivity / epsilon
-    noisy = vetted_laplace(value, scale, rng)
+    noisy = vetted_laplace(value, scale, noise)
     guarantee = closed_form_guarantee(
         float(epsilon), 0.0, party=party, unit=unit, relation=relation, accounting="pure",
         events=(accounting.laplace_event(1.0 / epsilon),), theorem="Laplace mechanism (Dwork, McSherry, Nissim, Smith 2006)",
         sensitivity=float(l1_sensitivity), details={"scale": scale},
     )
-    return MechanismOutput(noisy, scale, guarantee)
+    return MechanismOutput(noisy, scale, recorded(guarantee, noise))
 
 
 def randomized_response(
     labels,
     num_classes: int,
     epsilon: float,
-    rng: np.random.Generator,
+    noise: NoiseSource | np.random.Generator,
     *,
     party: Party = "source",
 ) -> MechanismOutput:
@@ -362,6 +377,7 @@ def randomized_response(
     Each label is kept with probability e^ε/(e^ε + k − 1) and otherwise replaced by one of the
     k − 1 other labels uniformly. Labels are perturbed independently, so releasing a whole
     vector is ε-DP with respect to changing one record's label (parallel composition).
+    ``noise``: as in :func:`gaussian_mechanism` (a numpy Generator gives an invalid Guarantee saying why).
     """
     check_epsilon(epsilon)
     if num_classes < 2:
@@ -370,8 +386,8 @@ def randomized_response(
     if labels.size and (labels.min() < 0 or labels.max() >= num_classes):
         raise ValueError(f"labels must lie in 0..{num_classes - 1}")
     keep = math.exp(epsilon) / (math.exp(epsilon) + num_classes - 1)
-    flip = _noise_generator(rng).random(labels.shape) >= keep
-    shift = _noise_generator(rng).integers(1, num_classes, size=labels.shape)
+    flip = _noise_generator(noise).random(labels.shape) >= keep
+    shift = _noise_generator(noise).integers(1, num_classes, size=labels.shape)
     noisy = np.where(flip, (labels + shift) % num_classes, labels).astype(np.int64)
     guarantee = Guarantee(
         party=party,
@@ -385,26 +401,30 @@ def randomized_response(
         sensitivity=None,
         details={"keep_probability": keep, "num_classes": num_classes},
     )
-    return MechanismOutput(noisy, keep, guarantee)
+    return MechanismOutput(noisy, keep, recorded(guarantee, noise))
 
 
 def report_noisy_min(
     scores,
     sensitivity: float,
     epsilon: float,
-    rng: np.random.Generator,
+    noise: NoiseSource,
     *,
     monotone: bool = False,
 ) -> tuple[int, float]:
     """Index of the smallest of ``scores + Lap(b)`` — ε-DP for scores of ℓ∞ sensitivity Δ.
 
     b = Δ/ε suffices only for monotone queries (counts); in general b = 2Δ/ε (Dwork & Roth,
-    Claim 3.9; spec overview convention 6). Returns the index and the Laplace scale used.
+    Claim 3.9; spec overview convention 6). Returns the index and the Laplace scale used. It returns
+    no Guarantee to mark, so ``noise`` must be a :class:`NoiseSource` (a numpy Generator is refused,
+    issue 27 item 2); the caller records a reproducible one in its own Guarantee (:func:`recorded`).
     """
     check_epsilon(epsilon)
     check_positive(sensitivity, "sensitivity")
+    if not isinstance(noise, NoiseSource):
+        raise TypeError(f"report_noisy_min draws only from a NoiseSource (it returns no Guarantee to mark), got {type(noise).__name__}")
     scale = (1.0 if monotone else 2.0) * sensitivity / epsilon
-    noisy = vetted_laplace(scores, scale, rng)
+    noisy = vetted_laplace(scores, scale, noise)
     return int(np.argmin(noisy)), scale
 
 
