@@ -1,7 +1,8 @@
 """``dpadapt schema draft|check``: write a table schema from PUBLIC facts, and check one.
 
 ``draft`` never reads a data row: column names come from ``--columns`` or from the header line of a
-CSV file (``--header-of``; only its first line is read) or from a Parquet file's column types
+CSV file (``--header-of``; only its first line is read, and a first line with a numeric cell is refused
+as a data row of a header-less file) or from a Parquet file's column types
 (``--header-of`` on ``.parquet``; its schema only). Numeric ranges and category lists are left for
 you to fill from public knowledge (clinical or physical bounds, the data dictionary's codes): the
 drafted file does not load until you have. ``check`` loads a schema and prints the features its
@@ -68,10 +69,22 @@ def _public_columns(path: Path) -> tuple[list[str], dict[str, str], str | None]:
     names = [c.strip() for c in next(csv.reader([line], delimiter=delimiter))] if line.strip() else []
     if not names or not all(names):
         raise ValueError(f"{path}: line 1: not a header (empty names); give --columns instead")
+    numeric = sum(_is_number(n) for n in names)
+    if numeric:  # a header-less file: line 1 is a record; never copy its cells into a schema (issue 27, item 5)
+        raise ValueError(f"{path}: line 1 has {numeric} numeric cell(s): it looks like a data row, not a header; "
+                         "give the column names with --columns (nothing was written)")
     if len(set(names)) != len(names):
         dup = next(n for n in names if names.count(n) > 1)
         raise ValueError(f"{path}: line 1: duplicate column name {dup!r}")
     return names, {}, delimiter
+
+
+def _is_number(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
 
 
 def draft_text(names: list[str], *, header: bool, delimiter: str | None, label: str | None, classes: list[str],

@@ -286,6 +286,10 @@ def _parse_column(p: _Parser, spec: dict, key: str) -> NumericColumn | Categoric
             p.fail(f"{key}.range", "log1p needs a range with low >= 0 (counts)")
         if not low < high:
             p.fail(f"{key}.range", f"needs low < high, got [{_fmt(low)}, {_fmt(high)}]")
+        width = (math.log1p(high) - math.log1p(low)) if transform == "log1p" else high - low
+        if not math.isfinite(2.0 * width):  # the map 2(x − low)/(high − low) − 1 runs in float64 (issue 27, item 6)
+            p.fail(f"{key}.range", f"[{_fmt(low)}, {_fmt(high)}] is too wide: twice its width overflows float64, "
+                                   "so the map to [-1, 1] would give NaN; declare a narrower public range")
         impute = None
         if "impute" in spec:
             impute = p.number(spec["impute"], f"{key}.impute")
