@@ -45,7 +45,14 @@ from dpadapt.sound.guard import guarded
 from dpadapt.sound.rule import Choice, choose
 from dpadapt.sound.spaces import mapped_rows, to_space
 from dpadapt.sound.ssp import lda_from_moments, ridge, ridge_from_moments
-from dpadapt.validation import check_basis, check_features, check_labels, check_untrusted_array
+from dpadapt.validation import (
+    check_basis,
+    check_declared_sigma,
+    check_features,
+    check_labels,
+    check_plausible_statistics,
+    check_untrusted_array,
+)
 
 BASIS_KIND = "target_basis"
 MOMENTS_KIND = "class_moments"
@@ -221,10 +228,12 @@ def adapt(release_: Release, Xt, config: Config, *, basis_release: Release | Non
         counts = check_untrusted_array(release_["counts"], "the released 'counts'", (K,))
         second = check_untrusted_array(release_["second"], "the released 'second'", (k, k))
         sigma, n_source = check_untrusted_array([p["sigma"], p["n_source"]], "the released 'sigma' and 'n_source'")
+        if sigma < 0.0 or n_source < 1.0:
+            raise ValueError(f"sigma = {sigma:g} and n_source = {n_source:g} are impossible; refused")
+        sigma = check_declared_sigma(sigma, release_.guarantee)  # issue 27, item 7: what the mechanism can produce
+        sums, counts, second = check_plausible_statistics(sums, counts, sigma=sigma, n=n_source, second=second)
     except (KeyError, ValueError) as exc:
         raise ReleaseError(f"class-moment release: {exc}") from None
-    if sigma < 0.0 or n_source < 1.0:
-        raise ReleaseError(f"class-moment release: sigma = {sigma:g} and n_source = {n_source:g} are impossible; refused")
     lam = ridge(sigma, n_source, k, ridge_scale=choice.ridge_scale, ridge_floor=choice.ridge_floor)
     if choice.classifier == "ncm":  # nearest class direction (cosine) of the released sums
         W, b = sums / np.maximum(np.linalg.norm(sums, axis=1, keepdims=True), np.finfo(float).tiny), np.zeros(sums.shape[0])
