@@ -210,9 +210,15 @@ def _interrupted_words(ledger: Ledger, release_id: str, party: str, dataset_id: 
 
 
 def check_release_delta(args: argparse.Namespace, table: Table) -> None:
-    """δ ∈ (0, 1), and δ < 1/n in sound mode (a larger δ allows publishing a whole record)."""
+    """δ ∈ (0, 1), and δ < 1/n in sound mode (a larger δ allows publishing a whole record).
+
+    Not compared with n under ``--relation add_remove``: there n is private, and a refusal that depends on
+    it would reveal it (issue 27, item 3); δ is then the owner's choice from a public bound on n.
+    """
     n = int(table.X.shape[0])
     check_delta(args.delta)
+    if getattr(args, "relation", "replace_one") == "add_remove":
+        return
     if args.delta >= 1.0 / n and getattr(args, "privacy_mode", "sound") != "paper":
         raise ValueError(f"--delta {args.delta:g} is ≥ 1/n = {1.0 / n:.3g} for the {n} rows of {table.path}: refused (use δ ≪ 1/n)")
 

@@ -257,7 +257,7 @@ class Guarantee:
         if self.delta_extra:
             lines.append(f"  of which δ    : {self.delta_extra:.3g} for the failure of a high-probability bound")
         if self.relation == "add_remove":
-            lines.append(f"Dataset size    : {ADD_REMOVE_N_PUBLIC}")
+            lines.append(f"Dataset size    : {self.details.get('dataset_size', ADD_REMOVE_N_PUBLIC)}")
         if self.valid and self.epsilon > LARGE_EPSILON:
             lines.append(f"Warning         : {LARGE_EPSILON_WORDS}")
         if self.sensitivity is not None:
@@ -282,6 +282,12 @@ ADD_REMOVE_N_PUBLIC = (
     "n is treated as public: σ, the default δ = 1/(10 n), step sizes divided by n and DP-SGD's sampling rate B/n "
     "are computed from the true n, so n itself (and a record's presence, as far as n reveals it) is not protected; "
     "use replace-one (the default) when the size of the dataset must stay secret"
+)
+
+#: Issue 27, item 3: what a genuine add/remove guarantee (``details["dataset_size"]``) does with n.
+ADD_REMOVE_N_PRIVATE = (
+    "n is private: it is not released, δ was given (not derived from n), σ follows from ε, δ and Δ alone, "
+    "and the receiver uses the noisy counts, so adding or removing a record changes nothing but the noisy statistics"
 )
 
 #: Issue 19, item 12: above this ε a "valid" guarantee is reported as no meaningful protection.

@@ -132,6 +132,44 @@ def _announce_draw() -> None:
         callback()
 
 
+@dataclasses.dataclass(frozen=True)
+class Draw:
+    """What one noise draw was about to perturb (for :func:`observe_draws`): the exact ``value`` (a copy,
+    flattened), the noise ``scale``, the ``sensitivity`` the calibration states for ``value`` (None where the
+    call site states none) and its ``norm`` ("l2", "l1" or "linf")."""
+
+    kind: str
+    value: np.ndarray
+    scale: float
+    sensitivity: float | None
+    norm: str
+
+
+#: Observers of the exact values about to be noised (a test hook of the attack suite, issue 27: D vs D′ moves
+#: the first draw by at most its stated Δ). Empty in normal use; nothing is copied then.
+_OBSERVERS: list = []
+
+
+@contextlib.contextmanager
+def observe_draws(callback) -> Iterator[None]:
+    """Call ``callback(Draw)`` with the exact value of every noise draw made inside the block (tests only)."""
+    _OBSERVERS.append(callback)
+    try:
+        yield
+    finally:
+        _OBSERVERS.remove(callback)
+
+
+def _observe(kind: str, value, scale: float, sensitivity: float | None, norm: str) -> None:
+    if _OBSERVERS:
+        if hasattr(value, "detach"):  # a torch tensor
+            value = value.detach().cpu().double().numpy()
+        draw = Draw(kind, np.array(value, dtype=np.float64).ravel(), float(scale),
+                    None if sensitivity is None else float(sensitivity), norm)
+        for callback in _OBSERVERS:
+            callback(draw)
+
+
 def _noise_generator(noise: NoiseSource | np.random.Generator) -> np.random.Generator:
     """The generator behind a noise source, for one secret draw (announced to :func:`before_noise` first)."""
     _announce_draw()
@@ -233,6 +271,8 @@ def gaussian(
     check_positive(sensitivity, "sensitivity")
     value = np.asarray(value, dtype=np.float64)
     _require_finite(value, "the values to release")
+    _observe("gaussian", value[np.triu_indices(value.shape[0])] if symmetric and value.ndim == 2 else value, sigma,
+             sensitivity, "l2")
     if not vetted:
         noisy = value + _noise_generator(noise).normal(0.0, sigma, size=value.shape)
     elif symmetric:
@@ -270,19 +310,30 @@ def clip_rows(X: np.ndarray, max_norm: float) -> np.ndarray:
     """Scale every row with ℓ2 norm above ``max_norm`` down to ``max_norm`` (a per-record operation).
 
     ``max_norm`` must be public (fixed before seeing the data); rows below it are unchanged. A
-    non-finite entry, or a row whose norm overflows float64, raises :class:`NonFiniteError`
-    (a NaN row would otherwise pass the clip unchanged).
+    non-finite entry raises :class:`NonFiniteError` (a NaN row would otherwise pass the clip
+    unchanged). Every finite row is clipped, even one whose norm overflows float64 (1e200 entries):
+    the norm is taken of the row divided by its largest entry (:func:`_clip_factors`), so refusing
+    such a row — which would reveal it, issue 27 — is never needed.
     """
     check_positive(max_norm, "max_norm")
     X = np.asarray(X, dtype=np.float64)
     _require_finite(X, "rows to clip")
-    with np.errstate(over="ignore"):
-        norms = np.sqrt(np.einsum("ij,ij->i", X, X))[:, None] if X.ndim == 2 else np.linalg.norm(X, axis=1, keepdims=True)
-    _require_finite(norms, "row norms")  # a finite row can still overflow its norm
-    scale = np.ones_like(norms)
-    over = norms > max_norm
-    scale[over] = max_norm / norms[over]
-    return X * scale
+    if X.ndim != 2:
+        raise ValueError(f"rows to clip must be a 2-D array, got shape {X.shape}")
+    return X * _clip_factors(np.max(np.abs(X), axis=1, initial=0.0), X, max_norm)[:, None]
+
+
+def _clip_factors(peak: np.ndarray, X, max_norm: float, rows: np.ndarray | None = None) -> np.ndarray:
+    """Per-row factors min(1, C/‖x‖) without overflow: ‖x‖ = m·‖x/m‖ with m = max|x_j| (``peak``), and
+    min(1, (C/m)/‖x/m‖) never forms m·‖x/m‖. ``X`` dense rows, or CSR stored values with their ``rows``."""
+    safe = np.where(peak > 0, peak, 1.0)
+    if rows is None:
+        scaled = X / safe[:, None]
+        r = np.sqrt(np.einsum("ij,ij->i", scaled, scaled))
+    else:
+        r = np.sqrt(np.bincount(rows, (X / safe[rows]) ** 2, minlength=peak.shape[0]))
+    with np.errstate(over="ignore", divide="ignore"):
+        return np.minimum(1.0, (max_norm / safe) / np.where(r > 0, r, 1.0))
 
 
 def gaussian_sigma_for(epsilon: float, delta: float, sensitivity: float) -> float:
@@ -355,6 +406,7 @@ def laplace_mechanism(
     check_epsilon(epsilon)
     check_positive(l1_sensitivity, "l1_sensitivity")
     scale = l1_sensitivity / epsilon
+    _observe("laplace", value, scale, l1_sensitivity, "l1")
     noisy = vetted_laplace(value, scale, noise)
     guarantee = closed_form_guarantee(
         float(epsilon), 0.0, party=party, unit=unit, relation=relation, accounting="pure",
@@ -424,6 +476,7 @@ def report_noisy_min(
     if not isinstance(noise, NoiseSource):
         raise TypeError(f"report_noisy_min draws only from a NoiseSource (it returns no Guarantee to mark), got {type(noise).__name__}")
     scale = (1.0 if monotone else 2.0) * sensitivity / epsilon
+    _observe("report_noisy_min", scores, scale, sensitivity, "linf")
     noisy = vetted_laplace(scores, scale, noise)
     return int(np.argmin(noisy)), scale
 
@@ -479,13 +532,10 @@ def _unit_ball_rows(Z):
         Z = sp.csr_matrix(Z, dtype=np.float64, copy=True)
         Z.sum_duplicates()  # canonical CSR: the norm below is the norm of the row the matrix represents
         _require_finite(Z.data, "rows to clip")
-        with np.errstate(over="ignore"):
-            norms = np.sqrt(np.bincount(np.repeat(np.arange(Z.shape[0]), np.diff(Z.indptr)), Z.data**2, minlength=Z.shape[0]))
-        _require_finite(norms, "row norms")
-        scale = np.ones_like(norms)
-        over = norms > 1.0
-        scale[over] = 1.0 / norms[over]
-        Z.data *= np.repeat(scale, np.diff(Z.indptr))
+        rows = np.repeat(np.arange(Z.shape[0]), np.diff(Z.indptr))
+        peak = np.zeros(Z.shape[0])
+        np.maximum.at(peak, rows, np.abs(Z.data))
+        Z.data *= _clip_factors(peak, Z.data, 1.0, rows)[rows]  # overflow-free, like clip_rows
         return Z
     Z = np.asarray(Z, dtype=np.float64)
     if Z.ndim != 2:
@@ -709,6 +759,7 @@ def noisy_projections(F, U, *, sigma: float, noise: NoiseSource) -> np.ndarray:
     if sigma == 0:
         return P
     _require_finite(P, "the projections to release")
+    _observe("noisy_projections", P, sigma, None, "l2")
     return P + _noise_generator(noise).normal(0.0, sigma, size=P.shape)
 
 
@@ -727,6 +778,8 @@ def torch_gaussian_noise(total, std: float, noise):
     # in the tensor's own dtype (a float64-finite 1e39 is inf in float32); a "meta" tensor holds no values to check or release
     if total.device.type != "meta" and not bool(torch.isfinite(total).all()):
         raise NonFiniteError("the clipped sum to release contains NaN or infinite values; refused before any noise was drawn")
+    if total.device.type != "meta":
+        _observe("torch_gaussian_noise", total, std, None, "l2")
     g = torch_noise_generator(noise)  # a CPU generator: drawn on the CPU, then moved to the tensor's device
     return total + std * torch.randn(total.shape, generator=g, dtype=total.dtype).to(total.device)
 

@@ -33,7 +33,7 @@ from scipy.special import logsumexp
 
 from dpadapt import api
 from dpadapt.api import ConfigEstimator, Family, Plan, param, register
-from dpadapt.classstats import _digest
+from dpadapt.classstats import _digest, _released_size, public_size
 from dpadapt.classstats.adapt import fit_basis
 from dpadapt.privacy.families.classstats import basis_disclosure
 from dpadapt.privacy.families.sound import class_moments_plan
@@ -161,7 +161,7 @@ def release(plan_: Plan, Xs, ys, noise, *, basis_release: Release | None = None)
         method=plan_.family, kind=MOMENTS_KIND, owner="source", arrays={"sums": sums, "counts": counts, "second": second},
         guarantee=guarantee,
         params={"classes": list(classes), "log1p": config.use_log1p(), "n_features": int(Xs.shape[1]),
-                "n_source": int(Xs.shape[0]), "sigma": float(plan_.calibration.get("sigma", 0.0)), "relation": config.relation,
+                **public_size(config.relation, Xs.shape[0]), "sigma": float(plan_.calibration.get("sigma", 0.0)), "relation": config.relation,
                 "basis_sha256": basis_release.params["sha256"] if basis_release is not None else None,
                 "random_seed": RANDOM_SEED if choice.space == "random" else None, **choice.to_params()},
     )
@@ -227,13 +227,13 @@ def adapt(release_: Release, Xt, config: Config, *, basis_release: Release | Non
         sums = check_untrusted_array(release_["sums"], "the released 'sums'", (K, k))
         counts = check_untrusted_array(release_["counts"], "the released 'counts'", (K,))
         second = check_untrusted_array(release_["second"], "the released 'second'", (k, k))
-        sigma, n_source = check_untrusted_array([p["sigma"], p["n_source"]], "the released 'sigma' and 'n_source'")
-        if sigma < 0.0 or n_source < 1.0:
-            raise ValueError(f"sigma = {sigma:g} and n_source = {n_source:g} are impossible; refused")
-        sigma = check_declared_sigma(sigma, release_.guarantee)  # issue 27, item 7: what the mechanism can produce
+        n_source = _released_size(p)  # None under add/remove: n is not released (issue 27, item 3)
+        sigma = check_declared_sigma(p["sigma"], release_.guarantee)  # issue 27, item 7: what the mechanism can produce
         sums, counts, second = check_plausible_statistics(sums, counts, sigma=sigma, n=n_source, second=second)
     except (KeyError, ValueError) as exc:
         raise ReleaseError(f"class-moment release: {exc}") from None
+    if n_source is None:  # add/remove: the size the receiver uses is the noisy total count
+        n_source = max(float(np.sum(counts)), 1.0)
     lam = ridge(sigma, n_source, k, ridge_scale=choice.ridge_scale, ridge_floor=choice.ridge_floor)
     if choice.classifier == "ncm":  # nearest class direction (cosine) of the released sums
         W, b = sums / np.maximum(np.linalg.norm(sums, axis=1, keepdims=True), np.finfo(float).tiny), np.zeros(sums.shape[0])
