@@ -205,12 +205,21 @@ def attack_refusal_parity(route: Route, data: dict) -> None:
 
 def attack_add_remove(route: Route, data: dict) -> None:
     """Under add/remove, D and D minus a record: both refused (the route does not offer it), or both released with
-    identical Guarantees and identical public release fields — only noisy values may differ."""
-    if "relation" not in route.estimator().get_params():
+    identical Guarantees and identical public release fields — only noisy values may differ. Routes with a
+    ``relation`` parameter are run with ``relation="add_remove"``; routes whose own Guarantee is add/remove lose a
+    record of the party it protects."""
+    offered = "relation" in route.estimator().get_params()
+    fitted = run(route, data).estimator
+    parties = ["source"] if offered else [p for p, g in fitted.guarantees_.items() if g.relation == "add_remove"]
+    if not parties:
         return
+    X, y = ("Xs", "ys") if parties[0] == "source" else ("Xt", "yt")
     smaller = _copy(data)
-    smaller["Xs"], smaller["ys"] = smaller["Xs"][1:], smaller["ys"][1:]
-    out = [run(route, d, relation="add_remove", delta=1e-4) for d in (data, smaller)]
+    smaller[X] = smaller[X][1:]
+    if y in smaller and parties[0] == "source" or (y == "yt" and "yt" in smaller):
+        smaller[y] = smaller[y][1:]
+    extra = {"relation": "add_remove", "delta": 1e-4} if offered else {}
+    out = [run(route, d, **extra) for d in (data, smaller)]
     assert out[0].released == out[1].released, f"{route.name}: add/remove refusal depends on n: {[o.error for o in out]}"
     if not out[0].released:
         assert "add_remove" in out[0].error, out[0].error
@@ -218,7 +227,7 @@ def attack_add_remove(route: Route, data: dict) -> None:
     a, b = (o.estimator for o in out)
     assert {p: g.to_dict() for p, g in a.guarantees_.items()} == {p: g.to_dict() for p, g in b.guarantees_.items()}, \
         f"{route.name}: the add/remove Guarantee depends on n"
-    assert all(g.relation == "add_remove" and g.valid for g in a.guarantees_.values())
+    assert all(g.valid for g in a.guarantees_.values())
     for attr in ("release_", "basis_release_"):
         ra, rb = getattr(a, attr, None), getattr(b, attr, None)
         if ra is not None:
@@ -275,8 +284,15 @@ ATTACKS = {"one_class": attack_one_class_source, "hostile_rows": attack_hostile_
            "add_remove": attack_add_remove, "noise_marking": attack_noise_marking, "sensitivity": attack_sensitivity}
 
 
-@pytest.mark.parametrize("attack", sorted(ATTACKS))
-@pytest.mark.parametrize("name", sorted(ROUTES))
+def _attack_cases() -> list:
+    """(route, attack) pairs; an attack a route declares a known gap for must fail (strict xfail, with the reason)."""
+    return [pytest.param(name, attack, id=f"{name}-{attack}",
+                         marks=[pytest.mark.xfail(strict=True, raises=AssertionError, reason=route.known_gaps[attack])]
+                         if attack in route.known_gaps else [])
+            for name, route in sorted(ROUTES.items()) for attack in sorted(ATTACKS)]
+
+
+@pytest.mark.parametrize("name, attack", _attack_cases())
 def test_attack(name, attack, baseline):
     data, _ = baseline(name)
     ATTACKS[attack](ROUTES[name], data)

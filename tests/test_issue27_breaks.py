@@ -315,3 +315,35 @@ def test_plausibility_check_accepts_honest_releases_at_the_worst_case(rng):
         bigger[0] *= 1.0 + 20.0 * (sigma * (np.sqrt(k) + 10) + 10 * sigma) / max(np.linalg.norm(bigger[0]), 1.0)
         with pytest.raises(ValueError, match="cannot come from the declared mechanism"):
             check_plausible_statistics(bigger, st.counts, sigma=sigma, n=n, second=st.second)
+
+
+# --- item 3: add/remove — the release must not reveal n ------------------------------------------------------------
+
+
+def _public_part(est) -> tuple:
+    """What the receiver sees besides the noisy values: every Guarantee and every release's parameters."""
+    rels = [getattr(est, a, None) for a in ("release_", "basis_release_")]
+    return ({p: g.to_dict() for p, g in est.guarantees_.items()}, [r.params for r in rels if r is not None])
+
+
+@pytest.mark.parametrize("estimator", ["DPLogisticRegression", "DPNearestClassMean", "ClassStatsDA", "SoundDA"])
+@pytest.mark.parametrize("delta", [None, 1e-4])
+def test_add_remove_likelihood_attack_on_n(rng, estimator, delta):
+    """D (60 records) vs D′ (record 0 removed) under add/remove: the likelihood ratio of the public part of the output
+    is ∞ (certainty) when it depends on n — the default δ = 1/(10 n), σ from it, n_source in the release (main:
+    ε = ∞ against a claimed 1 for DP-LR; the reviewer's test on its weights gave ε ≥ 2.01). Fixed: refused on both
+    (DP-LR divides by n; a default δ would be 1/(10 n)), or released with identical public parts."""
+    from dpadapt import classstats, sound
+
+    cls = {"DPLogisticRegression": classstats.DPLogisticRegression, "DPNearestClassMean": classstats.DPNearestClassMean,
+           "ClassStatsDA": classstats.ClassStatsDA, "SoundDA": sound.SoundDA}[estimator]
+    Xs, Xt = rng.normal(size=(60, 5)), rng.normal(size=(40, 5))
+    ys = np.arange(60) % 3
+    fits = []
+    for X, y in ((Xs, ys), (Xs[1:], ys[1:])):
+        est = cls(epsilon=1.0, delta=delta, classes=(0, 1, 2), relation="add_remove", random_state=0)
+        fits.append(_released(lambda: est.fit_domains(X, y, Xt)) and _public_part(est))
+    if fits[0] is False or fits[1] is False:
+        assert fits == [False, False], "the refusal itself depends on n"
+        return
+    assert fits[0] == fits[1], "the public part of the add/remove release reveals n (likelihood ratio ∞)"
