@@ -153,6 +153,8 @@ def test_every_route_example_takes_its_route(baseline):
         guarantees = out.estimator.guarantees_
         assert set(route.protected) <= set(guarantees), f"{name}: no Guarantee for {set(route.protected) - set(guarantees)}"
         assert all(g.valid for g in guarantees.values()), f"{name}: {[g.reasons for g in guarantees.values()]}"
+        assert all(routes_module.THREAT_MODEL in g.report() for g in guarantees.values()), f"{name}: no threat model link"
+    assert (TESTS.parent / routes_module.THREAT_MODEL).is_file()
 
 
 def test_sound_routes_follow_the_selection_rule():

@@ -272,6 +272,7 @@ class Guarantee:
         else:
             lines.append("Status          : NOT a valid differential-privacy guarantee, because")
             lines.extend(f"  - {r}" for r in self.reasons)
+        lines.append(f"Threat model    : {THREAT_MODEL_WORDS}")
         return "\n".join(lines)
 
     __str__ = summary
@@ -282,6 +283,12 @@ ADD_REMOVE_N_PUBLIC = (
     "n is treated as public: σ, the default δ = 1/(10 n), step sizes divided by n and DP-SGD's sampling rate B/n "
     "are computed from the true n, so n itself (and a record's presence, as far as n reveals it) is not protected; "
     "use replace-one (the default) when the size of the dataset must stay secret"
+)
+
+#: Issue 27: every Guarantee's report points to the one description of who is protected and what the receiver sees.
+THREAT_MODEL_WORDS = (
+    "docs/threat-model.md — who is protected, the neighbouring relation, what is public, and what the receiver "
+    "sees (a release, or its refusal, is itself an output)"
 )
 
 #: Issue 27, item 3: what a genuine add/remove guarantee (``details["dataset_size"]``) does with n.
