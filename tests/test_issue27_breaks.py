@@ -347,3 +347,36 @@ def test_add_remove_likelihood_attack_on_n(rng, estimator, delta):
         assert fits == [False, False], "the refusal itself depends on n"
         return
     assert fits[0] == fits[1], "the public part of the add/remove release reveals n (likelihood ratio ∞)"
+
+
+# --- found by the suite: a finite row whose norm overflows was refused (release or none revealed it) ---------------
+
+
+@pytest.mark.parametrize("route", ["discrepancy", "dpda", "sparse-unit-ball"])
+def test_a_finite_row_whose_norm_overflows_is_clipped_not_refused(rng, route):
+    """D released and D′ (one row of huge finite values: its squared norm overflows the dtype) refused revealed the row;
+    now the row is clipped (overflow-free norm) or its per-example gradient clipped to 0."""
+    if route == "sparse-unit-ball":
+        from dpadapt.privacy.mechanisms import class_sums
+
+        Z = sp.csr_matrix(np.array([[1e200, 1e200, 0.0], [0.3, 0.4, 0.0]]))
+        sums, _ = class_sums(Z, np.array([0, 1]), 2)
+        assert np.allclose(sums, [[2**-0.5, 2**-0.5, 0.0], [0.3, 0.4, 0.0]])
+        return
+    if route == "discrepancy":
+        from dpadapt.discrepancy import DiscrepancyRegressor as cls
+
+        kw = dict(epsilon=1.0, delta=1e-4, K=5)
+        Xs, ys, Xt = rng.normal(size=(30, 4)), rng.normal(size=30), rng.normal(size=(40, 4))
+        big = 1e200
+    else:
+        from dpadapt.deep import DPDA as cls
+
+        kw = dict(epsilon=8.0, delta=1e-5, noise_multiplier=2.0, epochs=1, batch_size=30, hidden=(4,), device="cpu",
+                  classes=(0, 1))
+        Xs, ys, Xt = rng.normal(size=(30, 4)), np.arange(30) % 2, rng.normal(size=(40, 4))
+        big = 1e30  # finite in float32 (the dtype the network runs in); its gradient overflows there
+    Xt_prime = Xt.copy()
+    Xt_prime[0] = big
+    released = [_released(lambda X=X: cls(random_state=0, **kw).fit_domains(Xs, ys, X)) for X in (Xt, Xt_prime)]
+    assert released == [True, True]
