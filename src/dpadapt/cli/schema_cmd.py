@@ -1,8 +1,7 @@
 """``dpadapt schema draft|check``: write a table schema from PUBLIC facts, and check one.
 
 ``draft`` never reads a data row: column names come from ``--columns`` or from the header line of a
-CSV file (``--header-of``; only its first line is read, and a first line with a numeric cell is refused
-as a data row of a header-less file) or from a Parquet file's column types
+CSV file (``--header-of``; only its first line is read) or from a Parquet file's column types
 (``--header-of`` on ``.parquet``; its schema only). Numeric ranges and category lists are left for
 you to fill from public knowledge (clinical or physical bounds, the data dictionary's codes): the
 drafted file does not load until you have. ``check`` loads a schema and prints the features its
@@ -47,7 +46,11 @@ def _names(text: str) -> list[str]:
 
 
 def _public_columns(path: Path) -> tuple[list[str], dict[str, str], str | None]:
-    """Column names (and Parquet types) from the header / file schema only; never a data row."""
+    """Column names (and Parquet types) from the header / file schema only; never a data row.
+
+    A CSV whose first line has a numeric cell is refused: it is a record of a header-less file, and its
+    cells must never become column names of a shared schema (issue 27, item 5).
+    """
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file")
     if path.suffix.lower() == ".parquet":
