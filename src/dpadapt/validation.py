@@ -259,6 +259,17 @@ def check_plausible_statistics(
     return sums, counts, second
 
 
+def check_released_size(params, key: str = "n_source") -> float | None:
+    """The public size n a replace-one release states under ``key`` (finite, ≥ 1), or None when it states none
+    (add/remove: n is private and not released). Refused with one line when impossible."""
+    if params.get(key) is None:
+        return None
+    n = float(check_untrusted_array(params[key], f"the released {key!r}", ()))
+    if n < 1:
+        raise ValueError(f"the released {key!r} = {n:g} is impossible; refused")
+    return n
+
+
 def _implausible(name: str, what: str, false_refusal: float) -> None:
     raise ValueError(f"the released {name} cannot come from the declared mechanism: {what} (an honest release is "
                      f"refused with probability ≤ {false_refusal:g}); refused")

@@ -49,6 +49,7 @@ from dpadapt.validation import (
     check_features,
     check_labels,
     check_plausible_statistics,
+    check_released_size,
     check_untrusted_array,
 )
 
@@ -290,10 +291,7 @@ def adapt_class_statistics(release: Release, Xt, config: PrimaConfig) -> ClassSt
             raise ValueError(f"the release is for the label set {np.asarray(classes).tolist()}, the receiver expects {list(config.classes)}")
         sums = check_untrusted_array(release["sums"], "the released 'sums'", (len(classes), p["basis_dim"] or d))
         sigma = check_declared_sigma(p.get("sigma") or 0.0, release.guarantee)
-        n = p.get("n_source")
-        sums, counts, _ = check_plausible_statistics(
-            sums, release["counts"], sigma=sigma,
-            n=None if n is None else float(check_untrusted_array(n, "the released 'n_source'", ())))
+        sums, counts, _ = check_plausible_statistics(sums, release["counts"], sigma=sigma, n=check_released_size(p))
     except (KeyError, ValueError) as exc:
         raise ReleaseError(f"class-statistics release: {exc}") from None
     means, pooled = class_means(sums, counts)

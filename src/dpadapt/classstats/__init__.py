@@ -40,6 +40,7 @@ from dpadapt.validation import (
     check_features,
     check_labels,
     check_plausible_statistics,
+    check_released_size,
     check_same_features,
     check_untrusted_array,
 )
@@ -239,7 +240,7 @@ def adapt(release_: Release, Xt, config: Config, *, basis_release: Release | Non
         sums = check_untrusted_array(release_["sums"], "the released 'sums'", (K, k))
         counts = check_untrusted_array(release_["counts"], "the released 'counts'", (K,))
         sigma = check_declared_sigma(p.get("sigma", 0.0), release_.guarantee)
-        sums, counts, _ = check_plausible_statistics(sums, counts, sigma=sigma, n=_released_size(p))
+        sums, counts, _ = check_plausible_statistics(sums, counts, sigma=sigma, n=check_released_size(p))
     except (KeyError, ValueError) as exc:
         raise ReleaseError(f"class-statistics release: {exc}") from None
     M = row_map(Xt, bool(p["log1p"]))
@@ -249,16 +250,6 @@ def adapt(release_: Release, Xt, config: Config, *, basis_release: Release | Non
     r = refine(Z, centers, proportions, config.refinement, F=M, random_state=config.random_state)
     W, b = r.scorer if r.scorer is not None else (None, None)
     return ClassStatsModel(np.asarray(p["classes"]), bool(p["log1p"]), mean, comp, r.centers, r.head, W, b)
-
-
-def _released_size(params: dict) -> float | None:
-    """The public n a replace-one release states (checked finite and ≥ 1), or None (add/remove)."""
-    if params.get("n_source") is None:
-        return None
-    n = float(check_untrusted_array(params["n_source"], "the released 'n_source'", ()))
-    if n < 1:
-        raise ValueError(f"the released 'n_source' = {n:g} is impossible; refused")
-    return n
 
 
 def run_parties(config: Config, Xs, ys, Xt, *, family: str | None = None) -> tuple[Release | None, Release, ClassStatsModel]:

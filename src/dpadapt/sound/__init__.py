@@ -33,7 +33,7 @@ from scipy.special import logsumexp
 
 from dpadapt import api
 from dpadapt.api import ConfigEstimator, Family, Plan, param, register
-from dpadapt.classstats import _digest, _released_size, public_size
+from dpadapt.classstats import _digest, public_size
 from dpadapt.classstats.adapt import fit_basis
 from dpadapt.privacy.families.classstats import basis_disclosure
 from dpadapt.privacy.families.sound import class_moments_plan
@@ -51,6 +51,7 @@ from dpadapt.validation import (
     check_features,
     check_labels,
     check_plausible_statistics,
+    check_released_size,
     check_untrusted_array,
 )
 
@@ -227,7 +228,7 @@ def adapt(release_: Release, Xt, config: Config, *, basis_release: Release | Non
         sums = check_untrusted_array(release_["sums"], "the released 'sums'", (K, k))
         counts = check_untrusted_array(release_["counts"], "the released 'counts'", (K,))
         second = check_untrusted_array(release_["second"], "the released 'second'", (k, k))
-        n_source = _released_size(p)  # None under add/remove: n is not released (issue 27, item 3)
+        n_source = check_released_size(p)  # None under add/remove: n is not released (issue 27, item 3)
         sigma = check_declared_sigma(p["sigma"], release_.guarantee)  # issue 27, item 7: what the mechanism can produce
         sums, counts, second = check_plausible_statistics(sums, counts, sigma=sigma, n=n_source, second=second)
     except (KeyError, ValueError) as exc:
