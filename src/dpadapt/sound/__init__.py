@@ -33,7 +33,7 @@ from scipy.special import logsumexp
 
 from dpadapt import api
 from dpadapt.api import ConfigEstimator, Family, Plan, param, register
-from dpadapt.classstats import _digest
+from dpadapt.classstats import _digest, public_size
 from dpadapt.classstats.adapt import fit_basis
 from dpadapt.privacy.families.classstats import basis_disclosure
 from dpadapt.privacy.families.sound import class_moments_plan
@@ -45,7 +45,15 @@ from dpadapt.sound.guard import guarded
 from dpadapt.sound.rule import Choice, choose
 from dpadapt.sound.spaces import mapped_rows, to_space
 from dpadapt.sound.ssp import lda_from_moments, ridge, ridge_from_moments
-from dpadapt.validation import check_basis, check_features, check_labels, check_untrusted_array
+from dpadapt.validation import (
+    check_basis,
+    check_declared_sigma,
+    check_features,
+    check_labels,
+    check_plausible_statistics,
+    check_released_size,
+    check_untrusted_array,
+)
 
 BASIS_KIND = "target_basis"
 MOMENTS_KIND = "class_moments"
@@ -137,7 +145,7 @@ def release(plan_: Plan, Xs, ys, noise, *, basis_release: Release | None = None)
     config: Config = plan_.config
     choice: Choice = plan_.calibration["choice"]
     Xs = check_features(Xs, "Xs (source)", allow_sparse=True)
-    ys = check_labels(ys, Xs.shape[0], "ys (source labels)")
+    ys = check_labels(ys, Xs.shape[0], "ys (source labels)", classes=config.classes)  # public: one class is valid
     if Xs.shape[0] != int(plan_.facts["n_source"]):
         raise ValueError(f"the plan is for {plan_.facts['n_source']} source rows, got {Xs.shape[0]}")
     classes = config.required_classes() if config.private else (config.classes or tuple(np.unique(ys).tolist()))
@@ -154,7 +162,7 @@ def release(plan_: Plan, Xs, ys, noise, *, basis_release: Release | None = None)
         method=plan_.family, kind=MOMENTS_KIND, owner="source", arrays={"sums": sums, "counts": counts, "second": second},
         guarantee=guarantee,
         params={"classes": list(classes), "log1p": config.use_log1p(), "n_features": int(Xs.shape[1]),
-                "n_source": int(Xs.shape[0]), "sigma": float(plan_.calibration.get("sigma", 0.0)), "relation": config.relation,
+                **public_size(config.relation, Xs.shape[0]), "sigma": float(plan_.calibration.get("sigma", 0.0)), "relation": config.relation,
                 "basis_sha256": basis_release.params["sha256"] if basis_release is not None else None,
                 "random_seed": RANDOM_SEED if choice.space == "random" else None, **choice.to_params()},
     )
@@ -220,11 +228,13 @@ def adapt(release_: Release, Xt, config: Config, *, basis_release: Release | Non
         sums = check_untrusted_array(release_["sums"], "the released 'sums'", (K, k))
         counts = check_untrusted_array(release_["counts"], "the released 'counts'", (K,))
         second = check_untrusted_array(release_["second"], "the released 'second'", (k, k))
-        sigma, n_source = check_untrusted_array([p["sigma"], p["n_source"]], "the released 'sigma' and 'n_source'")
+        n_source = check_released_size(p)  # None under add/remove: n is not released (issue 27, item 3)
+        sigma = check_declared_sigma(p["sigma"], release_.guarantee)  # issue 27, item 7: what the mechanism can produce
+        sums, counts, second = check_plausible_statistics(sums, counts, sigma=sigma, n=n_source, second=second)
     except (KeyError, ValueError) as exc:
         raise ReleaseError(f"class-moment release: {exc}") from None
-    if sigma < 0.0 or n_source < 1.0:
-        raise ReleaseError(f"class-moment release: sigma = {sigma:g} and n_source = {n_source:g} are impossible; refused")
+    if n_source is None:  # add/remove: the size the receiver uses is the noisy total count
+        n_source = max(float(np.sum(counts)), 1.0)
     lam = ridge(sigma, n_source, k, ridge_scale=choice.ridge_scale, ridge_floor=choice.ridge_floor)
     if choice.classifier == "ncm":  # nearest class direction (cosine) of the released sums
         W, b = sums / np.maximum(np.linalg.norm(sums, axis=1, keepdims=True), np.finfo(float).tiny), np.zeros(sums.shape[0])

@@ -38,8 +38,8 @@ def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
     if table.y is None:
         raise ValueError(f"{table.path}: the source data needs labels (column 'y')")
     X = check_features(table.X, "source data", allow_sparse=True)
-    y = check_labels(table.y, X.shape[0], "source labels")
     classes = args.classes if args.classes is not None else (tuple(range(int(args.n_classes))) if args.n_classes else None)
+    y = check_labels(table.y, X.shape[0], "source labels", classes=classes)  # the public label set: one class is valid
     config = config_from_args(sound.Config, args, classes=classes)
     basis = Release.load(args.basis, expect_method="sound") if args.basis else None
     facts = {"n_source": X.shape[0], "n_features": X.shape[1]}
