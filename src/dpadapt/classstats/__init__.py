@@ -34,7 +34,15 @@ from dpadapt.privacy.mechanisms import random_streams
 from dpadapt.stream.readers import ChunkedSource, from_arrays
 from dpadapt.stream.sums import ClassSums, RowMap, accumulate, label_indices
 from dpadapt.release import Release, ReleaseError
-from dpadapt.validation import check_basis, check_features, check_labels, check_untrusted_array
+from dpadapt.validation import (
+    check_basis,
+    check_declared_sigma,
+    check_features,
+    check_labels,
+    check_plausible_statistics,
+    check_released_size,
+    check_untrusted_array,
+)
 
 BASIS_KIND = "target_basis"
 STATS_KIND = "class_statistics"
@@ -176,8 +184,14 @@ def release(plan_: Plan, Xs, ys=None, noise=None, *, basis_release: Release | No
         guarantee=guarantee,
         params={"classes": list(classes), "log1p": config.use_log1p(), "basis_sha256": digest,
                 "n_features": n_features, "sigma": float(plan_.calibration.get("sigma", 0.0)),
-                "relation": config.relation},
+                "relation": config.relation, **public_size(config.relation, n_plan)},
     )
+
+
+def public_size(relation: str, n: int) -> dict:
+    """``{"n_source": n}`` where the size is public (replace-one: the receiver checks the counts against it,
+    :func:`dpadapt.validation.check_plausible_statistics`); nothing under add/remove, where n is protected."""
+    return {"n_source": int(n)} if relation == "replace_one" else {}
 
 
 class NoiseDominatedWarning(UserWarning):
@@ -220,14 +234,17 @@ def adapt(release_: Release, Xt, config: Config, *, basis_release: Release | Non
     if Xt.shape[1] != p["n_features"]:
         raise ValueError(f"target has {Xt.shape[1]} features; the release was made for {p['n_features']}")
     K, k = len(p["classes"]), (comp.shape[1] if comp is not None else int(p["n_features"]))
-    try:  # the source's statistics are untrusted input: finite float64 of the planned shapes, before any target row is mapped
+    try:  # the source's statistics are untrusted input: finite float64 of the planned shapes, and what the
+        # declared mechanism can produce (issue 27, item 7), before any target row is mapped
         sums = check_untrusted_array(release_["sums"], "the released 'sums'", (K, k))
         counts = check_untrusted_array(release_["counts"], "the released 'counts'", (K,))
+        sigma = check_declared_sigma(p.get("sigma", 0.0), release_.guarantee)
+        sums, counts, _ = check_plausible_statistics(sums, counts, sigma=sigma, n=check_released_size(p))
     except (KeyError, ValueError) as exc:
         raise ReleaseError(f"class-statistics release: {exc}") from None
     M = row_map(Xt, bool(p["log1p"]))
     Z = project(M, mean, comp)
-    _warn_if_noise_dominated(sums, float(p.get("sigma", 0.0)))
+    _warn_if_noise_dominated(sums, sigma)
     centers, proportions = prototypes_from_release(sums, counts)
     r = refine(Z, centers, proportions, config.refinement, F=M, random_state=config.random_state)
     W, b = r.scorer if r.scorer is not None else (None, None)

@@ -174,6 +174,14 @@ class GDConfig(SourceOnlyConfig):
     learning_rate: float = param(2.0, low=0.0, low_open=True, help="step size on the mean gradient")
     clip: float = param(0.5, low=0.0, low_open=True, help="per-example gradient clipping norm C")
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.relation == "add_remove":  # issue 27, item 3: the step divides the noisy sum by the private n
+            raise api.ConfigError(
+                "relation='add_remove' is not offered for DP logistic regression: each step divides the noisy gradient "
+                "sum by the dataset size n, so the output reveals n; use relation='replace_one' (n public)"
+            )
+
 
 def clipped_gradient_sum(F: np.ndarray, R: np.ndarray, clip: float) -> np.ndarray:
     """Σ_i of the per-example gradients r_i ⊗ f_i (K × d), each clipped to ℓ2 norm ``clip``.

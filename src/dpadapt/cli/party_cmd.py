@@ -16,11 +16,13 @@ return leg — release back to the other party through the same budgeted path.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import math
 import os
 import sys
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +33,7 @@ from dpadapt.cli.methods import MethodCommands, PlannedRelease, load_plugins, me
 from dpadapt.cli.table_options import add_table_arguments, load_data, step
 from dpadapt.io import Table
 from dpadapt.privacy.guarantee import LARGE_EPSILON, LARGE_EPSILON_WORDS, Guarantee, compose_guarantees
-from dpadapt.privacy.ledger import Ledger, default_path, fingerprint, short_id
+from dpadapt.privacy.ledger import Ledger, default_path, file_release_id, fingerprint, short_id
 from dpadapt.release import Release
 from dpadapt.validation import check_delta, check_epsilon
 
@@ -202,10 +204,11 @@ def run_release(args: argparse.Namespace) -> int:
             else commands.plan_release(args, table))
     with step(args, f"release {commands.name}"):
         release = budgeted_release(plan, table, args, out, commands.name, requested=(args.epsilon, args.delta))
-    print(f"wrote {out}: {release.method}/{release.kind}, release id {release.release_id}")
-    print(f"  {release.guarantee.summary()}")
-    if release.guarantee.epsilon > LARGE_EPSILON:
-        print(f"warning: {LARGE_EPSILON_WORDS}", file=sys.stderr)
+    with _interrupted_after(f"after {out} was written and its spend committed ({release.guarantee.summary()})"):
+        print(f"wrote {out}: {release.method}/{release.kind}, release id {release.release_id}")
+        print(f"  {release.guarantee.summary()}")
+        if release.guarantee.epsilon > LARGE_EPSILON:
+            print(f"warning: {LARGE_EPSILON_WORDS}", file=sys.stderr)
     return 0
 
 
@@ -278,10 +281,39 @@ def group_plan(commands: MethodCommands, args: argparse.Namespace, table: Table,
     return PlannedRelease(per_patient, execute)
 
 
+@contextlib.contextmanager
+def _interrupted_after(words: str) -> Iterator[None]:
+    """A Ctrl-C in the block says ``words`` (what was already charged) instead of a bare "interrupted"."""
+    try:
+        yield
+    except KeyboardInterrupt as exc:
+        if exc.args:
+            raise
+        raise KeyboardInterrupt(words) from None
+
+
+def _interrupted_words(ledger: Ledger, release_id: str, party: str, dataset_id: str, guarantee: Guarantee, out: Path) -> str:
+    """What a Ctrl-C during a reserved release cost: the ledger's settled state of that reservation (issue 27, item 8)."""
+    state = next((e.state for e in ledger.history(party, dataset_id) if e.release_id == release_id), "missing")
+    cost = f"ε = {guarantee.epsilon:.4g}, δ = {guarantee.delta:.3g}"
+    where = f"the {party} party's dataset {short_id(dataset_id)} in the ledger {ledger.path}"
+    if state == "committed":
+        written = out.is_file() and file_release_id(out) == release_id
+        return (f"after the privacy noise was drawn: {cost} was charged to {where} (release id {release_id[:12]}); "
+                f"{out} was {'written' if written else 'not written'}")
+    return f"before any privacy noise was drawn: the reservation ({cost}) on {where} was refunded; nothing was charged"
+
+
 def check_release_delta(args: argparse.Namespace, table: Table) -> None:
-    """δ ∈ (0, 1), and δ < 1/n in sound mode (a larger δ allows publishing a whole record)."""
+    """δ ∈ (0, 1), and δ < 1/n in sound mode (a larger δ allows publishing a whole record).
+
+    Not compared with n under ``--relation add_remove``: there n is private, and a refusal that depends on
+    it would reveal it (issue 27, item 3); δ is then the owner's choice from a public bound on n.
+    """
     n = int(table.X.shape[0])
     check_delta(args.delta)
+    if getattr(args, "relation", "replace_one") == "add_remove":
+        return
     if args.delta >= 1.0 / n and getattr(args, "privacy_mode", "sound") != "paper":
         raise ValueError(f"--delta {args.delta:g} is ≥ 1/n = {1.0 / n:.3g} for the {n} rows of {table.path}: refused (use δ ≪ 1/n)")
 
@@ -324,25 +356,30 @@ def budgeted_release(
     party = args.party or guarantee.party
     dataset_id = args.dataset_id or fingerprint(table.path)
     release_id = uuid.uuid4().hex
-    with ledger.reservation(
-        party, dataset_id, guarantee, release_id=release_id, method=method, kind="(planned)", path=out
-    ) as reservation:
-        release = plan.execute()
-        if not isinstance(release, Release):
-            raise TypeError(f"method {method!r} executed its plan without returning a Release")
-        if release.guarantee.to_dict() != guarantee.to_dict():
-            raise ValueError(f"method {method!r} released under a guarantee other than the one it planned; refused")
-        release.release_id = release_id
-        release.params[N_FEATURES_PARAM] = int(table.X.shape[1])
-        release.params.update(owner_params(table, args))
-        reservation.kind = release.kind
-        # the spend was marked final before the first noise draw (and again before any byte is written)
-        release.save(out, sign_key=getattr(args, "sign_key", None), before_publish=reservation.publish)
-    budget = ledger.budget(party, dataset_id)
-    print(
-        f"ledger {ledger.path}: {party} / dataset {short_id(dataset_id)} has now spent {ledger.spent(party, dataset_id).words()}"
-        + (f" of its budget (ε = {budget.epsilon:.4g}, δ = {budget.delta:.3g})" if budget else "")
-    )
+    try:
+        with ledger.reservation(
+            party, dataset_id, guarantee, release_id=release_id, method=method, kind="(planned)", path=out
+        ) as reservation:
+            release = plan.execute()
+            if not isinstance(release, Release):
+                raise TypeError(f"method {method!r} executed its plan without returning a Release")
+            if release.guarantee.to_dict() != guarantee.to_dict():
+                raise ValueError(f"method {method!r} released under a guarantee other than the one it planned; refused")
+            release.release_id = release_id
+            release.params[N_FEATURES_PARAM] = int(table.X.shape[1])
+            release.params.update(owner_params(table, args))
+            reservation.kind = release.kind
+            # the spend was marked final before the first noise draw (and again before any byte is written)
+            release.save(out, sign_key=getattr(args, "sign_key", None), before_publish=reservation.publish)
+    except KeyboardInterrupt:  # the reservation is settled (committed once noise was drawn): say which
+        raise KeyboardInterrupt(_interrupted_words(ledger, release_id, party, dataset_id, guarantee, out)) from None
+    with _interrupted_after(f"after {out} was written: {guarantee.summary()} was charged to the {party} party's "
+                            f"dataset {short_id(dataset_id)} in the ledger {ledger.path}"):
+        budget = ledger.budget(party, dataset_id)
+        print(
+            f"ledger {ledger.path}: {party} / dataset {short_id(dataset_id)} has now spent {ledger.spent(party, dataset_id).words()}"
+            + (f" of its budget (ε = {budget.epsilon:.4g}, δ = {budget.delta:.3g})" if budget else "")
+        )
     return release
 
 
@@ -405,8 +442,9 @@ def run_adapt(args: argparse.Namespace) -> int:
         print(f"  {key} = {value:.4f}" if isinstance(value, float) else f"  {key} = {value}")
     if outcome.return_release is not None:
         back = budgeted_release(outcome.return_release, table, args, Path(args.return_release), commands.name, (args.epsilon, args.delta))
-        print(f"wrote {args.return_release}: return release {back.release_id}")
-        print(f"  {back.guarantee.summary()}")
+        with _interrupted_after(f"after the return release {args.return_release} was written and charged ({back.guarantee.summary()})"):
+            print(f"wrote {args.return_release}: return release {back.release_id}")
+            print(f"  {back.guarantee.summary()}")
     elif args.return_release:
         print(f"note: method {commands.name!r} has no return release; {args.return_release} was not written", file=sys.stderr)
     return 0

@@ -45,7 +45,11 @@ def _names(text: str) -> list[str]:
 
 
 def _public_columns(path: Path) -> tuple[list[str], dict[str, str], str | None]:
-    """Column names (and Parquet types) from the header / file schema only; never a data row."""
+    """Column names (and Parquet types) from the header / file schema only; never a data row.
+
+    A CSV whose first line has a numeric cell is refused: it is a record of a header-less file, and its
+    cells must never become column names of a shared schema (issue 27, item 5).
+    """
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file")
     if path.suffix.lower() == ".parquet":
@@ -70,10 +74,22 @@ def _public_columns(path: Path) -> tuple[list[str], dict[str, str], str | None]:
         raise ValueError(str(exc)) from None
     if not names or not all(names):
         raise ValueError(f"{path}: line 1: not a header (empty names); give --columns instead")
+    numeric = sum(_is_number(n) for n in names)
+    if numeric:  # a header-less file: line 1 is a record; never copy its cells into a schema (issue 27, item 5)
+        raise ValueError(f"{path}: line 1 has {numeric} numeric cell(s): it looks like a data row, not a header; "
+                         "give the column names with --columns (nothing was written)")
     if len(set(names)) != len(names):
         dup = next(n for n in names if names.count(n) > 1)
         raise ValueError(f"{path}: line 1: duplicate column name {dup!r}")
     return names, {}, delimiter
+
+
+def _is_number(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
 
 
 def draft_text(names: list[str], *, header: bool, delimiter: str | None, label: str | None, classes: list[str],

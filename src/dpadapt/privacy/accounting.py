@@ -148,11 +148,23 @@ def _composed(event: dp_accounting.DpEvent, relation: Relation, method: Method):
 
 
 def epsilon(event: dp_accounting.DpEvent, delta: float, relation: Relation = "add_remove", method: Method = "rdp") -> float:
-    """ε of ``event`` at ``delta`` under ``relation`` (RDP or PLD via dp-accounting)."""
+    """ε of ``event`` at ``delta`` under ``relation`` (RDP or PLD via dp-accounting).
+
+    Memoised on the event's ``repr`` (events are plain values; a Poisson-subsampled RDP curve costs about a second,
+    and a fit, its plan and its ledger entry ask for the same ε several times).
+    """
     check_delta(delta)
     if isinstance(event, dp_accounting.NoOpDpEvent):
         return 0.0
-    return float(_composed(event, relation, method).get_epsilon(delta))
+    key = (repr(event), float(delta), relation, method)
+    if key not in _EPSILONS:
+        if len(_EPSILONS) >= 4096:
+            _EPSILONS.clear()
+        _EPSILONS[key] = float(_composed(event, relation, method).get_epsilon(delta))
+    return _EPSILONS[key]
+
+
+_EPSILONS: dict[tuple, float] = {}
 
 
 def delta_for_epsilon(event: dp_accounting.DpEvent, eps: float, relation: Relation = "add_remove", method: Method = "rdp") -> float:

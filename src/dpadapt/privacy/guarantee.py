@@ -263,7 +263,7 @@ class Guarantee:
         if self.delta_extra:
             lines.append(f"  of which δ    : {self.delta_extra:.3g} for the failure of a high-probability bound")
         if self.relation == "add_remove":
-            lines.append(f"Dataset size    : {ADD_REMOVE_N_PUBLIC}")
+            lines.append(f"Dataset size    : {self.details.get('dataset_size', ADD_REMOVE_N_PUBLIC)}")
         if self.valid and self.epsilon > LARGE_EPSILON:
             lines.append(f"Warning         : {LARGE_EPSILON_WORDS}")
         if self.sensitivity is not None:
@@ -281,6 +281,7 @@ class Guarantee:
         else:
             lines.append("Status          : NOT a valid differential-privacy guarantee, because")
             lines.extend(f"  - {r}" for r in self.reasons)
+        lines.append(f"Threat model    : {THREAT_MODEL_WORDS}")
         return "\n".join(lines)
 
     __str__ = summary
@@ -291,6 +292,18 @@ ADD_REMOVE_N_PUBLIC = (
     "n is treated as public: σ, the default δ = 1/(10 n), step sizes divided by n and DP-SGD's sampling rate B/n "
     "are computed from the true n, so n itself (and a record's presence, as far as n reveals it) is not protected; "
     "use replace-one (the default) when the size of the dataset must stay secret"
+)
+
+#: Issue 27: every Guarantee's report points to the one description of who is protected and what the receiver sees.
+THREAT_MODEL_WORDS = (
+    "docs/threat-model.md — who is protected, the neighbouring relation, what is public, and what the receiver "
+    "sees (a release, or its refusal, is itself an output)"
+)
+
+#: Issue 27, item 3: what a genuine add/remove guarantee (``details["dataset_size"]``) does with n.
+ADD_REMOVE_N_PRIVATE = (
+    "n is private: it is not released, δ was given (not derived from n), σ follows from ε, δ and Δ alone, "
+    "and the receiver uses the noisy counts, so adding or removing a record changes nothing but the noisy statistics"
 )
 
 #: Issue 19, item 12: above this ε a "valid" guarantee is reported as no meaningful protection.
@@ -304,6 +317,14 @@ LARGE_EPSILON_WORDS = (
 REPRODUCIBLE_NOISE_REASON = (
     "reproducible_noise=True: the noise was derived from the integer random_state, so anyone who finds the seed "
     "(a brute force over small seeds recovers it from the release alone) subtracts the noise and gets the exact values"
+)
+
+
+#: Issue 27, item 2: why a public mechanism called with a caller's ``numpy.random.Generator`` is not private.
+CALLER_GENERATOR_REASON = (
+    "noise drawn from a caller's numpy.random.Generator: anyone who knows or guesses its seed replays the noise, "
+    "and numpy's floating-point sampler leaves support gaps that differ between neighbouring values (Mironov, "
+    "CCS 2012); pass a dpadapt.privacy.mechanisms.NoiseSource() for the vetted sampler"
 )
 
 

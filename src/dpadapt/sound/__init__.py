@@ -49,9 +49,17 @@ class Config(api.Config):
                               help="'auto': log1p exactly when the receiver's rows are counts (non-negative whole numbers); "
                                    "'counts' / 'dense' declare it (a declaration the rows contradict is warned about)")
     relation: str = param("replace_one", choices=("replace_one", "add_remove"), help="neighbouring relation of the guarantee")
+    n_design: int | None = param(None, optional=True, low=1,
+                                 help="under add/remove, the public size of each source the receiver designs for (n itself is "
+                                      "private there and never read); ignored under replace-one, where n is public")
 
     def source_facts(self, n_source: int) -> SourceFacts:
-        """This configuration's public facts for a source of ``n_source`` rows."""
+        """This configuration's public facts for a source of ``n_source`` rows (under add/remove: ``n_design``, never n)."""
+        if self.relation == "add_remove":
+            if self.n_design is None:
+                raise api.ConfigError("relation='add_remove' needs n_design, a public estimate of each source's size: "
+                                      "n is private under add/remove and the receiver's design may not depend on it")
+            n_source = self.n_design
         if not self.private:
             return SourceFacts(int(n_source), None, None, self.relation)
         return SourceFacts(int(n_source), float(self.epsilon), self.resolved_delta(n_source), self.relation)

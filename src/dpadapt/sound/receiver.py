@@ -2,8 +2,9 @@
 
 :func:`combine` — the statistics of every source that answered the same request add up (sums, counts and
 second moments of disjoint row sets; independent Gaussian noises, so σ² adds). Each release is untrusted
-input: the request's digest, the label set, finite float64 arrays of the planned shapes, and values the
-declared mechanism can produce (:func:`check_plausible`) are checked before any target row is mapped.
+input: the request's digest, the label set, its σ against its own Guarantee, finite float64 arrays of the
+planned shapes and values the declared mechanism can produce
+(:func:`dpadapt.validation.check_plausible_statistics`) are checked before any target row is mapped.
 
 The post-processings (the request names which one, :mod:`dpadapt.sound.design`):
 
@@ -30,11 +31,7 @@ from dpadapt.release import Release, ReleaseError
 from dpadapt.sound.request import METHOD, Request
 from dpadapt.sound.source import KIND
 from dpadapt.sound.spaces import RowMap
-from dpadapt.validation import check_untrusted_array
-
-#: Tail of the plausibility check: an honest release fails it with probability below 1e-9 per entry group.
-TAIL = 7.0
-
+from dpadapt.validation import check_declared_sigma, check_plausible_statistics, check_released_size
 
 @dataclasses.dataclass(frozen=True)
 class Statistics:
@@ -53,30 +50,6 @@ class Statistics:
     def n(self) -> float:
         """The number of source rows: public when every source released it, else the noisy counts' sum (≥ 1)."""
         return float(self.n_public) if self.n_public is not None else max(float(self.counts.sum()), 1.0)
-
-
-def check_plausible(sums: np.ndarray, counts: np.ndarray, second: np.ndarray | None, sigma: float,
-                    n: float | None) -> None:
-    """Refuse statistics the declared mechanism cannot produce (a forged or corrupted release).
-
-    Unit-ball rows give counts in [0, n], class sums of norm ≤ count and a PSD second moment of trace ≤ n.
-    Gaussian noise of scale σ moves a count by more than TAIL·σ, or the norm of a k-vector of noise beyond
-    σ(√k + TAIL), with probability below 1e-9 (Laurent & Massart 2000); a value beyond these bounds is refused.
-    Without a public n the bound uses the noisy total of the counts.
-    """
-    K, k = sums.shape
-    slack = TAIL * sigma + 1e-9 * (1.0 + float(n or 0.0))  # and float64 rounding of an exact sum
-    total = float(n) if n is not None else float(np.sum(counts)) + math.sqrt(K) * slack
-    if np.any(counts < -slack) or np.any(counts > total + slack):
-        raise ReleaseError(f"class-statistics release: counts outside [−{slack:.3g}, n + {slack:.3g}]: not from the declared mechanism; refused")
-    vector_slack = sigma * (math.sqrt(k) + TAIL)
-    with np.errstate(over="ignore"):
-        norms = np.linalg.norm(sums, axis=1)
-    if np.any(norms > np.maximum(counts, 0.0) + slack + vector_slack):
-        raise ReleaseError("class-statistics release: a class sum is longer than its count allows; refused")
-    if second is not None:
-        if abs(float(np.trace(second))) > total + slack + sigma * math.sqrt(k) * TAIL:
-            raise ReleaseError("class-statistics release: the second moment's trace exceeds n; refused")
 
 
 def combine(request: Request, releases: list[Release]) -> Statistics:
@@ -101,16 +74,17 @@ def combine(request: Request, releases: list[Release]) -> Statistics:
         if list(p.get("classes", [])) != list(request.classes):
             raise ReleaseError(f"release {r.release_id[:12]} is for the label set {p.get('classes')}, the request for "
                                f"{list(request.classes)} (names and order must agree)")
-        try:
-            arrays = {name: check_untrusted_array(r[name], f"the released {name!r}", shape)
-                      for name, shape in shapes.items() if name != "second" or request.statistics == "moments"}
-            sigma = float(check_untrusted_array([p["sigma"]], "the released 'sigma'")[0])
+        try:  # untrusted input: finite, of the planned shapes, and what the declared mechanism can produce
+            sigma = check_declared_sigma(p.get("sigma"), r.guarantee)
+            n = check_released_size(p)
+            sums, counts, second = check_plausible_statistics(
+                r["sums"], r["counts"], sigma=sigma, n=n, second=r.arrays.get("second") if request.statistics == "moments" else None)
         except (KeyError, ValueError) as exc:
-            raise ReleaseError(f"class-statistics release: {exc}") from None
-        if sigma < 0:
-            raise ReleaseError(f"class-statistics release: σ = {sigma:g} is impossible; refused")
-        n = p.get("n_source")
-        check_plausible(arrays["sums"], arrays["counts"], arrays.get("second"), sigma, n)
+            raise ReleaseError(f"class-statistics release {r.release_id[:12]}: {exc}") from None
+        if sums.shape != shapes["sums"] or (request.statistics == "moments" and second is None):
+            raise ReleaseError(f"class-statistics release {r.release_id[:12]}: its statistics do not have the requested "
+                               f"shape ({request.statistics} of {K} classes in k = {k}); refused")
+        arrays = {"sums": sums, "counts": counts, **({"second": second} if second is not None else {})}
         for name, a in arrays.items():
             total[name] = total[name] + a
         var += sigma**2

@@ -14,7 +14,7 @@ import dataclasses
 import math
 
 from dpadapt.privacy import accounting
-from dpadapt.privacy.guarantee import Guarantee, analytic_gaussian_guarantee
+from dpadapt.privacy.guarantee import ADD_REMOVE_N_PRIVATE, Guarantee, analytic_gaussian_guarantee
 from dpadapt.privacy.mechanisms import CLASS_STATISTICS_SENSITIVITY, FAST_SAMPLER_WORDS
 
 THEOREM = (
@@ -79,6 +79,7 @@ def labelled_gaussian_plan(
             "noise_multiplier": sigma / sensitivity,
             "labels": f"protected (record = row and label); public label set of {len(classes)} classes",
             "classes": list(classes),
+            **({"dataset_size": ADD_REMOVE_N_PRIVATE} if relation == "add_remove" else {}),
         },
     )
     return sigma, guarantee
