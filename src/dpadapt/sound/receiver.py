@@ -119,7 +119,8 @@ def discriminant(st: Statistics, lam: float) -> tuple[np.ndarray, np.ndarray]:
     means = st.sums / c[:, None]
     vals, vecs = _psd_eigh(st.second - (st.sums.T / c) @ st.sums)
     n = float(c.sum())
-    m = max(float(vals.mean()), np.finfo(float).tiny)
+    k = vals.size
+    m = max(float(vals.mean()), 1e-6 * n / k)  # a noise-emptied scatter keeps a public scale (n/k: unit rows)
     inv = (vecs / ((vals + lam) / n * (m / (lam + m)))) @ vecs.T
     W = means @ inv
     return W, -0.5 * np.sum(W * means, axis=1) + np.log(c / n)
