@@ -34,7 +34,7 @@ EPSILONS = (1.0, 2.0, 4.0, 8.0, None)
 
 
 def dev_pairs(filters: list[str]) -> list:
-    specs = [*R.DEV_PAIRS, *(p for p in R.HEART_PAIRS if p.available()), *getattr(R, "PHYSIONET_PAIRS", ())]
+    specs = [*R.DEV_PAIRS, *(p for p in (*R.HEART_PAIRS, *R.PHYSIONET_PAIRS) if p.available())]
     return [p for p in specs if p.split == "dev" and (not filters or any(f in p.task for f in filters))]
 
 

@@ -40,6 +40,10 @@ HEART = "heart"
 #: The declared public schema of the Heart exports (a file of the source checkout, not of the package).
 HEART_SCHEMA = Path(__file__).resolve().parents[4] / "examples" / "heart.schema.toml"
 HEART_RAW = "uci_heart_disease/raw/processed.{}.data"
+PHYSIONET = "physionet"
+#: The declared public schema of the PhysioNet 2012 exports (clinical ranges, normal values for what was not measured).
+PHYSIONET_SCHEMA = HEART_SCHEMA.parent / "physionet2012.schema.toml"
+PHYSIONET_UNITS = ("ccu", "csru", "micu", "sicu")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,23 +57,28 @@ class PairSpec:
 
     @property
     def task(self) -> str:
-        if self.dataset == HEART:
-            return f"{HEART}:{self.source}->{self.target}"
+        if self.dataset in (HEART, PHYSIONET):
+            return f"{self.dataset}:{self.source}->{self.target}"
         return task_name(self.dataset, self.source, self.target)
 
     def load(self) -> DomainPair:
-        """The pair's rows (cached): the catalog's loader, or the Heart tables through their public schema."""
+        """The pair's rows (cached): the catalog's loader, or the Heart / PhysioNet tables through their public schema."""
         if self.dataset == HEART:
             return _heart_pair(self.source, self.target)
+        if self.dataset == PHYSIONET:
+            return _physionet_pair(self.source, self.target)
         return cached_pair(self.dataset, self.source, self.target)
 
     def available(self) -> bool:
-        """Whether the pair can be loaded here (Heart needs its schema file and the raw tables)."""
-        if self.dataset != HEART:
-            return True
+        """Whether the pair can be loaded here (Heart and PhysioNet need their schema file and their tables)."""
         root = find_data_root(required=False)
-        return HEART_SCHEMA.is_file() and root is not None and all(
-            (root / HEART_RAW.format(site)).is_file() for site in (self.source, self.target))
+        if self.dataset == HEART:
+            return HEART_SCHEMA.is_file() and root is not None and all(
+                (root / HEART_RAW.format(site)).is_file() for site in (self.source, self.target))
+        if self.dataset == PHYSIONET:
+            return PHYSIONET_SCHEMA.is_file() and root is not None and all(
+                (root / "physionet2012" / f"{unit}.npz").is_file() for unit in (self.source, self.target))
+        return True
 
     @property
     def feature_type(self) -> str:
@@ -81,7 +90,12 @@ class PairSpec:
     def data_type(self) -> str:
         """The public kind of the data, for designs with a rule per kind: ``"counts"`` (bow5000 words, SURF
         visual-word histograms), ``"table"`` (the Heart tables through their schema) or ``"dense"``."""
-        return {"bow5000": "counts", "surf": "counts", HEART: "table"}.get(self.dataset, "dense")
+        return {"bow5000": "counts", "surf": "counts", HEART: "table", PHYSIONET: "table"}.get(self.dataset, "dense")
+
+    @property
+    def metric(self) -> str:
+        """The metric the pair is judged by: ROC-AUC on PhysioNet (a constant predictor scores 81–95 % accuracy)."""
+        return "roc_auc" if self.dataset == PHYSIONET else "accuracy"
 
     def delta(self, n_s: int) -> float:
         """δ of every private row of the pair: the paper's 1/(1.2 n_s) on DeCAF6, the library's 1/(10 n_s) elsewhere."""
@@ -111,6 +125,37 @@ REPORT_PAIRS: tuple[PairSpec, ...] = tuple(
 #: declared imputation values; nothing read from the rows), transductive (the target rows are scored).
 HEART_PAIRS: tuple[PairSpec, ...] = (PairSpec(HEART, "cleveland", "hungarian", "dev"),
                                      PairSpec(HEART, "hungarian", "cleveland", "dev"))
+
+
+#: PhysioNet 2012 ICU units (development): the 12 ordered pairs of units, each unit's export read through the
+#: declared public schema ``examples/physionet2012.schema.toml`` (nothing read from the rows), transductive.
+PHYSIONET_PAIRS: tuple[PairSpec, ...] = tuple(PairSpec(PHYSIONET, s, t, "dev") for s in PHYSIONET_UNITS for t in PHYSIONET_UNITS
+                                              if s != t)
+
+
+@functools.lru_cache(maxsize=4)
+def _physionet_unit(unit: str):
+    """One ICU unit's rows through the public schema (a DataFrame in the export's columns, NaN = missing)."""
+    import contextlib
+    import io
+
+    import pandas as pd
+
+    from dpadapt.tables import load_schema, read_table
+
+    with np.load(find_data_root() / "physionet2012" / f"{unit}.npz") as z:
+        frame = pd.DataFrame(z["X"].astype(np.float64), columns=[str(c) for c in z["feature_names"]])
+        frame.insert(0, "RecordID", z["record_id"])
+        frame["In-hospital_death"] = z["y"]
+    with contextlib.redirect_stderr(io.StringIO()):  # the per-column imputed / clipped notes
+        return read_table(frame, load_schema(PHYSIONET_SCHEMA))
+
+
+@functools.lru_cache(maxsize=12)
+def _physionet_pair(source: str, target: str) -> DomainPair:
+    s, t = _physionet_unit(source), _physionet_unit(target)
+    return DomainPair(Xs=s.X, ys=s.y, Xt=t.X, yt=t.y, Xt_test=t.X, yt_test=t.y, name=f"{source}->{target}",
+                      dataset=PHYSIONET, n_classes=2)
 
 
 @functools.lru_cache(maxsize=4)
