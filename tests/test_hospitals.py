@@ -305,8 +305,8 @@ def test_duplicate_patient_ids_refused_or_bounded_per_patient(tmp_path, capsys, 
     g = Release.load(tmp_path / "b.release").guarantee
     assert g.unit == "patient" and g.details["rows_per_patient"] == 2 and g.valid
     assert abs(g.epsilon - 2.0) < 1e-6 and g.details["per_row_epsilon"] < 1.2   # per row: far less than 2
-    z = g.details["noise_multiplier"]                                        # per row; per patient it is z / 2
-    assert abs(analytic_gaussian_epsilon(z / 2, 1e-5) - 2.0) < 1e-6
+    z = g.details["per_row_noise_multiplier"]                                # per row; per patient it is z / 2
+    assert g.details["noise_multiplier"] == z / 2 and abs(analytic_gaussian_epsilon(z / 2, 1e-5) - 2.0) < 1e-6
     assert "patient-level (≤ 2 rows each)" in out
     spent = Ledger(tmp_path / "ledger.sqlite").spent("source", fingerprint(tmp_path / "source.csv"))
     assert abs(spent.epsilon - 2.0) < 1e-3                                        # the ledger charges the per-patient ε

@@ -82,6 +82,8 @@ def group_guarantee(guarantee: Guarantee, rows_per_patient: int) -> Guarantee:
             guarantee = dataclasses.replace(guarantee, accounting=Accounting.RDP)
     theorem = guarantee.theorem + "; " + THEOREM.format(k=k)
     details = {**guarantee.details, "rows_per_patient": k, "per_row_epsilon": guarantee.epsilon}
+    if "noise_multiplier" in details:  # σ = z·Δ holds per patient too: z/k at sensitivity k·Δ (the per-row z kept beside)
+        details.update(noise_multiplier=details["noise_multiplier"] / k, per_row_noise_multiplier=details["noise_multiplier"])
     return dataclasses.replace(
         guarantee, unit="patient", epsilon=float(epsilon), events=scaled, theorem=theorem, details=details,
         sensitivity=None if guarantee.sensitivity is None else k * guarantee.sensitivity,
