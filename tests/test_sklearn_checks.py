@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from sklearn.utils.estimator_checks import check_estimator
 
-from dpadapt.classstats import DPLogisticRegression, DPNearestClassMean
+from dpadapt.classstats import DPLeastSquares, DPLogisticRegression, DPNearestClassMean
 from dpadapt.classstats.baselines import FRESH_NOISE_CHECKS, expected_failed_checks
 
 #: a public label set covering every label scikit-learn's checks use (0..3); fixed before any fit
@@ -22,7 +22,7 @@ def _run(estimator) -> list[dict]:
                                on_fail=None, on_skip=None)
 
 
-@pytest.mark.parametrize("cls", [DPNearestClassMean, DPLogisticRegression])
+@pytest.mark.parametrize("cls", [DPNearestClassMean, DPLogisticRegression, DPLeastSquares])
 @pytest.mark.parametrize("reproducible", [False, True], ids=["fresh-noise", "reproducible-noise"])
 def test_check_estimator_no_unexpected_failure(cls, reproducible):
     est = cls(epsilon=8.0, classes=CHECK_CLASSES, random_state=0, reproducible_noise=reproducible)
@@ -40,7 +40,7 @@ def test_check_estimator_no_unexpected_failure(cls, reproducible):
         assert "check_fit_idempotent" in xfailed
 
 
-@pytest.mark.parametrize("cls", [DPNearestClassMean, DPLogisticRegression])
+@pytest.mark.parametrize("cls", [DPNearestClassMean, DPLogisticRegression, DPLeastSquares])
 def test_string_labels_of_the_public_label_set(cls, rng):
     n = 400
     y = rng.integers(0, 2, n)
