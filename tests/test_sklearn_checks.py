@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 from sklearn.utils.estimator_checks import check_estimator
 
-from dpadapt.classstats import ClassStatsDA, DPLogisticRegression, DPNearestClassMean
+from dpadapt.classstats import ClassStatsDA, DPLeastSquares, DPLogisticRegression, DPNearestClassMean
 from dpadapt.classstats.baselines import BINARY_LABEL_SET_CHECKS, FRESH_NOISE_CHECKS, expected_failed_checks
 
 #: a public label set covering every label scikit-learn's checks use (0..3); fixed before any fit
 CHECK_CLASSES = (0, 1, 2, 3)
 #: the README's scikit-learn estimators (check_estimator passes but for the listed expected failures)
-CHECKED = [DPNearestClassMean, DPLogisticRegression, ClassStatsDA]
+CHECKED = [DPNearestClassMean, DPLogisticRegression, DPLeastSquares, ClassStatsDA]
 
 
 def _run(estimator) -> list[dict]:
@@ -49,7 +49,7 @@ def test_check_estimator_no_unexpected_failure(cls, classes, reproducible):
         assert "check_classifier_not_supporting_multiclass" in passed
 
 
-@pytest.mark.parametrize("cls", [DPNearestClassMean, DPLogisticRegression])
+@pytest.mark.parametrize("cls", [DPNearestClassMean, DPLogisticRegression, DPLeastSquares])
 def test_string_labels_of_the_public_label_set(cls, rng):
     n = 400
     y = rng.integers(0, 2, n)

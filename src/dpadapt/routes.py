@@ -187,7 +187,7 @@ DPSGD_ADD_REMOVE_GAP = (
 
 
 def _classstats_routes() -> list[Route]:
-    from dpadapt.classstats import ClassStatsDA, DPLogisticRegression, DPNearestClassMean
+    from dpadapt.classstats import ClassStatsDA, DPLeastSquares, DPLogisticRegression, DPNearestClassMean
 
     common = {"epsilon": 1.0, "delta": 1e-5, "classes": CLASSES}
     return [
@@ -197,6 +197,7 @@ def _classstats_routes() -> list[Route]:
               domain="counts", worst_pair=relabel_first),
         Route("classstats/ncm", DPNearestClassMean, common, blobs, ("source",), worst_pair=relabel_first),
         Route("classstats/dplr", DPLogisticRegression, {**common, "steps": 5}, blobs, ("source",)),
+        Route("classstats/dplsq", DPLeastSquares, common, blobs, ("source",)),
     ]
 
 

@@ -327,7 +327,7 @@ class ClassStatsDA(ConfigEstimator):
         return self.model_.predict_proba(X)
 
 
-from dpadapt.classstats.baselines import DPLogisticRegression, DPNearestClassMean  # noqa: E402
+from dpadapt.classstats.baselines import DPLeastSquares, DPLogisticRegression, DPNearestClassMean  # noqa: E402
 
 register(Family(
     name="classstats", config=Config, protected=("source",), plan=plan, release=release, adapt=adapt,
@@ -335,5 +335,5 @@ register(Family(
     example=contract_example, run_parties=contract_run, public_arrays=("mean", "components"), noisy_arrays=("sums", "counts"),
 ))
 
-__all__ = ["BASIS_KIND", "STATS_KIND", "ClassStatsDA", "Config", "DPLogisticRegression", "DPNearestClassMean",
+__all__ = ["BASIS_KIND", "STATS_KIND", "ClassStatsDA", "Config", "DPLeastSquares", "DPLogisticRegression", "DPNearestClassMean",
            "adapt", "basis", "label_indices", "plan", "release", "run_parties"]

@@ -912,3 +912,38 @@ def class_moment_statistics(
     if relation not in CLASS_MOMENT_SENSITIVITY:
         raise ValueError(f"relation must be one of {tuple(CLASS_MOMENT_SENSITIVITY)}, got {relation!r}")
     return release_class_moment_sums(*class_moment_sums(Z, labels, num_classes), sigma=sigma, relation=relation, noise=noise)
+
+
+# --- the smallest eigenvalue of the second moment (AdaSSP's adaptive ridge, Wang 2018) ----------
+
+#: ℓ2 sensitivity of λ_min(Σxxᵀ) for rows with norm ≤ 1, both relations. Add/remove changes the matrix by
+#: ±xxᵀ, a PSD rank-one matrix of spectral norm ‖x‖² ≤ 1, so by Weyl's inequality λ_min moves by at most 1.
+#: Replace-one (x → x′): λ_min(M − xxᵀ) ∈ [λ_min(M) − 1, λ_min(M)] and adding x′x′ᵀ moves it up by [0, 1],
+#: so |Δλ_min| ≤ 1 — attained (base row e₁; e₀ → e₁ turns I into diag(0, 2)).
+MIN_EIGENVALUE_SENSITIVITY = {"replace_one": 1.0, "add_remove": 1.0}
+
+
+def min_eigenvalue(second) -> float:
+    """λ_min of a symmetric second moment Σxxᵀ (k, k), exact (the smallest eigenvalue only) — no noise."""
+    import scipy.linalg
+
+    second = np.asarray(second, dtype=np.float64)
+    if second.ndim != 2 or second.shape[0] != second.shape[1] or second.shape[0] == 0:
+        raise ValueError(f"the second moment must be a non-empty square matrix, got shape {second.shape}")
+    _require_finite(second, "the second moment")
+    k = second.shape[0]
+    return float(scipy.linalg.eigh((second + second.T) / 2.0, eigvals_only=True, subset_by_index=[0, 0])[0]) if k > 1 \
+        else float(second[0, 0])
+
+
+def release_min_eigenvalue(second, *, sigma: float, relation: accounting.Relation, noise: NoiseSource) -> Noised:
+    """Release λ_min of a second moment made by :func:`class_moment_sums` / :func:`moment_sums` as ONE Gaussian.
+
+    For unit-ball rows (which only those functions guarantee: callers never pass another matrix) λ_min(Σxxᵀ)
+    has sensitivity ``MIN_EIGENVALUE_SENSITIVITY[relation]`` = 1 (Weyl; proof beside the constant). The
+    privately estimated smallest eigenvalue sets AdaSSP's ridge (Wang, NeurIPS 2018, Alg. 2).
+    """
+    if relation not in MIN_EIGENVALUE_SENSITIVITY:
+        raise ValueError(f"relation must be one of {tuple(MIN_EIGENVALUE_SENSITIVITY)}, got {relation!r}")
+    return gaussian(np.array([min_eigenvalue(second)]), sigma=sigma, sensitivity=MIN_EIGENVALUE_SENSITIVITY[relation],
+                    noise=noise)
