@@ -5,11 +5,10 @@
   :func:`dpadapt.bench.common.cached_pair`; UCI Heart through the public schema
   (:data:`dpadapt.bench.suites.sound_rows.HEART_PAIRS`); PhysioNet 2012 ICU units, one source per unit
   scored on the three other units (12 ordered pairs from 4 fits).
-* PhysioNet's public map (:func:`physionet_rows`) is a stop-gap until the clinical schema of another
-  branch lands: NaN → 0 plus one missingness indicator per column (222 columns), nothing read from the
-  rows; the estimators then ℓ2-normalise each row. Raw units are kept, so large-valued columns
-  (MechVentDuration, urine output) dominate the normalised rows: the DP baselines are weak there for
-  that reason, not for privacy.
+* PhysioNet's rows go through the declared public clinical schema (``examples/physionet2012.schema.toml``:
+  clinical ranges to [-1, 1], normal values for what was not measured), as in the sound matrix; the
+  estimators then ℓ2-normalise each row. (The first table used a stop-gap map — NaN → 0 plus missingness
+  indicators, raw units — until the schema landed; its PhysioNet rows were replaced.)
 * :func:`scores` — accuracy, balanced accuracy and (two classes) ROC-AUC in percent. The selection score
   of a pair is its accuracy, ROC-AUC on PhysioNet (a constant predictor reaches 81–95 % accuracy there).
 """
@@ -49,17 +48,13 @@ class Source:
         return "auc" if self.family == "physionet" else "accuracy"
 
 
-def physionet_rows(X: np.ndarray) -> np.ndarray:
-    """The stop-gap public map: NaN → 0, then one 0/1 missingness indicator per column appended."""
-    X = np.asarray(X, dtype=np.float64)
-    missing = np.isnan(X)
-    return np.hstack([np.where(missing, 0.0, X), missing.astype(np.float64)])
-
-
 def _physionet(unit: str) -> tuple[np.ndarray, np.ndarray]:
-    root = find_data_root()
-    with np.load(Path(root) / "physionet2012" / f"{unit}.npz") as z:
-        return physionet_rows(z["X"]), np.asarray(z["y"], dtype=np.int64)
+    """One ICU unit's rows through the public clinical schema (``examples/physionet2012.schema.toml``), as the sound
+    matrix reads them (:func:`dpadapt.bench.suites.sound_rows._physionet_unit`)."""
+    from dpadapt.bench.suites.sound_rows import _physionet_unit
+
+    table = _physionet_unit(unit)
+    return table.X, np.asarray(table.y, dtype=np.int64)
 
 
 def _from_spec(spec: PairSpec) -> Source:

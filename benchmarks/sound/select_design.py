@@ -54,7 +54,7 @@ def _cached_design():
     plain, cache = rule.design, {}
 
     def design(Xt, facts, *, feature_type="auto"):
-        key = (id(Xt), facts, feature_type, tuple(getattr(rule, c) for c in CONSTANTS))
+        key = (id(Xt), facts, feature_type, tuple(getattr(rule, c) for c in DESIGN_CONSTANTS))
         if key not in cache:
             cache[key] = plain(Xt, facts, feature_type=feature_type)
         return cache[key]
@@ -62,30 +62,33 @@ def _cached_design():
     return design
 
 
+#: The constants the request depends on (the others act after the release).
+DESIGN_CONSTANTS = ("CLUSTER_RATIO", "GAMMA_PROTOTYPES", "GAMMA_DISCRIMINANT", "MAX_BASIS")
 #: The constants of :mod:`dpadapt.sound.design` a grid may set.
 CONSTANTS = ("CLUSTER_RATIO", "GAMMA_PROTOTYPES", "GAMMA_DISCRIMINANT", "RIDGE_SCALE", "RIDGE_FLOOR", "DISCRIMINANT",
              "LABEL_SHIFT", "MAX_BASIS")
 
 
-def run_one(task: str, seeds: int, names: list[str], values: tuple) -> list[dict]:
-    """Every ε and seed of one development pair under one setting of the constants."""
+def run_one(task: str, seeds: int, names: list[str], settings: list[tuple]) -> list[dict]:
+    """Every setting, ε and seed on one development pair (one process: the requests and decompositions are shared)."""
     spec = next(p for p in dev_pairs([]) if p.task == task)
-    for k, v in zip(names, values):
-        setattr(rule, k, v)
     d = spec.load()
     n = d.Xs.shape[0]
     classes = tuple(range(d.n_classes))
     rows = []
-    for eps in EPSILONS:
-        for seed in range(seeds if eps is not None else 1):
-            t = time.perf_counter()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                est = SoundDA(epsilon=eps, delta=spec.delta(n) if eps else None, classes=classes,
-                              random_state=seed, reproducible_noise=True).fit_domains(d.Xs, d.ys, d.Xt)
-            rows.append({"task": task, "epsilon": eps, "seed": seed, **dict(zip(names, values)),
-                         **metrics(est, d.Xt_test, d.yt_test), "design": est.design_["design"],
-                         "k": est.design_["k_rule"], "seconds": time.perf_counter() - t})
+    for values in settings:
+        for k, v in zip(names, values):
+            setattr(rule, k, v)
+        for eps in EPSILONS:
+            for seed in range(seeds if eps is not None else 1):
+                t = time.perf_counter()
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    est = SoundDA(epsilon=eps, delta=spec.delta(n) if eps else None, classes=classes,
+                                  random_state=seed, reproducible_noise=True).fit_domains(d.Xs, d.ys, d.Xt)
+                rows.append({"task": task, "epsilon": eps, "seed": seed, **dict(zip(names, values)),
+                             **metrics(est, d.Xt_test, d.yt_test), "design": est.design_["design"],
+                             "k": est.design_["k_rule"], "seconds": time.perf_counter() - t})
     return rows
 
 
@@ -121,14 +124,14 @@ def run(out: str, seeds: int, settings: dict[str, list], filters: list[str], wor
     import concurrent.futures as cf
 
     names = sorted(settings)
-    jobs = [(spec.task, seeds, names, values) for spec in dev_pairs(filters)
-            for values in itertools.product(*(settings[k] for k in names))]
+    grid = list(itertools.product(*(settings[k] for k in names)))
+    jobs = [(spec.task, seeds, names, grid) for spec in dev_pairs(filters)]
     with open(out, "a") as f, cf.ProcessPoolExecutor(workers, initializer=_init_worker) as pool:
         for rows in pool.map(run_one, *zip(*jobs)) if workers > 1 else map(lambda j: (_init_worker(), run_one(*j))[1], jobs):
             for row in rows:
                 f.write(json.dumps(row) + "\n")
             f.flush()
-            print(rows[0]["task"], {k: rows[0][k] for k in names}, flush=True)
+            print(rows[0]["task"], len(rows), "fits", flush=True)
     return 0
 
 
