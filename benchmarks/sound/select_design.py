@@ -1,7 +1,7 @@
 """The sound default on the DEVELOPMENT pairs only, for a grid of its design constants (issue 28).
 
     python benchmarks/sound/select_design.py run OUT.jsonl --seeds 5 [--set NAME=V1,V2 ...] [--pairs googlenet surf]
-    python benchmarks/sound/select_design.py choose OUT.jsonl BASELINES.jsonl
+    python benchmarks/sound/select_design.py choose OUT.jsonl benchmarks/results/dp-source-only-dev.json
 
 ``run``: every combination of the constants given with ``--set`` (names of :mod:`dpadapt.sound.design`),
 on every development pair (``dpadapt.bench.suites.sound_rows.DEV_PAIRS``, the Heart pairs and the PhysioNet
@@ -142,22 +142,34 @@ def _means(rows, key) -> dict:
     return acc
 
 
+def _baseline_rows(path: str) -> list[dict]:
+    """The rows of ``benchmarks/results/dp-source-only-dev.json`` (points) as fractions, ROC-AUC as ``roc_auc``."""
+    out = []
+    for r in json.loads(Path(path).read_text())["records"]:
+        row = {"task": r["task"], "row": r["row"], "epsilon": r["epsilon"], "accuracy": r["accuracy"] / 100}
+        if r.get("auc") is not None:
+            row["roc_auc"] = r["auc"] / 100
+        out.append(row)
+    return out
+
+
 def choose(out: str, baselines: str, metric_of=lambda task: "roc_auc" if task.startswith("physionet") else "accuracy") -> int:
     """The rule of ``design_rule.md`` ("Selection"): per design, the setting whose worst gap to the strongest
     baseline over its development pairs and ε (DP source-only at ε ∈ {1, 2, 4, 8}, non-private source-only at
     ε = None) is largest; ties within 0.5 point by the mean gap; settings that break monotonicity last."""
     rows = [json.loads(line) for line in open(out)]
-    base = [json.loads(line) for line in open(baselines)]
+    base = _baseline_rows(baselines)
     best: dict = {}
-    for (task, method, eps), rs in _means(base, lambda r: (r["task"], r["method"], r["epsilon"])).items():
+    for (task, method, eps), rs in _means(base, lambda r: (r["task"], r["row"], r["epsilon"])).items():
         kind = "dp" if eps is not None else "np"
         if (kind == "dp" and method.startswith("dp-")) or (kind == "np" and method == "source-only"):
             v = float(np.mean([r[metric_of(task)] for r in rs]))
             best[(task, eps)] = max(best.get((task, eps), -np.inf), v)
-    names = [c for c in CONSTANTS if c in rows[0]]
     for design in ("prototypes", "discriminant"):
+        mine = [r for r in rows if r["design"] == design]
+        names = [c for c in CONSTANTS if mine and c in mine[0]]
         scored = []
-        for setting, rs in _means([r for r in rows if r["design"] == design], lambda r: tuple(r[c] for c in names)).items():
+        for setting, rs in _means(mine, lambda r: tuple(r[c] for c in names)).items():
             cells = _means(rs, lambda r: (r["task"], r["epsilon"]))
             gaps, mono = [], True
             for (task, eps), cr in cells.items():
@@ -189,7 +201,7 @@ def main(argv=None) -> int:
     r.add_argument("--workers", type=int, default=1)
     c = sub.add_parser("choose")
     c.add_argument("out")
-    c.add_argument("baselines", help="rows of the DP source-only and non-private source-only baselines on the same pairs")
+    c.add_argument("baselines", help="benchmarks/results/dp-source-only-dev.json: the DP and non-private source-only rows of the same pairs")
     args = ap.parse_args(argv)
     if args.cmd == "choose":
         return choose(args.out, args.baselines)
