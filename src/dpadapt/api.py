@@ -302,6 +302,13 @@ def families() -> dict[str, Family]:
     return dict(_FAMILIES)
 
 
+def family(name: str) -> Family:
+    """The registered family ``name`` (its method packages are imported only if it is not registered yet)."""
+    if name not in _FAMILIES:
+        families()
+    return _FAMILIES[name]
+
+
 class ConfigEstimator(DAEstimator):
     """An estimator whose hyper-parameters are exactly its family's :class:`Config` fields.
 

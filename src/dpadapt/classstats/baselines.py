@@ -125,16 +125,15 @@ class DPNearestClassMean(_SourceOnly):
     config_class = SourceOnlyConfig
 
     def fit_domains(self, Xs, ys, Xt=None, yt=None):
-        from dpadapt.classstats import Config, plan, release
-
+        family = api.family("classstats")  # the family's own steps (its package imports this module)
         Xs, idx, classes = self._source(Xs, ys)
         c = self.config_
-        cfg = Config(epsilon=c.epsilon, delta=c.delta, privacy_mode=c.privacy_mode, classes=tuple(range(len(classes))),
+        cfg = family.config(epsilon=c.epsilon, delta=c.delta, privacy_mode=c.privacy_mode, classes=tuple(range(len(classes))),
                      random_state=c.random_state, reproducible_noise=c.reproducible_noise, k=0,
                      feature_type=c.feature_type, log1p=c.log1p, relation=c.relation, refinement="none")
         _, noise = random_streams(c.random_state, reproducible_noise=c.reproducible_noise)
-        the_plan = plan(cfg, {"n_source": Xs.shape[0], "n_features": Xs.shape[1], "k": 0})
-        self.release_ = release(the_plan, Xs, idx, noise)
+        the_plan = family.plan(cfg, {"n_source": Xs.shape[0], "n_features": Xs.shape[1], "k": 0})
+        self.release_ = family.release(the_plan, Xs, idx, noise)
         centers, _ = prototypes_from_release(self.release_["sums"], self.release_["counts"])
         self.classes_ = np.asarray(classes)
         self.model_ = ClassStatsModel(self.classes_, cfg.use_log1p(), None, None, centers)

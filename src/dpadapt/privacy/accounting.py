@@ -23,6 +23,7 @@ Conventions
 from __future__ import annotations
 
 import collections
+import enum
 import math
 from collections.abc import Callable, Sequence
 from typing import Literal
@@ -32,6 +33,22 @@ from dp_accounting import dp_event as _dp_event
 from dp_accounting import pld, rdp
 
 from dpadapt.validation import check_delta, check_epsilon
+
+
+class Accounting(enum.StrEnum):
+    """How the ε of a :class:`~dpadapt.privacy.guarantee.Guarantee` was obtained (a ``str``, so ``g.accounting == "rdp"`` works)."""
+
+    RDP = "rdp"  #: dp-accounting's RDP accountant (Mironov 2017) on the events
+    PLD = "pld"  #: dp-accounting's privacy-loss-distribution accountant on the events
+    ANALYTIC_GAUSSIAN = "analytic_gaussian"  #: exact single Gaussian release (Balle & Wang 2018, Thm. 8)
+    KKMM = "kkmm"  #: Gaussian calibration of Kenthapadi et al. 2013, Thm. 1
+    PURE = "pure"  #: a pure ε-DP mechanism (Laplace, randomized response, report-noisy-min)
+    BASIC_COMPOSITION = "basic_composition"  #: Σε, Σδ (Dwork & Roth, Thm. 3.16)
+    ADVANCED_COMPOSITION = "advanced_composition"  #: Dwork, Rothblum & Vadhan 2010
+    GROUP_PRIVACY = "group_privacy"  #: add/remove (ε, δ) read as replace-one (2ε, (1+e^ε)δ)
+    COMPOSITION = "composition"  #: an accountant on the events plus basic composition of closed-form parts
+    NONE = "none"  #: no guarantee (non-private)
+
 
 Relation = Literal["add_remove", "replace_one"]
 Method = Literal["rdp", "pld", "auto"]

@@ -28,6 +28,9 @@ Rule, for guarantees gᵢ each counted kᵢ times and a total δ (default Σ k�
    for a few releases calibrated more tightly than RDP, e.g. by the analytic Gaussian).
 
 The result is ε = ∞ when the closed-form parts and the extra δ already use up the total δ.
+
+The guarantees composed here are :class:`~dpadapt.privacy.guarantee.Guarantee` objects (named in the
+annotations only: that module builds on this one, not the other way round).
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from collections.abc import Iterable, Sequence
 import dp_accounting
 
 from dpadapt.privacy import accounting
-from dpadapt.privacy.guarantee import Accounting, Guarantee
+from dpadapt.privacy.accounting import Accounting
 
 #: For each unit, the units whose neighbouring datasets it includes (record-level neighbours
 #: include the label- and attribute-level ones), so a guarantee for the key implies one for them.
@@ -136,7 +139,7 @@ def compose(
     add/remove, else replace-one). Party and unit are not checked here: the ledger composes one
     dataset's releases whatever their unit, :func:`~dpadapt.privacy.compose_guarantees` checks them.
     """
-    weighted = [(g, 1) if isinstance(g, Guarantee) else (g[0], int(g[1])) for g in guarantees]
+    weighted = [(g[0], int(g[1])) if isinstance(g, tuple) else (g, 1) for g in guarantees]
     if any(k < 1 for _, k in weighted):
         raise ValueError("counts must be ≥ 1")
     if relation is None:
