@@ -1,4 +1,7 @@
-"""Reading a party's data file: ``.npz`` (dense or CSR), ``.csv`` or ``.parquet`` with a label column."""
+"""Reading a party's data file: ``.npz`` (dense or CSR), ``.csv`` or ``.parquet`` with a label column.
+
+SciPy is imported only where a sparse matrix is read or written (the CLI imports this module for its help).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +12,6 @@ import zlib
 from pathlib import Path
 
 import numpy as np
-import scipy.sparse as sp
 
 SUPPORTED = (".npz", ".csv", ".parquet")
 
@@ -18,7 +20,7 @@ SUPPORTED = (".npz", ".csv", ".parquet")
 class Table:
     """A party's rows: features ``X`` (dense or CSR), labels ``y`` (``None`` if unlabelled)."""
 
-    X: np.ndarray | sp.csr_matrix
+    X: "np.ndarray | scipy.sparse.csr_matrix"
     y: np.ndarray | None
     path: Path
 
@@ -57,6 +59,8 @@ def load_table(path: str | os.PathLike, label_column: str = "y") -> Table:
 
 
 def _load_npz(path: Path, label_column: str):
+    import scipy.sparse as sp
+
     if path.stat().st_size == 0:
         raise ValueError(f"{path}: the data file is empty")
     with open(path, "rb") as fh:
@@ -85,6 +89,8 @@ def _load_npz(path: Path, label_column: str):
 
 
 def _check_X(path: Path, X):
+    import scipy.sparse as sp
+
     if sp.issparse(X):
         values = X.data
     else:
@@ -161,6 +167,8 @@ def _load_frame(path: Path, label_column: str):
 
 def save_table(path: str | os.PathLike, X, y=None) -> Path:
     """Write ``X`` (dense or sparse) and optional ``y`` to an ``.npz`` data file."""
+    import scipy.sparse as sp
+
     path = Path(path)
     arrays = {}
     if sp.issparse(X):

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 import scipy.sparse as sp
 
+from dpadapt.configs.prima import PSD_REPAIRS
 from dpadapt.privacy.guarantee import Guarantee
 from dpadapt.privacy.mechanisms import NoiseSource, gaussian
 from dpadapt.validation import check_delta, check_epsilon, check_positive
@@ -241,7 +242,6 @@ def _check_clipped(X, row_norm: float) -> None:
 
 # --- PSD repair (post-processing) -------------------------------------------------------------
 
-PSD_REPAIRS = ("eig_clip", "shrink", "none")
 
 
 def eig_clip(C: np.ndarray, floor: float = 0.0) -> np.ndarray:

@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import ClassVar
 
 from sklearn.utils.validation import check_is_fitted
 
 from dpadapt.alignment import prima
-from dpadapt.api import ConfigEstimator, Family, param, register
+from dpadapt.api import ConfigEstimator, Family, register
+from dpadapt.configs.prima import PrisaConfig
 from dpadapt.privacy.mechanisms import random_streams
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class PrisaConfig(prima.PrimaConfig):
-    """PRISA: the heads protocol with Subspace Alignment (``sa_dim`` eigenvectors per subspace)."""
-
-    source_release: str = param("dpsgd_heads", choices=prima.SOURCE_RELEASES,
-                                help="PRISA is the published subspace-alignment heads protocol")
-    alignment: str = param("sa", choices=prima.ALIGNMENTS, help="per-subspace alignment of the heads protocol")
 
 
 class PRIMA(ConfigEstimator):

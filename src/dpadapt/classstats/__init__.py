@@ -25,9 +25,9 @@ import warnings
 
 import numpy as np
 
-from dpadapt import api
-from dpadapt.api import ConfigEstimator, Family, Plan, param, register
-from dpadapt.classstats.adapt import REFINEMENTS, ClassStatsModel, fit_basis, project, prototypes_from_release, refine, row_map
+from dpadapt.api import ConfigEstimator, Family, Plan, register
+from dpadapt.classstats.adapt import ClassStatsModel, fit_basis, project, prototypes_from_release, refine, row_map
+from dpadapt.configs.classstats import Config
 from dpadapt.privacy.families.classstats import basis_disclosure, class_statistics_plan
 from dpadapt.privacy.guarantee import Guarantee
 from dpadapt.privacy.mechanisms import random_streams
@@ -38,22 +38,6 @@ from dpadapt.validation import check_basis, check_features, check_labels, check_
 
 BASIS_KIND = "target_basis"
 STATS_KIND = "class_statistics"
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class Config(api.Config):
-    """Hyper-parameters of the class-statistics design (defaults fixed on pairs other than DeCAF6 D↔W)."""
-
-    family = "classstats"
-
-    k: int = param(20, low=0, help="dimension of the receiver's basis (top-k PCA); 0 = no basis, release in the mapped feature space")
-    feature_type: str = param("dense", choices=("dense", "counts"), help="public feature type: 'counts' (bag of words) turns on log1p under log1p='auto'")
-    log1p: str = param("auto", choices=("auto", "true", "false"), help="log1p of counts before normalising; 'auto' decides from the public feature_type, never from the data")
-    relation: str = param("replace_one", choices=("replace_one", "add_remove"), help="neighbouring relation of the guarantee")
-    refinement: str = param("ot", choices=REFINEMENTS, help="receiver-side refinement from the DP prototypes")
-
-    def use_log1p(self) -> bool:
-        return self.log1p == "true" or (self.log1p == "auto" and self.feature_type == "counts")
 
 
 def _digest(*arrays: np.ndarray) -> str:

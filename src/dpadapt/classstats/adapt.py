@@ -23,10 +23,8 @@ import scipy.sparse as sp
 from scipy.special import logsumexp
 from sklearn.linear_model import LogisticRegression
 
-STARTS = ("none", "kmeans", "ot", "cluster_match")
-#: "<start>": nearest center after the start; "<start>+st": then self-training on the full features;
-#: "self_training": k-means, then logistic regression in the working space.
-REFINEMENTS = STARTS + ("self_training",) + tuple(f"{s}+st" for s in STARTS) + ("prototypes",)
+from dpadapt.configs.classstats import REFINEMENTS, STARTS
+
 _ALIASES = {"prototypes": "none"}  # PRIMA's earlier name for the nearest DP prototype
 
 

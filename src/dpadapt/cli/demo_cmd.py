@@ -29,8 +29,6 @@ from pathlib import Path
 import numpy as np
 
 from dpadapt.cli.main import add_command
-from dpadapt.datasets.synthetic import make_shifted_blobs
-from dpadapt.io import save_table
 
 #: Method arguments the demo uses unless --release-args / --adapt-args are given: small,
 #: fast settings for the generated 20-feature problem (not tuned on the held-out rows).
@@ -55,6 +53,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args) -> int:
+    from dpadapt.datasets.synthetic import make_shifted_blobs
+    from dpadapt.io import save_table
+
     from dpadapt.cli.methods import methods
 
     registered = methods()

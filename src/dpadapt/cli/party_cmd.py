@@ -21,17 +21,17 @@ import os
 import sys
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dpadapt import keys, modelio
 from dpadapt.cli.main import add_command
 from dpadapt.cli.methods import MethodCommands, PlannedRelease, load_plugins, methods
 from dpadapt.cli.table_options import add_table_arguments, load_data, step
-from dpadapt.io import Table
-from dpadapt.privacy.guarantee import LARGE_EPSILON, LARGE_EPSILON_WORDS, Guarantee, compose_guarantees
-from dpadapt.privacy.ledger import Ledger, default_path, fingerprint, short_id
-from dpadapt.release import Release
-from dpadapt.validation import check_delta, check_epsilon
+
+if TYPE_CHECKING:  # the privacy core, the ledger and the readers are imported when a command runs, not for --help
+    from dpadapt.io import Table
+    from dpadapt.privacy.guarantee import Guarantee
+    from dpadapt.release import Release
 
 SEED_HELP = ("seed of the PUBLIC randomness (projections, partitions; default: fresh); "
              "privacy noise comes from fresh OS entropy")
@@ -105,6 +105,8 @@ def check_disclosure(args: argparse.Namespace, data: str, party: str) -> None:
     """Refuse an un-noised disclosure (ε = ∞) of a dataset the ledger holds a privacy budget for, unless
     ``--declare-public`` (issue 19, item 9): like ``release``, nothing without a guarantee leaves a
     protected dataset silently. A missing ledger file holds no budget (and is not created)."""
+    from dpadapt.privacy.ledger import Ledger, default_path, fingerprint, short_id
+
     if getattr(args, "declare_public", False):
         return
     path = Path(args.ledger) if getattr(args, "ledger", None) else default_path()
@@ -165,6 +167,9 @@ def _add_adapt_common(p: argparse.ArgumentParser) -> None:
 
 
 def run_release(args: argparse.Namespace) -> int:
+    from dpadapt.privacy.guarantee import LARGE_EPSILON, LARGE_EPSILON_WORDS
+    from dpadapt.validation import check_delta, check_epsilon
+
     commands = methods()[args.method_name]
     check_epsilon(args.epsilon)
     check_delta(args.delta)
@@ -185,6 +190,8 @@ def run_release(args: argparse.Namespace) -> int:
 
 def check_release_delta(args: argparse.Namespace, table: Table) -> None:
     """δ ∈ (0, 1), and δ < 1/n in sound mode (a larger δ allows publishing a whole record)."""
+    from dpadapt.validation import check_delta
+
     n = int(table.X.shape[0])
     check_delta(args.delta)
     if args.delta >= 1.0 / n and getattr(args, "privacy_mode", "sound") != "paper":
@@ -213,6 +220,10 @@ def budgeted_release(
     requested: tuple[float | None, float | None] = (None, None),
 ) -> Release:
     """Charge ``plan`` to the owner's ledger, execute it and write the Release (two-phase; see the ledger)."""
+    from dpadapt.privacy.guarantee import Guarantee
+    from dpadapt.privacy.ledger import Ledger, fingerprint, short_id
+    from dpadapt.release import Release
+
     guarantee = plan.guarantee
     if not isinstance(guarantee, Guarantee):
         raise TypeError(f"method {method!r} planned a release without a Guarantee")
@@ -250,6 +261,8 @@ def budgeted_release(
 
 def _public_release(plan: PlannedRelease, table: Table, args: argparse.Namespace, out: Path, method: str) -> Release:
     """A release without privacy guarantee: only of data declared public, and never charged to a budget."""
+    from dpadapt.release import Release
+
     if not getattr(args, "declare_public", False):
         raise ValueError(
             f"method {method!r} planned a release without privacy guarantee (ε = ∞); refused. "
@@ -268,6 +281,8 @@ def _public_release(plan: PlannedRelease, table: Table, args: argparse.Namespace
 
 
 def run_adapt(args: argparse.Namespace) -> int:
+    from dpadapt.release import Release
+
     commands = methods()[args.method_name]
     if not args.release:
         raise ValueError("give the other party's --release FILE")
@@ -320,6 +335,8 @@ def model_guarantees(given: dict[str, Guarantee], releases: list[Release]) -> di
 
     The receiver's own data, used without noise, is reported as non-private unless the method says otherwise.
     """
+    from dpadapt.privacy.guarantee import Guarantee, compose_guarantees
+
     out = dict(given)
     by_party: dict[str, list[Guarantee]] = {}
     for g in [r.guarantee for r in releases]:

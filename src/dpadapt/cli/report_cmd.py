@@ -18,8 +18,6 @@ from typing import Any
 from dpadapt import container
 from dpadapt.cli.main import add_command
 from dpadapt.cli.party_cmd import add_trust_argument, load_model, trusted_keys
-from dpadapt.release import FORMAT as RELEASE_FORMAT
-from dpadapt.release import Release
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -36,11 +34,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _is_release(path: Path) -> bool:
+    from dpadapt.release import FORMAT as RELEASE_FORMAT
+
     return container.read(path).meta.get("format") == RELEASE_FORMAT
 
 
 def describe(path: str | Path, trusted: list[Any] | tuple = ()) -> dict[str, Any]:
     """JSON-able description of a Release or model file."""
+    from dpadapt.release import Release
+
     path = Path(path)
     if _is_release(path):
         r = Release.load(path, trusted=trusted)
@@ -76,6 +78,8 @@ def describe(path: str | Path, trusted: list[Any] | tuple = ()) -> dict[str, Any
 
 def words(path: str | Path, trusted: list[Any] | tuple = ()) -> str:
     """The guarantee(s) of a Release or model file, in words."""
+    from dpadapt.release import Release
+
     path = Path(path)
     if _is_release(path):
         return Release.load(path, trusted=trusted).report()

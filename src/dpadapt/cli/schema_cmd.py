@@ -17,8 +17,6 @@ from pathlib import Path
 
 from dpadapt.cli.main import add_command
 from dpadapt.cli.party_cmd import _check_out
-from dpadapt.tables.readers import _detect_delimiter, _first_line
-from dpadapt.tables.rowmap import TableError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -47,6 +45,9 @@ def _names(text: str) -> list[str]:
 
 def _public_columns(path: Path) -> tuple[list[str], dict[str, str], str | None]:
     """Column names (and Parquet types) from the header / file schema only; never a data row."""
+    from dpadapt.tables.readers import _detect_delimiter, _first_line
+    from dpadapt.tables.rowmap import TableError
+
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file")
     if path.suffix.lower() == ".parquet":

@@ -11,7 +11,7 @@ from typing import Any
 
 from dpadapt.api import family as family_steps
 from dpadapt.datasets.synthetic import contract_blobs
-from dpadapt.deep.configs import DPDAConfig, DPSWDConfig
+from dpadapt.configs.deep import DPDAConfig, DPSWDConfig
 from dpadapt.privacy.mechanisms import random_streams
 from dpadapt.release import Release
 

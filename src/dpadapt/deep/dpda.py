@@ -33,7 +33,7 @@ phases composed in RDP — and marked not valid, with the paper's claimed ε in 
 
 from __future__ import annotations
 
-from dpadapt.deep.configs import DPDAConfig, GDPDAConfig
+from dpadapt.configs.deep import DPDAConfig, GDPDAConfig
 from dpadapt.deep.dann import DANN, DANNNetwork, Stream
 from dpadapt.deep.dpsgd import check_per_example_modules
 from dpadapt.privacy.families.dpda import THEOREM, PrivatePlan, plan_party  # noqa: F401
@@ -46,7 +46,7 @@ class DPDA(DANN):
     with respect to the released network, by the DP-SGD theorem (see :data:`THEOREM`); ε is
     the one actually spent, ``guarantee_.details`` holds σ, C, q and the step count.
 
-    Hyper-parameters: :class:`~dpadapt.deep.configs.DPDAConfig`. By default
+    Hyper-parameters: :class:`~dpadapt.configs.deep.DPDAConfig`. By default
     (``noise_multiplier=None``) σ is calibrated so that the configured training length
     (``epochs``, at least ``min_steps`` steps) spends exactly ε; a given ``noise_multiplier``
     makes ε a cap instead (training stops when it is reached).
@@ -100,7 +100,7 @@ class GDPDA(DPDA):
     The label set (the label head's width) is the public ``classes`` parameter, required; a
     source label outside it is an error.
 
-    Hyper-parameters: :class:`~dpadapt.deep.configs.GDPDAConfig` (``source_epsilon``,
+    Hyper-parameters: :class:`~dpadapt.configs.deep.GDPDAConfig` (``source_epsilon``,
     ``source_delta``, ``source_noise_multiplier``, ``source_max_grad_norm`` on top of DPDA's).
     """
 

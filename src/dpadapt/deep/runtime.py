@@ -20,15 +20,7 @@ from collections.abc import Iterator
 import torch
 from threadpoolctl import threadpool_limits
 
-
-def check_device(value: str) -> str:
-    """A config check: ``"auto"`` or a device string torch understands (``"cpu"``, ``"cuda"``, ``"cuda:1"``)."""
-    if value != "auto":
-        try:
-            torch.device(value)
-        except (RuntimeError, TypeError) as exc:
-            raise ValueError(f"must be 'auto' or a torch device such as 'cpu' or 'cuda', got {value!r}") from exc
-    return value
+from dpadapt.configs.deep import check_device
 
 
 def training_device(requested: str = "auto") -> torch.device:

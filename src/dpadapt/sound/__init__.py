@@ -31,10 +31,10 @@ import dataclasses
 import numpy as np
 from scipy.special import logsumexp
 
-from dpadapt import api
-from dpadapt.api import ConfigEstimator, Family, Plan, param, register
+from dpadapt.api import ConfigEstimator, Family, Plan, register
 from dpadapt.classstats import _digest
 from dpadapt.classstats.adapt import fit_basis
+from dpadapt.configs.sound import Config
 from dpadapt.privacy.families.classstats import basis_disclosure
 from dpadapt.privacy.families.sound import class_moments_plan
 from dpadapt.privacy.guarantee import Guarantee
@@ -50,20 +50,6 @@ from dpadapt.validation import check_basis, check_features, check_labels, check_
 BASIS_KIND = "target_basis"
 MOMENTS_KIND = "class_moments"
 RANDOM_SEED = 20261125  # the public seed of the "random" space (released with the statistics)
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class Config(api.Config):
-    """Hyper-parameters of the sound designs; everything else comes from the public selection rule."""
-
-    family = "sound"
-
-    feature_type: str = param("dense", choices=("dense", "counts", "table"),
-                              help="public feature type: 'counts' (bag of words: log1p), 'table' (columns scaled to [-1, 1] by a declared schema)")
-    relation: str = param("replace_one", choices=("replace_one", "add_remove"), help="neighbouring relation of the guarantee")
-
-    def use_log1p(self) -> bool:
-        return self.feature_type == "counts"
 
 
 def choice_for(config: Config, n_source: int, n_features: int) -> Choice:

@@ -21,8 +21,9 @@ from sklearn.pipeline import Pipeline
 from sklearn.utils.validation import check_is_fitted
 
 from dpadapt import classstats
-from dpadapt.api import ConfigError, ConfigEstimator, param
+from dpadapt.api import ConfigError, ConfigEstimator
 from dpadapt.base import DAEstimator
+from dpadapt.configs.dpot import Config
 from dpadapt.models import make_classifier
 from dpadapt.privacy.guarantee import Guarantee
 from dpadapt.release import Release, ReleaseError
@@ -35,7 +36,6 @@ from dpadapt.transport.coupling import (
 from dpadapt.transport.dpot import (
     KIND,
     METHOD,
-    SOUND_ROWS_REFUSED,
     draw_projection,
     preprocess_rows,
     projection_digest,
@@ -238,45 +238,6 @@ def adapt_dpot(
     return DPOTAdaptation(
         model, images, labels, float(w.mean()), w, release.guarantee, seconds
     )
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class Config(classstats.Config):
-    """DPOT's hyper-parameters: the class-statistics design (sound default) and the per-row design.
-
-    ``design="auto"`` is the class-statistics protocol in sound mode (target basis → ONE Gaussian
-    release of the source's class statistics → target refinement) and the published per-row
-    procedure in paper mode. ``design="rows"`` in sound mode keeps the per-row release (noisy
-    projected rows + randomized-response labels): sound but weak — each row carries noise far
-    larger than itself (11.6 % on DeCAF6 D→W at ε = 20, issue 12).
-    """
-
-    family = "dpot"
-
-    design: str = param("auto", choices=("auto", "classstats", "rows"), help="'auto': class statistics in sound mode, the published per-row release in paper mode; 'rows': per-row release (weak)")
-    batch_size: int | None = param(None, optional=True, low=1, help="rows design: minibatch size B (None = one whole-batch release)")
-    noise_multiplier: float = param(1.1, low=0.0, low_open=True, help="rows design, minibatches: z = σ/Δ (paper: σ/w)")
-    steps: int | None = param(None, optional=True, low=1, help="rows design, minibatches: fix T and calibrate z")
-    label_epsilon: float | None = param(None, optional=True, low=0.0, low_open=True, help="rows design: ε′ of the labels (sound default 0.25 ε)")
-    labels: str = param("rr", choices=("rr", "public"), help="rows design: randomized response, or labels declared public")
-    proj_dim: int | None = param(None, optional=True, low=1, help="rows design: projection dimension ℓ (default ⌈d/10⌉)")
-    row_norm: str | None = param(None, optional=True, choices=("normalize", "clip", "none"), help="rows design: per-row preprocessing")
-    clip_norm: float = param(1.0, low=0.0, low_open=True, help="rows design: public row norm C")
-    projection: str = param("jl", choices=("jl", "identity"), help="rows design: JL matrix or none")
-    ot_method: str = param("sinkhorn_gl", choices=("exact", "sinkhorn", "sinkhorn_gl"), help="rows design: OT solver")
-    reg_e: float = param(0.01, low=0.0, help="rows design: entropic weight λ_e")
-    reg_g: float = param(0.1, low=0.0, help="rows design: group-lasso weight λ_g")
-    head: str = param("mlp", choices=("mlp", "logreg"), help="rows design: classifier head")
-    target_batch_size: int | None = param(None, optional=True, low=1, help="rows design: target rows per minibatch")
-
-    def resolved_design(self) -> str:
-        if self.design == "auto":
-            return "classstats" if self.privacy_mode == "sound" else "rows"
-        if self.design == "classstats" and self.privacy_mode == "paper":
-            raise ConfigError("paper mode is the published per-row procedure: use design='rows' or 'auto'")
-        if self.design == "rows" and self.privacy_mode == "sound":
-            raise ConfigError(SOUND_ROWS_REFUSED)
-        return self.design
 
 
 def plan(config: Config, facts: dict):

@@ -14,33 +14,40 @@ from __future__ import annotations
 
 import argparse
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from dpadapt import sound
 from dpadapt.cli.config_options import add_config_options, add_option, config_from_args
 from dpadapt.cli.methods import AdaptOutcome, PlannedRelease, register_module
-from dpadapt.io import Table
-from dpadapt.privacy.mechanisms import random_streams
-from dpadapt.release import Release
-from dpadapt.validation import check_features, check_labels
+from dpadapt.configs.sound import Config
+
+if TYPE_CHECKING:
+    from dpadapt.io import Table
+    from dpadapt.release import Release
 
 RELEASE_OPTIONS = ("classes", "feature_type", "relation")
 
 
 def add_release_arguments(parser: argparse.ArgumentParser) -> None:
-    add_config_options(parser, sound.Config, RELEASE_OPTIONS)
+    add_config_options(parser, Config, RELEASE_OPTIONS)
     add_option(parser, "--n-classes", type=int, default=None, help="public label set 0..N-1 (instead of --classes)")
     add_option(parser, "--basis", default=None, help="the target's basis Release (`dpadapt basis --method sound`), when the rule's space is pca")
 
 
 def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
     """The Guarantee from public quantities; ``execute`` draws the noise."""
+    from dpadapt import sound
+    from dpadapt.privacy.mechanisms import random_streams
+    from dpadapt.release import Release
+    from dpadapt.validation import check_features, check_labels
+
     if table.y is None:
         raise ValueError(f"{table.path}: the source data needs labels (column 'y')")
     X = check_features(table.X, "source data", allow_sparse=True)
     y = check_labels(table.y, X.shape[0], "source labels")
     classes = args.classes if args.classes is not None else (tuple(range(int(args.n_classes))) if args.n_classes else None)
-    config = config_from_args(sound.Config, args, classes=classes)
+    config = config_from_args(Config, args, classes=classes)
     basis = Release.load(args.basis, expect_method="sound") if args.basis else None
     facts = {"n_source": X.shape[0], "n_features": X.shape[1]}
     if basis is not None:
@@ -56,11 +63,13 @@ def add_adapt_arguments(parser: argparse.ArgumentParser) -> None:
 
 def adapt(args: argparse.Namespace, table: Table, releases: list[Release]) -> AdaptOutcome:
     """LDA from the source's class moments on the target's rows, then the rule's guarded refinement."""
+    from dpadapt import sound
+
     stats = [r for r in releases if r.kind == sound.MOMENTS_KIND]
     basis = [r for r in releases if r.kind == sound.BASIS_KIND]
     if len(stats) != 1 or len(basis) > 1:
         raise ValueError(f"adapt sound needs one source release (and at most one basis), got {[r.kind for r in releases]}")
-    model = sound.adapt(stats[0], table.X, sound.Config(), basis_release=basis[0] if basis else None)
+    model = sound.adapt(stats[0], table.X, Config(), basis_release=basis[0] if basis else None)
     metrics: dict[str, float] = {"refined": float(model.refined)}
     if table.y is not None and np.any(table.y >= 0):
         known = table.y >= 0

@@ -1,4 +1,4 @@
-"""Hyper-parameters of the deep families, each declared once (:func:`dpadapt.api.param`).
+"""Hyper-parameters of the deep families (:mod:`dpadapt.deep`), each declared once (:func:`~dpadapt.configs.base.param`).
 
 * :class:`DPSWDConfig` — DP-SWD domain adaptation (:class:`~dpadapt.deep.swd_da.DPSWDAdapter`)
   and the one-shot DP-SWD projection release (family ``"dpswd"``).
@@ -18,10 +18,21 @@ import math
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from dpadapt.api import Config, param
-from dpadapt.deep.runtime import check_device
+from dpadapt.configs.base import Config, param
 
 _DEVICE_HELP = "'auto': train on the GPU when torch sees one (CUDA), else the CPU; or 'cpu', 'cuda', 'cuda:1'"
+
+
+def check_device(value: str) -> str:
+    """A config check: ``"auto"`` or a device string torch understands (``"cpu"``, ``"cuda"``, ``"cuda:1"``)."""
+    if value != "auto":
+        import torch  # only when a device is named: the CLI's help and parsing never import torch
+
+        try:
+            torch.device(value)
+        except (RuntimeError, TypeError) as exc:
+            raise ValueError(f"must be 'auto' or a torch device such as 'cpu' or 'cuda', got {value!r}") from exc
+    return value
 
 
 def _widths(value: Any) -> tuple[int, ...]:
