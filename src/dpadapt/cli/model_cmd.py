@@ -46,7 +46,7 @@ def _note(args, model) -> None:
 def run_predict(args) -> int:
     out = _check_out(args.out, args.force) if args.out else None
     model, table = _load(args)
-    labels = model.predict(table.X)
+    labels = np.concatenate([np.asarray(model.predict(X)) for X, _ in table.source])  # chunk by chunk
     if isinstance(table, SchemaTable):
         text = _prediction_csv(table, labels, args.schema)
     else:
@@ -71,7 +71,8 @@ def _prediction_csv(table: SchemaTable, labels: np.ndarray, schema_path: str) ->
 
     schema = load_schema(schema_path)
     names = np.asarray(table.classes, dtype=object)[np.asarray(labels, dtype=np.int64)]
-    ids = table.ids if table.ids is not None else np.arange(1, len(labels) + 1)
+    ids = table.ids  # read from the file, chunk by chunk
+    ids = ids if ids is not None else np.arange(1, len(labels) + 1)
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow([schema.id_column or "row", f"predicted_{schema.label.column}" if schema.label else "predicted"])

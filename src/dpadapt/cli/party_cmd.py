@@ -192,7 +192,7 @@ def check_release_delta(args: argparse.Namespace, table: Table) -> None:
     """δ ∈ (0, 1), and δ < 1/n in sound mode (a larger δ allows publishing a whole record)."""
     from dpadapt.validation import check_delta
 
-    n = int(table.X.shape[0])
+    n = table.n_rows
     check_delta(args.delta)
     if args.delta >= 1.0 / n and getattr(args, "privacy_mode", "sound") != "paper":
         raise ValueError(f"--delta {args.delta:g} is ≥ 1/n = {1.0 / n:.3g} for the {n} rows of {table.path}: refused (use δ ≪ 1/n)")
@@ -247,7 +247,7 @@ def budgeted_release(
         if release.guarantee.to_dict() != guarantee.to_dict():
             raise ValueError(f"method {method!r} released under a guarantee other than the one it planned; refused")
         release.release_id = release_id
-        release.params[N_FEATURES_PARAM] = int(table.X.shape[1])
+        release.params[N_FEATURES_PARAM] = table.n_features
         reservation.kind = release.kind
         # the spend was marked final before the first noise draw (and again before any byte is written)
         release.save(out, sign_key=getattr(args, "sign_key", None), before_publish=reservation.publish)
@@ -271,7 +271,7 @@ def _public_release(plan: PlannedRelease, table: Table, args: argparse.Namespace
     release = plan.execute()
     if not isinstance(release, Release) or release.guarantee.to_dict() != plan.guarantee.to_dict():
         raise ValueError(f"method {method!r} released something other than it planned; refused")
-    release.params[N_FEATURES_PARAM] = int(table.X.shape[1])
+    release.params[N_FEATURES_PARAM] = table.n_features
     release.save(out, sign_key=getattr(args, "sign_key", None))
     print(f"warning: {out} carries no privacy guarantee (data declared public); nothing was charged to a budget", file=sys.stderr)
     return release
@@ -301,7 +301,7 @@ def run_adapt(args: argparse.Namespace) -> int:
         raise ValueError(f"method {commands.name!r} sends a release back: give --return-release FILE (nothing was written)")
     guarantees = model_guarantees(outcome.guarantees, releases)
     save_model(out, outcome.model, commands.name, guarantees, outcome.metrics, releases, sign_key=args.sign_key,
-               n_features=int(table.X.shape[1]))
+               n_features=table.n_features)
     print(f"wrote {out}: {commands.name} model trained from {', '.join(r.release_id[:12] for r in releases)}")
     for path, r in zip(args.release, releases):
         print(f"  {path}: {r.authenticity()}")
@@ -320,7 +320,7 @@ def run_adapt(args: argparse.Namespace) -> int:
 
 def check_release_dimensions(releases: list[Release], table: Table) -> None:
     """Reject data whose feature dimension differs from the release owner's."""
-    d = int(table.X.shape[1])
+    d = table.n_features
     for r in releases:
         expected = r.params.get(N_FEATURES_PARAM)
         if expected is not None and int(expected) != d:

@@ -38,13 +38,15 @@ from dpadapt.configs.sound import Config
 from dpadapt.privacy.families.classstats import basis_disclosure
 from dpadapt.privacy.families.sound import class_moments_plan
 from dpadapt.privacy.guarantee import Guarantee
-from dpadapt.privacy.mechanisms import class_moment_statistics, class_moment_sums, random_streams
+from dpadapt.privacy.mechanisms import random_streams
 from dpadapt.release import Release, ReleaseError
 from dpadapt.sound import classstats_route, source_only_route
 from dpadapt.sound.guard import guarded
 from dpadapt.sound.rule import Choice, choose
 from dpadapt.sound.spaces import mapped_rows, to_space
 from dpadapt.sound.ssp import lda_from_moments, ridge, ridge_from_moments
+from dpadapt.stream.readers import ChunkedSource, from_arrays
+from dpadapt.stream.sums import ClassMomentSums, accumulate
 from dpadapt.validation import check_basis, check_features, check_labels, check_untrusted_array
 
 BASIS_KIND = "target_basis"
@@ -116,31 +118,53 @@ def _space_kwargs(choice: Choice, basis_release: Release | None, family: str) ->
     return {}
 
 
-def release(plan_: Plan, Xs, ys, noise, *, basis_release: Release | None = None) -> Release:
-    """The source's step: class sums, counts and pooled second moment of its rows in the space, ONE Gaussian."""
-    from dpadapt.classstats import label_indices
+def release(plan_: Plan, Xs, ys=None, noise=None, *, basis_release: Release | None = None) -> Release:
+    """The source's step: class sums, counts and pooled second moment of its rows in the space, ONE Gaussian.
 
+    ``Xs`` is an array / sparse matrix with labels ``ys``, or a :class:`~dpadapt.stream.ChunkedSource`
+    (labels in its chunks, e.g. a file read by :func:`dpadapt.stream.open_source`). Either way the
+    rows are mapped and summed chunk by chunk (:class:`~dpadapt.stream.ClassMomentSums`, which
+    clips every row) and the noise is drawn once, on the totals.
+    """
     config: Config = plan_.config
     choice: Choice = plan_.calibration["choice"]
-    Xs = check_features(Xs, "Xs (source)", allow_sparse=True)
-    ys = check_labels(ys, Xs.shape[0], "ys (source labels)")
-    if Xs.shape[0] != int(plan_.facts["n_source"]):
-        raise ValueError(f"the plan is for {plan_.facts['n_source']} source rows, got {Xs.shape[0]}")
-    classes = config.required_classes() if config.private else (config.classes or tuple(np.unique(ys).tolist()))
-    Z = to_space(mapped_rows(Xs, log1p=config.use_log1p(), norm=choice.norm), choice.space,
-                 **_space_kwargs(choice, basis_release, plan_.family))
-    idx = label_indices(ys, classes)
+    n_plan = int(plan_.facts["n_source"])
+    if isinstance(Xs, ChunkedSource):
+        if ys is not None:
+            raise ValueError("a chunked source carries its labels; pass ys=None")
+        if not Xs.labelled:
+            raise ValueError(f"{Xs.name}: the source's rows need labels")
+        source = Xs
+    else:
+        Xs = check_features(Xs, "Xs (source)", allow_sparse=True)
+        source = from_arrays(Xs, check_labels(ys, Xs.shape[0], "ys (source labels)"), name="Xs (source)")
+    if source.n_rows != n_plan:
+        raise ValueError(f"the plan is for {n_plan} source rows, got {source.n_rows}")
     if config.private:
-        st = class_moment_statistics(Z, idx, len(classes), sigma=plan_.calibration["sigma"], relation=config.relation, noise=noise)
+        classes = config.required_classes()
+    elif config.classes:
+        classes = tuple(config.classes)
+    else:  # the non-private counterpart: the label set may come from the data
+        classes = tuple(np.unique(np.concatenate([np.unique(y) for _, y in source])).tolist())
+    space = _space_kwargs(choice, basis_release, plan_.family)
+
+    def row_map(X):
+        return to_space(mapped_rows(X, log1p=config.use_log1p(), norm=choice.norm), choice.space, **space)
+
+    acc = accumulate(ClassMomentSums(classes, row_map), source)
+    if acc.n_rows != n_plan:
+        raise ValueError(f"the plan is for {n_plan} source rows, got {acc.n_rows}")
+    if config.private:
+        st = acc.release(sigma=plan_.calibration["sigma"], relation=config.relation, noise=noise)
         sums, counts, second, guarantee = st.sums, st.counts, st.second, plan_.guarantee
     else:  # the same statistics, exact (sparse rows stay sparse until the k × k product)
-        sums, counts, second = class_moment_sums(Z, idx, len(classes))
+        sums, counts, second = acc.sums, acc.counts, acc.second
         guarantee = Guarantee.non_private("source", "epsilon=None: the non-private counterpart")
     return Release(
         method=plan_.family, kind=MOMENTS_KIND, owner="source", arrays={"sums": sums, "counts": counts, "second": second},
         guarantee=guarantee,
-        params={"classes": list(classes), "log1p": config.use_log1p(), "n_features": int(Xs.shape[1]),
-                "n_source": int(Xs.shape[0]), "sigma": float(plan_.calibration.get("sigma", 0.0)), "relation": config.relation,
+        params={"classes": list(classes), "log1p": config.use_log1p(), "n_features": int(source.n_features),
+                "n_source": int(acc.n_rows), "sigma": float(plan_.calibration.get("sigma", 0.0)), "relation": config.relation,
                 "basis_sha256": basis_release.params["sha256"] if basis_release is not None else None,
                 "random_seed": RANDOM_SEED if choice.space == "random" else None, **choice.to_params()},
     )

@@ -26,7 +26,7 @@ from .schema import DELIMITERS, Schema
 
 Chunk = tuple[np.ndarray, np.ndarray | None, np.ndarray | None]
 CSV_SUFFIXES = (".csv", ".tsv", ".txt", ".data")
-DEFAULT_CHUNK_BYTES = 1 << 22
+DEFAULT_CHUNK_BYTES = 1 << 20  # CSV text parsed at a time: larger pyarrow blocks cost far more memory
 DEFAULT_CHUNK_ROWS = 65536
 
 
@@ -241,7 +241,7 @@ def _parquet_chunks(path: Path, schema: Schema, chunk_rows: int):
     import pyarrow.parquet as pq
 
     try:
-        pf = pq.ParquetFile(path)
+        pf = pq.ParquetFile(path, pre_buffer=False)  # only the pages being decoded are in memory
     except (pa.ArrowInvalid, OSError) as exc:
         raise TableError(f"{path}: not a readable Parquet file ({_short(exc)})") from None
     use = _resolve(schema, list(pf.schema_arrow.names), str(path))

@@ -68,24 +68,23 @@ def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
     from dpadapt.transport.dpot import execute_dpot_source, plan_dpot_source
     from dpadapt.validation import check_features, check_labels
 
-    if table.y is None:
+    if not table.source.labelled:
         raise ValueError(f"{table.path}: the source data needs labels (column 'y')")
-    X = check_features(table.X, "source data", allow_sparse=True)
-    y = check_labels(table.y, X.shape[0], "source labels", classes=_classes(args))
-    n = X.shape[0]
+    n, d = table.n_rows, table.n_features
     basis = Release.load(args.basis, expect_method="dpot") if args.basis else None
     if basis is not None:  # untrusted input, checked before the ledger is touched or a private row mapped
-        _check_basis_file(args.basis, basis, X.shape[1], table.path)
-        _check_basis(basis, "dpot", X.shape[1])
+        _check_basis_file(args.basis, basis, d, table.path)
+        _check_basis(basis, "dpot", d)
     k = int(basis.params["k"]) if basis is not None else 0
     config = _config(args, k=k)
-    if config.resolved_design() == "classstats":
+    if config.resolved_design() == "classstats":  # streamed: the rows are read chunk by chunk when the plan runs
         if basis is not None and bool(basis.params["log1p"]) != config.use_log1p():
             raise ReleaseError("the basis was computed with another --feature-type than this release")
-        plan = dpot_family.plan(config, {"n_source": n, "n_features": X.shape[1], "k": k})
+        plan = dpot_family.plan(config, {"n_source": n, "n_features": d, "k": k})
         _, noise = random_streams(args.seed)
-        return PlannedRelease(plan.guarantee, lambda: dpot_family.release(plan, X, y, noise, basis_release=basis))
-    X = check_features(X, "source data")
+        return PlannedRelease(plan.guarantee, lambda: dpot_family.release(plan, table.source, None, noise, basis_release=basis))
+    X = check_features(table.X, "source data")
+    y = check_labels(table.y, n, "source labels", classes=_classes(args))
     classes = config.classes or tuple(range(int(y.max()) + 1))  # the per-row design runs in paper mode only
     public, noise = random_streams(args.seed)
     plan = plan_dpot_source(

@@ -36,25 +36,23 @@ def add_release_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
-    """The Guarantee from public quantities; ``execute`` draws the noise."""
+    """The Guarantee from public quantities (the table's shape); ``execute`` reads the rows chunk by chunk
+    (never the whole file) and draws the noise once."""
     from dpadapt import sound
     from dpadapt.privacy.mechanisms import random_streams
     from dpadapt.release import Release
-    from dpadapt.validation import check_features, check_labels
 
-    if table.y is None:
+    if not table.source.labelled:
         raise ValueError(f"{table.path}: the source data needs labels (column 'y')")
-    X = check_features(table.X, "source data", allow_sparse=True)
-    y = check_labels(table.y, X.shape[0], "source labels")
     classes = args.classes if args.classes is not None else (tuple(range(int(args.n_classes))) if args.n_classes else None)
     config = config_from_args(Config, args, classes=classes)
     basis = Release.load(args.basis, expect_method="sound") if args.basis else None
-    facts = {"n_source": X.shape[0], "n_features": X.shape[1]}
+    facts = {"n_source": table.n_rows, "n_features": table.n_features}
     if basis is not None:
         facts["k"] = int(basis.params["k"])
     plan = sound.plan(config, facts)
     _, noise = random_streams(args.seed)
-    return PlannedRelease(plan.guarantee, lambda: sound.release(plan, X, y, noise, basis_release=basis))
+    return PlannedRelease(plan.guarantee, lambda: sound.release(plan, table.source, noise=noise, basis_release=basis))
 
 
 def add_adapt_arguments(parser: argparse.ArgumentParser) -> None:
