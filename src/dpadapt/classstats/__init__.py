@@ -26,7 +26,7 @@ import warnings
 import numpy as np
 
 from dpadapt.api import ConfigEstimator, Family, Plan, register
-from dpadapt.classstats.adapt import ClassStatsModel, fit_basis, project, prototypes_from_release, refine, row_map
+from dpadapt.classstats.adapt import ClassStatsModel, fit_basis_source, project, prototypes_from_release, refine, row_map
 from dpadapt.configs.classstats import Config
 from dpadapt.privacy.families.classstats import basis_disclosure, class_statistics_plan
 from dpadapt.privacy.guarantee import Guarantee
@@ -63,15 +63,20 @@ def plan(config: Config, facts: dict) -> Plan:
 
 
 def basis(Xt, config: Config, *, family: str | None = None) -> Release:
-    """The unprotected receiver's basis: mean and top-k principal directions of its mapped rows."""
+    """The unprotected receiver's basis: mean and top-k principal directions of its mapped rows.
+
+    ``Xt``: an array / sparse matrix, or a :class:`~dpadapt.stream.ChunkedSource` (read in a few passes,
+    chunk by chunk: :func:`~dpadapt.classstats.adapt.fit_basis_source`).
+    """
     if config.k < 1:
         raise ValueError("k=0 means no basis; nothing to send")
-    M = row_map(check_features(Xt, "Xt (target)", allow_sparse=True), config.use_log1p())
-    mean, components = fit_basis(M, config.k)
+    source = Xt if isinstance(Xt, ChunkedSource) else from_arrays(
+        check_features(Xt, "Xt (target)", allow_sparse=True), name="Xt (target)")
+    mean, components = fit_basis_source(source, config.k, lambda X: row_map(X, config.use_log1p()))
     return Release(
         method=family or config.family, kind=BASIS_KIND, owner="target",
         arrays={"mean": mean, "components": components}, guarantee=basis_disclosure("target"),
-        params={"k": int(components.shape[1]), "log1p": config.use_log1p(), "n_features": int(M.shape[1]),
+        params={"k": int(components.shape[1]), "log1p": config.use_log1p(), "n_features": int(source.n_features),
                 "sha256": _digest(mean, components), "disclosure": basis_disclosure("target").reasons[0]},
     )
 

@@ -39,9 +39,9 @@ def run(args: argparse.Namespace) -> int:
     check_disclosure(args, args.data, "target")
     out = _check_out(args.out, args.force)
     config = Config(k=args.k, feature_type=args.feature_type)
-    release = classstats.basis(table.X, config, family=args.method)
-    release.params[N_FEATURES_PARAM] = int(table.X.shape[1])
+    release = classstats.basis(table.source, config, family=args.method)  # a few passes over the file, chunk by chunk
+    release.params[N_FEATURES_PARAM] = table.n_features
     release.save(out)
-    print(f"wrote {out}: {release.method}/{release.kind} ({release.params['k']} directions of {table.X.shape[1]} features)")
+    print(f"wrote {out}: {release.method}/{release.kind} ({release.params['k']} directions of {table.n_features} features)")
     print(f"  disclosure, not a DP release: {release.params['disclosure']}")
     return 0

@@ -558,7 +558,20 @@ def _unit_ball_rows(Z):
     Z = np.asarray(Z, dtype=np.float64)
     if Z.ndim != 2:
         raise ValueError(f"rows must be a 2-D array, got shape {Z.shape}")
-    return clip_rows(Z, 1.0)
+    # One pass for the norms, and a copy only if a row is outside the ball. A NaN or ±∞ entry makes its
+    # row's norm NaN or ∞ (a sum of squares), as does a finite row whose norm overflows: checking the
+    # norms refuses exactly what checking every entry would, in 1/d of the work.
+    # The ball is the float64 one: the computed norm of a d-vector is within (d/2 + 2)·2⁻⁵³ (relative)
+    # of the exact norm of the stored values, so rows are kept only below ``target`` and scaled to it,
+    # and every row handed on has an EXACT norm ≤ 1 (not just a computed one).
+    target = 1.0 - (Z.shape[1] + 16) * 2.0**-52
+    with np.errstate(over="ignore", invalid="ignore"):
+        norms = np.sqrt(np.einsum("ij,ij->i", Z, Z))
+    _require_finite(norms, "rows to clip (their norms)")
+    over = norms > target
+    if not over.any():
+        return Z
+    return Z * np.where(over, target / np.where(over, norms, 1.0), 1.0)[:, None]
 
 
 def class_sums(Z, labels, num_classes: int) -> tuple[np.ndarray, np.ndarray]:

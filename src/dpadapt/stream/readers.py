@@ -572,7 +572,7 @@ def open_schema_table(path: str | os.PathLike, schema, *, rows: int | None = Non
         raise ValueError(f"{path}: unsupported table type {suffix!r}; use .csv/.tsv/.txt/.data or .parquet")
     if n <= 0:
         raise ValueError(f"{path}: no data rows")
-    step = int(rows) if rows else DEFAULT_CHUNK_ROWS
+    step = int(rows) if rows else min(DEFAULT_CHUNK_ROWS, chunk_rows(schema.n_features))
 
     def chunks() -> Iterator[Chunk]:
         read = 0

@@ -51,7 +51,10 @@ class RowMap:
     def __call__(self, X):
         from dpadapt.classstats.adapt import project, row_map  # here: dpadapt.classstats imports this module
 
-        return project(row_map(X, self.log1p), self.mean, self.components)
+        M = row_map(X, self.log1p)
+        if self.components is None and not hasattr(M, "tocsr"):
+            return M  # already ℓ2-normalised: no basis, nothing to re-normalise
+        return project(M, self.mean, self.components)
 
     @property
     def dim(self) -> int | None:

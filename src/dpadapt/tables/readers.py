@@ -247,7 +247,7 @@ def _parquet_chunks(path: Path, schema: Schema, chunk_rows: int):
     use = _resolve(schema, list(pf.schema_arrow.names), str(path))
     row = 0
     try:
-        for batch in pf.iter_batches(batch_size=chunk_rows, columns=use):
+        for batch in pf.iter_batches(batch_size=chunk_rows, columns=use, use_threads=False):
             n = batch.num_rows
             base = row
 
