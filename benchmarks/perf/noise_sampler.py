@@ -9,12 +9,11 @@ release at n × d = 1e5 × 1024 (10 classes) against its exact sums alone, 5 alt
 
 from __future__ import annotations
 
-import statistics
 import sys
-import time
 
 import numpy as np
 
+from dpadapt.bench.scale import alternated
 from dpadapt.privacy.mechanisms import (
     NoiseSource,
     class_moment_statistics,
@@ -22,16 +21,6 @@ from dpadapt.privacy.mechanisms import (
     vetted_gaussian,
     vetted_laplace,
 )
-
-
-def alternated(fns: dict, runs: int) -> dict:
-    times = {k: [] for k in fns}
-    for _ in range(runs):
-        for k, f in fns.items():
-            t = time.perf_counter()
-            f()
-            times[k].append(time.perf_counter() - t)
-    return {k: statistics.median(v) for k, v in times.items()}
 
 
 def per_value(quick: bool) -> None:

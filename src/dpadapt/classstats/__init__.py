@@ -31,7 +31,7 @@ from dpadapt.configs.classstats import Config
 from dpadapt.privacy.families.classstats import basis_disclosure, class_statistics_plan
 from dpadapt.privacy.guarantee import Guarantee
 from dpadapt.privacy.mechanisms import random_streams
-from dpadapt.stream.readers import ChunkedSource, from_arrays
+from dpadapt.stream.readers import ChunkedSource, from_arrays, labelled_source
 from dpadapt.stream.sums import ClassSums, RowMap, accumulate, label_indices
 from dpadapt.release import Release, ReleaseError
 from dpadapt.validation import check_basis, check_features, check_labels, check_same_features, check_untrusted_array
@@ -124,15 +124,8 @@ def release(plan_: Plan, Xs, ys=None, noise=None, *, basis_release: Release | No
     """
     config: Config = plan_.config
     n_plan = int(plan_.facts["n_source"])
-    if isinstance(Xs, ChunkedSource):
-        if ys is not None:
-            raise ValueError("a chunked source carries its labels; pass ys=None")
-        if not Xs.labelled:
-            raise ValueError(f"{Xs.name}: the source's rows need labels")
-    elif not hasattr(Xs, "__dask_graph__"):
-        source = from_arrays(Xs, None, name="Xs (source)")  # features are checked chunk by chunk
-        ys = check_labels(ys, source.n_rows, "ys (source labels)", classes=config.classes)
-        Xs = from_arrays(Xs, ys, name="Xs (source)")
+    if not hasattr(Xs, "__dask_graph__"):
+        Xs, ys = labelled_source(Xs, ys, classes=config.classes), None
     n_rows = getattr(Xs, "n_rows", None) or (Xs.shape[0] if not hasattr(Xs, "columns") else None)
     if n_rows is not None and int(n_rows) != n_plan:
         raise ValueError(f"the plan is for {n_plan} source rows, got {n_rows}")

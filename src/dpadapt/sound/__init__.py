@@ -45,9 +45,9 @@ from dpadapt.sound.guard import guarded
 from dpadapt.sound.rule import Choice, choose
 from dpadapt.sound.spaces import mapped_rows, to_space
 from dpadapt.sound.ssp import lda_from_moments, ridge, ridge_from_moments
-from dpadapt.stream.readers import ChunkedSource, from_arrays
+from dpadapt.stream.readers import ChunkedSource, labelled_source
 from dpadapt.stream.sums import ClassMomentSums, accumulate
-from dpadapt.validation import check_basis, check_features, check_labels, check_untrusted_array
+from dpadapt.validation import check_basis, check_features, check_untrusted_array
 
 BASIS_KIND = "target_basis"
 MOMENTS_KIND = "class_moments"
@@ -129,15 +129,9 @@ def release(plan_: Plan, Xs, ys=None, noise=None, *, basis_release: Release | No
     config: Config = plan_.config
     choice: Choice = plan_.calibration["choice"]
     n_plan = int(plan_.facts["n_source"])
-    if isinstance(Xs, ChunkedSource):
-        if ys is not None:
-            raise ValueError("a chunked source carries its labels; pass ys=None")
-        if not Xs.labelled:
-            raise ValueError(f"{Xs.name}: the source's rows need labels")
-        source = Xs
-    else:
+    if not isinstance(Xs, ChunkedSource):
         Xs = check_features(Xs, "Xs (source)", allow_sparse=True)
-        source = from_arrays(Xs, check_labels(ys, Xs.shape[0], "ys (source labels)"), name="Xs (source)")
+    source = labelled_source(Xs, ys)
     if source.n_rows != n_plan:
         raise ValueError(f"the plan is for {n_plan} source rows, got {source.n_rows}")
     if config.private:

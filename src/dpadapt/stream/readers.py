@@ -123,6 +123,22 @@ def from_arrays(X, y=None, *, rows: int | None = None, name: str = "data") -> Ch
     return ChunkedSource(n, d, chunks, y is not None, name)
 
 
+def labelled_source(X, y=None, *, name: str = "Xs (source)", classes=None) -> ChunkedSource:
+    """The labelled rows a release sums: ``X`` itself when it is a :class:`ChunkedSource` (it carries its
+    labels; ``y`` must be ``None``), else arrays ``X`` (dense or CSR; values checked chunk by chunk) with
+    labels ``y`` checked against the public label set ``classes`` (when given)."""
+    if isinstance(X, ChunkedSource):
+        if y is not None:
+            raise ValueError("a chunked source carries its labels; pass ys=None")
+        if not X.labelled:
+            raise ValueError(f"{X.name}: the source's rows need labels")
+        return X
+    from dpadapt.validation import check_labels
+
+    n = from_arrays(X, None, name=name).n_rows
+    return from_arrays(X, check_labels(y, n, "ys (source labels)", classes=classes), name=name)
+
+
 def _existing(path: str | os.PathLike) -> Path:
     path = Path(path)
     if not path.is_file():
