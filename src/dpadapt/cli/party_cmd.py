@@ -138,7 +138,7 @@ def sign_key(args: argparse.Namespace) -> Any:
 
 
 def _add_release_common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--data", required=True, help="your data file (.npz dense/CSR, .csv, .parquet)")
+    p.add_argument("--data", required=True, help="your data file (.npz dense/CSR, .npy with --label-file, .csv, .parquet), read chunk by chunk")
     p.add_argument("--label-column", default="y", help="label column of a .csv/.parquet file (default y)")
     p.add_argument("--epsilon", type=float, required=True, help="ε of this release")
     p.add_argument("--delta", type=float, required=True, help="δ of this release (≪ 1/n)")
@@ -152,7 +152,7 @@ def _add_adapt_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--own-release", action="append", default=[], metavar="RELEASE",
                    help="a Release file you wrote yourself, e.g. your basis from `dpadapt basis` (repeatable): "
                         "integrity-checked, but not required to be signed by a --trust key")
-    p.add_argument("--data", required=True, help="your data file (.npz dense/CSR, .csv, .parquet)")
+    p.add_argument("--data", required=True, help="your data file (.npz dense/CSR, .npy with --label-file, .csv, .parquet), read chunk by chunk")
     p.add_argument("--label-column", default="y", help="label column of a .csv/.parquet file (default y)")
     p.add_argument("--out", required=True, help="model file to write (arrays + JSON; read it with dpadapt predict/score/report)")
     p.add_argument("--return-release", default=None, help="Release file for the return leg (methods that send one back)")
