@@ -26,8 +26,9 @@ def tiny_suite(monkeypatch):
     monkeypatch.setattr(registry, "_discover", lambda: None)
 
     def private_run(seed: int) -> RunOutcome:
-        rng = np.random.default_rng(seed)
-        out = gaussian_mechanism(np.zeros(3), 1.0, 2.0, 1e-5, rng, party="target")
+        from dpadapt.privacy.mechanisms import NoiseSource
+
+        out = gaussian_mechanism(np.zeros(3), 1.0, 2.0, 1e-5, NoiseSource(), party="target")
         return RunOutcome(0.5 + 0.01 * seed, {"target": out.guarantee}, extra={"sigma": out.noise_scale})
 
     def broken_run(seed: int) -> RunOutcome:

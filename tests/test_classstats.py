@@ -40,7 +40,9 @@ def test_plan_calibrates_one_analytic_gaussian_and_refuses_large_delta():
     assert g.valid and g.unit == "record" and g.delta == pytest.approx(1e-3)
     assert plan.calibration["sigma"] == pytest.approx(accounting.analytic_gaussian_sigma(2.0, 1e-3, 2.0))
     assert g.sensitivity == 2.0
-    add = classstats.plan(cfg.replace(relation="add_remove"), {"n_source": 100, "n_features": 30, "k": 5})
+    with pytest.raises(ConfigError, match="explicit delta"):  # issue 27: 1/(10 n) would publish the private n
+        classstats.plan(cfg.replace(relation="add_remove"), {"n_source": 100, "n_features": 30, "k": 5})
+    add = classstats.plan(cfg.replace(relation="add_remove", delta=1e-3), {"n_source": 100, "n_features": 30, "k": 5})
     assert add.calibration["sigma"] == pytest.approx(plan.calibration["sigma"] / math.sqrt(2.0), rel=1e-6)
     with pytest.raises(ConfigError, match="classes="):
         classstats.plan(classstats.Config(epsilon=2.0), {"n_source": 100, "n_features": 30})

@@ -182,7 +182,9 @@ def test_fw_plans_sound_and_paper(bms):
     assert sound.guarantee.relation == "replace_one"
     assert sound.sigma == pytest.approx(2 * prob.tau() / sound.epsilon0) and not sound.monotone
     paper = private.plan_rnm_steps(prob, 4.0, 1 / 8000, "paper")
-    assert not paper.guarantee.valid and paper.guarantee.mode == "paper"
+    # issue 27, item 9: the printed scale on clipped rows is 2τ*/ε₀ — the guarantee says what the code does
+    assert paper.guarantee.valid and paper.guarantee.details["privacy_mode"] == "paper"
+    assert paper.guarantee.epsilon <= paper.guarantee.details["published_epsilon"] <= 4.0
     printed = 4 * prob.mu * 1.5**2 * prob.r_hat**2 * math.sqrt(2 * 1000 * math.log(8000)) / (prob.n * 4.0)
     assert paper.sigma == pytest.approx(printed)
     md = private.plan_gaussian_steps(prob, 4.0, 1 / 8000, "sound")
@@ -191,7 +193,10 @@ def test_fw_plans_sound_and_paper(bms):
 
 
 def _rnm_draws(plan, scores, rng, draws):
-    return np.array([private._select(plan, scores, rng) for _ in range(draws)], dtype=float)
+    from dpadapt.privacy.mechanisms import NoiseSource  # an audit's reproducible stream (numpy's sampler, fast)
+
+    noise = NoiseSource(int(rng.integers(2**32)), reproducible=True)
+    return np.array([private._select(plan, scores, noise) for _ in range(draws)], dtype=float)
 
 
 def test_report_noisy_min_step_audit(rng):

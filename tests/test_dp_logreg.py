@@ -37,3 +37,42 @@ def test_sparse_counts_take_the_same_map_and_model_as_dense(rng):
     b = DPLogisticRegression(**kw).fit_domains(sp.csr_matrix(X), y)
     np.testing.assert_allclose(a.coef_, b.coef_, atol=1e-9)
     np.testing.assert_allclose(a.predict_proba(X), b.predict_proba(sp.csr_matrix(X)), atol=1e-9)
+
+
+def _loss(F, y, W) -> float:
+    from scipy.special import logsumexp
+
+    logits = F @ W.T
+    return float(np.mean(logsumexp(logits, axis=1) - logits[np.arange(len(y)), y]))
+
+
+def test_noise_free_optimiser_reaches_the_logistic_optimum_where_the_old_one_stopped_short(rng):
+    """Rows sharing a large common component (like non-negative CNN features) make the loss ill-conditioned:
+    the pre-issue-28 optimiser (100 plain steps) stays far from the optimum, the heavy-ball one reaches it."""
+    from sklearn.linear_model import LogisticRegression
+
+    n, d = 300, 20
+    y = np.arange(n) % 3
+    X = 5.0 + rng.normal(size=(n, d))
+    X[np.arange(n), y] += 1.0
+    F = _features(X, log1p=False)
+    best = _loss(F, y, LogisticRegression(C=1e4, fit_intercept=False, max_iter=10_000, tol=1e-10).fit(F, y).coef_)
+    new = DPLogisticRegression(classes=(0, 1, 2)).fit(X, y)
+    old = DPLogisticRegression(classes=(0, 1, 2), steps=100, momentum=0.0, time_scale=None).fit(X, y)
+    assert _loss(F, y, new.coef_) - best < 0.05
+    assert _loss(F, y, old.coef_) - best > 0.2
+
+
+def test_step_size_is_public_and_shrinks_with_the_noise(rng):
+    X, y = rng.normal(size=(200, 5)), np.arange(200) % 2
+    steps = {}
+    for eps in (None, 0.5, 1.0, 4.0, 500.0):
+        est = DPLogisticRegression(epsilon=eps, classes=(0, 1), steps=50, random_state=0).fit(X, y)
+        steps[eps] = est.step_size_
+        if eps is not None:  # η = min(lr, a(1 − β)/(T·R)), R = σ₁/(nC) from the plan's σ per step
+            c, sigma = est.config_, est.guarantee_.details["sigma"]
+            R = sigma / np.sqrt(c.steps) / (200 * c.clip)
+            assert est.step_size_ == min(c.learning_rate, c.time_scale * (1 - c.momentum) / (c.steps * R))
+    assert steps[None] == 2.0 and steps[0.5] < steps[1.0] < steps[4.0] <= steps[500.0] == 2.0
+    fixed = DPLogisticRegression(epsilon=0.5, classes=(0, 1), steps=50, time_scale=None, random_state=0).fit(X, y)
+    assert fixed.step_size_ == 2.0

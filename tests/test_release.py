@@ -18,7 +18,9 @@ from dpadapt.release import FORMAT_VERSION, Release, ReleaseError, assert_no_raw
 @pytest.fixture
 def release(rng):
     X = rng.normal(size=(20, 5))
-    out = gaussian_matrix_release(X, 2.0, 1.0, 1e-5, rng, party="source")
+    from dpadapt.privacy.mechanisms import NoiseSource
+
+    out = gaussian_matrix_release(X, 2.0, 1.0, 1e-5, NoiseSource(), party="source")
     return Release(
         method="dpot",
         kind="source_projection",

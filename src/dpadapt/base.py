@@ -1,6 +1,15 @@
-"""Base class for domain-adaptation estimators (scikit-learn / skada conventions)."""
+"""Base class for domain-adaptation estimators (scikit-learn / skada conventions).
+
+Labels of a public label set may be any hashable values (strings included) on every estimator: at
+the estimator boundary (:meth:`DAEstimator.__init_subclass__`) a subclass's ``fit_domains`` gets the
+labels as indices 0..K-1 of the declared ``classes`` (and fits with ``classes=range(K)``), and its
+``predict`` turns indices back into the declared labels; ``classes_`` holds the declared labels and
+``predict_proba``'s columns follow their order. Integer label sets go through unchanged.
+"""
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -29,13 +38,45 @@ class DAEstimator(ClassifierMixin, BaseEstimator):
 
     __metadata_request__fit = {"sample_domain": True}
 
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if "fit_domains" in cls.__dict__:
+            cls.fit_domains = _named_labels_fit(cls.__dict__["fit_domains"])
+        if "predict" in cls.__dict__:
+            cls.predict = _named_labels_predict(cls.__dict__["predict"])
+        if "predict_proba" in cls.__dict__:
+            cls.predict_proba = _fitted_first(cls.__dict__["predict_proba"])
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        classes = getattr(self, "classes", None)
+        if tags.classifier_tags is not None and classes is not None:
+            tags.classifier_tags.multi_class = len(tuple(classes)) > 2  # a public label set of two: binary only
+        return tags
+
     def fit(self, X, y=None, sample_domain=None, **fit_params):
-        """Fit on skada-style inputs; see :meth:`fit_domains`."""
+        """Fit on skada-style inputs; see :meth:`fit_domains`.
+
+        Without ``sample_domain``, skada's convention: rows labelled ``-1`` are the target, the others the
+        source. With no target row at all, :meth:`fit_source_only` runs (by default an error).
+        """
         if y is None:
-            raise ValueError("y is required: source labels (target rows may carry -1)")
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None "
+                             "(source labels; target rows may carry -1)")
+        if sample_domain is None:
+            target = _unlabelled(y)
+            if not target.any():
+                return self.fit_source_only(X, y, **fit_params)
+            sample_domain = np.where(target, -2, 1)
         X = check_features(X, allow_sparse=True)
         Xs, ys, Xt, yt = split_domains(X, y, sample_domain)
         return self.fit_domains(Xs, ys, Xt, yt, **fit_params)
+
+    def fit_source_only(self, X, y, **fit_params):
+        """``fit(X, y)`` with no target row (no ``sample_domain``, no label -1): a domain-adaptation estimator
+        has nothing to adapt to. Subclasses that have a source-only form override this; the default refuses."""
+        raise ValueError(f"{type(self).__name__} adapts to target rows and got none: pass sample_domain (source rows "
+                         "≥ 0, target rows < 0) or label the target rows -1 (skada's convention)")
 
     def fit_domains(self, Xs, ys, Xt, yt=None, **fit_params):  # pragma: no cover - abstract
         raise NotImplementedError
@@ -45,8 +86,7 @@ class DAEstimator(ClassifierMixin, BaseEstimator):
     def _has_model_input(self) -> bool:
         return hasattr(type(self), "_model_input")
 
-    @available_if(_has_model_input)
-    def predict(self, X):
+    def _predict(self, X):
         """Labels of ``X`` (subclasses define ``_model_input(X)``: raw rows → ``model_``'s input)."""
         check_is_fitted(self, "model_")
         return self.model_.predict(self._model_input(X))
@@ -56,6 +96,8 @@ class DAEstimator(ClassifierMixin, BaseEstimator):
         """Class probabilities of ``X`` (columns in the order of ``classes_``)."""
         check_is_fitted(self, "model_")
         return self.model_.predict_proba(self._model_input(X))
+
+    predict = available_if(_has_model_input)(functools.wraps(_predict)(lambda self, X: _decode(self, self._predict(X))))
 
     # -- helpers for subclasses --------------------------------------------------------------
 
@@ -99,3 +141,115 @@ class DAEstimator(ClassifierMixin, BaseEstimator):
         if not self.guarantees_:
             return f"{type(self).__name__}: non-private (no differential-privacy guarantee)."
         return "\n\n".join(g.report() for g in self.guarantees_.values())
+
+
+def _unlabelled(y) -> np.ndarray:
+    """Rows whose label is -1 (skada's mark of a target row), for labels of any type."""
+    y = np.asarray(y)
+    if y.dtype.kind in "iuf":
+        return y.ravel() == -1
+    return np.fromiter((isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) and v == -1
+                        for v in y.ravel().tolist()), dtype=bool, count=y.size)
+
+
+def label_names(classes) -> np.ndarray | None:
+    """The declared label set as an array when it holds labels other than integers (names), else ``None``."""
+    if classes is None:
+        return None
+    values = list(np.asarray(list(classes), dtype=object).ravel())
+    if all(isinstance(c, (int, np.integer)) and not isinstance(c, (bool, np.bool_)) for c in values):
+        return None
+    return np.asarray(values)
+
+
+def _encode(y, names: np.ndarray, what: str, allow_unlabelled: bool = False) -> np.ndarray:
+    lookup = {v: i for i, v in enumerate(names.tolist())}
+    out = np.empty(np.asarray(y).size, dtype=np.int64)
+    for i, v in enumerate(np.asarray(y, dtype=object).ravel().tolist()):
+        if v in lookup:
+            out[i] = lookup[v]
+        elif allow_unlabelled and (v is None or (not isinstance(v, (str, bool)) and v == -1)):
+            out[i] = -1
+        else:
+            outside = sorted({repr(u) for u in np.asarray(y, dtype=object).ravel().tolist() if u not in lookup})[:5]
+            binary = ". Only binary classification is supported with a public label set of two classes" if len(names) == 2 else ""
+            raise ValueError(f"{what}: label(s) {', '.join(outside)} are not in the public label set "
+                             f"classes={names.tolist()}{binary}")
+    return out
+
+
+def _named_labels_fit(fit_domains):
+    """``fit_domains`` with labels of a declared label set of names encoded to indices on entry (see the module)."""
+
+    @functools.wraps(fit_domains)
+    def wrapper(self, Xs, ys, Xt=None, yt=None, **kwargs):
+        declared = getattr(self, "classes", None)
+        names = label_names(declared)
+        self._label_names = None  # while fitting, the subclass works with indices (its own predict included)
+        if names is None and declared is None and ys is not None and np.asarray(ys).dtype.kind in "OSU":
+            if getattr(self, "epsilon", None) is not None:
+                raise ValueError(f"{type(self).__name__}: labels that are not whole numbers (e.g. "
+                                 f"{np.asarray(ys).ravel()[0]!r}) need the public label set: give classes=(...) "
+                                 "(reading it off the private labels would leak them)")
+            names = np.unique(np.asarray(ys).ravel())  # non-private: the label set may be read off the labels
+        if names is None:
+            if declared is not None and _whole_numbers(ys):  # an integer label set: refused here, in one wording
+                seen = np.unique(np.asarray(ys).ravel())
+                if np.setdiff1d(seen, np.asarray(list(declared), dtype=np.float64)).size:
+                    _encode(seen, np.asarray(list(declared)), "ys (source labels)")
+            return fit_domains(self, Xs, ys, Xt, yt, **kwargs)
+        ys = _encode(ys, names, "ys (source labels)")
+        yt = None if yt is None else _encode(yt, names, "yt (target labels)", allow_unlabelled=True)
+        has_classes = hasattr(self, "classes")
+        if has_classes:
+            self.classes = tuple(range(len(names)))
+        try:
+            fit_domains(self, Xs, ys, Xt, yt, **kwargs)
+        finally:
+            if has_classes:
+                self.classes = declared
+        self._label_names = names
+        self.classes_ = names
+        return self
+
+    return wrapper
+
+
+def _named_labels_predict(predict):
+    """``predict`` returning the declared labels (indices decoded) after a fit with named labels."""
+
+    @functools.wraps(predict)
+    def wrapper(self, X, *args, **kwargs):
+        check_is_fitted(self)
+        return _decode(self, predict(self, X, *args, **kwargs))
+
+    return wrapper
+
+
+def _whole_numbers(y) -> bool:
+    """Labels that are whole numbers (other labels get the estimator's own validation and its words)."""
+    if y is None:
+        return False
+    y = np.asarray(y)
+    if y.dtype.kind in "iub":
+        return True
+    return y.dtype.kind == "f" and bool(np.all(np.isfinite(y))) and bool(np.all(y == np.round(y)))
+
+
+def _fitted_first(method):
+    """``method`` that raises scikit-learn's ``NotFittedError`` before ``fit``."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        check_is_fitted(self)
+        return method(self, *args, **kwargs)
+
+    return wrapper
+
+
+def _decode(estimator, out):
+    """Indices into the declared label set → the declared labels (after a fit with named labels)."""
+    names = getattr(estimator, "_label_names", None)
+    if names is not None and np.asarray(out).dtype.kind in "iu":
+        return names[np.asarray(out)]
+    return out

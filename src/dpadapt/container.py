@@ -153,7 +153,9 @@ def decode(
     trusted_ids = {_key_id(k) for k in trusted}
     if trusted_ids:
         if signer is None:
-            raise ContainerError(f"{where}: not signed, but a trusted key was required (--trust); refused")
+            raise ContainerError(f"{where}: not signed, but a trusted key was required (--trust); refused. A file from "
+                                 "the other party: ask for a copy signed with their key (--sign). A file you wrote "
+                                 "yourself (your own model): drop --trust, or write it with --sign YOUR_KEY and trust YOUR_KEY.pub")
         if signer not in trusted_ids:
             raise ContainerError(f"{where}: signed by key {signer}, which is not one of the trusted keys; refused")
     return Container(meta=meta, arrays=arrays, signer=signer, trusted=signer is not None and signer in trusted_ids)

@@ -63,6 +63,9 @@ def check_features(X, name: str = "X", allow_sparse: bool = False, min_rows: int
             X = X.toarray()
         else:
             X = sp.csr_matrix(X, dtype=np.float64)
+            if not X.has_canonical_format:  # one column stored twice in a row: sum it (a copy; the caller's is kept)
+                X = X.copy()
+                X.sum_duplicates()
             values = X.data
     if not sp.issparse(X):
         X = np.asarray(X)
@@ -161,6 +164,139 @@ def check_untrusted_array(a, name: str, shape: tuple[int | None, ...] | None = N
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} from the other party contains NaN or infinite values; refused")
     return arr
+
+
+#: Probability with which :func:`check_plausible_statistics` refuses an honest release (union bound over its checks).
+HONEST_REFUSAL_PROBABILITY = 1e-9
+
+#: Largest magnitude :func:`check_plausible_statistics` accepts for a released entry: its square and the sums of
+#: its squares over any array a receiver forms stay finite in float64 (the dtype of the computation). An honest
+#: release reaches it only with σ or n above 1e149.
+MAX_PLAUSIBLE_MAGNITUDE = 1e150
+
+
+def check_plausible_statistics(
+    sums,
+    counts,
+    *,
+    sigma: float,
+    n: float | None = None,
+    second=None,
+    row_norm: float = 1.0,
+    false_refusal: float = HONEST_REFUSAL_PROBABILITY,
+    name: str = "class statistics",
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Noisy per-class statistics from the other party, refused unless the declared mechanism could produce them.
+
+    The declared mechanism (:func:`dpadapt.privacy.mechanisms.class_statistics` /
+    :func:`~dpadapt.privacy.mechanisms.class_moment_statistics` and their streaming forms) releases, for n
+    rows of ℓ2 norm ≤ R (``row_norm``) with labels in a public set of K classes, ``S̃_c = S_c + N`` (k-dim),
+    ``c̃_c = c_c + N`` and optionally ``M̃ = Σ xxᵀ + N`` (symmetric, upper triangle drawn), every noise entry
+    N(0, σ²) independent. Exactly, 0 ≤ c_c ≤ n, Σ_c c_c = n, ‖S_c‖ ≤ R·c_c, |M_ij| ≤ R²n and 0 ≤ tr M ≤ R²n.
+    With ``t = √(2 ln(m / p))`` for the ``m`` checks below and ``p = false_refusal``, each check fails for an
+    honest release with probability ≤ p/m (Gaussian tail P(|Z| > t) ≤ e^{−t²/2} for t ≥ 1; for the norm of a
+    k-dim Gaussian, P(‖N‖ > σ(√k + t)) ≤ e^{−t²/2} by Gaussian concentration), so an honest release is
+    refused with probability ≤ p (union bound). The checks:
+
+    * every entry finite and of magnitude ≤ :data:`MAX_PLAUSIBLE_MAGNITUDE` (computations stay finite in float64);
+    * ``n`` unknown (add/remove: it is not released) is bounded by ``n ≤ Σ c̃_c + tσ√K``; ``n`` known
+      (replace-one: public) needs ``|Σ c̃_c − n| ≤ tσ√K``;
+    * each count ``−tσ ≤ c̃_c ≤ n + tσ``;
+    * each sum ``‖S̃_c‖ ≤ R·min(n, c̃_c + tσ) + σ(√k + t)``;
+    * with ``second``: symmetric, ``|M̃_ij| ≤ R²n + tσ`` and ``−tσ√k ≤ tr M̃ ≤ R²n + tσ√k``.
+
+    ``sigma`` is the σ the release declares (check it against its Guarantee with
+    :func:`check_declared_sigma`); σ = 0 (a non-private release) makes every bound exact (up to 1e-9·n
+    for rounding). Returns ``(sums, counts, second)`` as float64 arrays; raises a one-line ``ValueError``.
+    Used by every receiver of class statistics / class moments (classstats, dpot, sound, prima).
+    """
+    sums = check_untrusted_array(sums, f"the released {name} 'sums'", (None, None))
+    K, k = sums.shape
+    counts = check_untrusted_array(counts, f"the released {name} 'counts'", (K,))
+    if second is not None:
+        second = check_untrusted_array(second, f"the released {name} 'second'", (k, k))
+    sigma = float(sigma)
+    if not (math.isfinite(sigma) and sigma >= 0.0):
+        raise ValueError(f"the released {name} declare σ = {sigma!r}: not a finite σ ≥ 0; refused")
+    arrays = [sums, counts] + ([second] if second is not None else [])
+    biggest = max(float(np.max(np.abs(a))) if a.size else 0.0 for a in arrays)
+    if biggest > MAX_PLAUSIBLE_MAGNITUDE or sigma > MAX_PLAUSIBLE_MAGNITUDE:
+        raise ValueError(f"the released {name} hold a value of magnitude {max(biggest, sigma):.3g} > "
+                         f"{MAX_PLAUSIBLE_MAGNITUDE:g}: no honest release of unit-ball rows does; refused")
+    m = 2 * K + 1 + ((k * (k + 1)) // 2 + 2 if second is not None else 0)
+    t = math.sqrt(2.0 * math.log(max(m / false_refusal, math.e)))
+    total = float(np.sum(counts))
+    spread = t * sigma * math.sqrt(K)
+    if n is None:
+        n = max(total + spread, 0.0)
+    elif abs(total - float(n)) > spread + 1e-9 * max(float(n), 1.0):
+        _implausible(name, f"the counts add up to {total:.6g}, not n = {float(n):.6g} ± {spread:.3g}", false_refusal)
+    n = float(n)
+    slack = t * sigma + 1e-9 * max(n, 1.0)
+    bad = np.flatnonzero((counts < -slack) | (counts > n + slack))
+    if bad.size:
+        c = int(bad[0])
+        _implausible(name, f"class {c}'s count {counts[c]:.6g} is outside [{-slack:.3g}, {n + slack:.6g}]", false_refusal)
+    R = float(row_norm)
+    norms = np.linalg.norm(sums, axis=1)
+    limit = R * np.minimum(n, counts + slack) + sigma * (math.sqrt(k) + t) + 1e-9 * max(R * n, 1.0)
+    bad = np.flatnonzero(norms > limit)
+    if bad.size:
+        c = int(bad[0])
+        _implausible(name, f"class {c}'s sum has norm {norms[c]:.6g} > {limit[c]:.6g} (its count and σ allow no more)",
+                     false_refusal)
+    if second is not None:
+        if not np.allclose(second, second.T, rtol=1e-9, atol=1e-12):
+            raise ValueError(f"the released {name} 'second' is not symmetric; refused")
+        tol = 1e-9 * max(R * R * n, 1.0)
+        worst = float(np.max(np.abs(second))) if second.size else 0.0
+        if worst > R * R * n + slack:
+            _implausible(name, f"an entry of the second moment is {worst:.6g} > R²n + tσ = {R * R * n + slack:.6g}", false_refusal)
+        trace, trace_slack = float(np.trace(second)), t * sigma * math.sqrt(k) + tol
+        if not -trace_slack <= trace <= R * R * n + trace_slack:
+            _implausible(name, f"the second moment's trace {trace:.6g} is outside [{-trace_slack:.3g}, "
+                               f"{R * R * n + trace_slack:.6g}]", false_refusal)
+    return sums, counts, second
+
+
+def check_released_size(params, key: str = "n_source") -> float | None:
+    """The public size n a replace-one release states under ``key`` (finite, ≥ 1), or None when it states none
+    (add/remove: n is private and not released). Refused with one line when impossible."""
+    if params.get(key) is None:
+        return None
+    n = float(check_untrusted_array(params[key], f"the released {key!r}", ()))
+    if n < 1:
+        raise ValueError(f"the released {key!r} = {n:g} is impossible; refused")
+    return n
+
+
+def _implausible(name: str, what: str, false_refusal: float) -> None:
+    raise ValueError(f"the released {name} cannot come from the declared mechanism: {what} (an honest release is "
+                     f"refused with probability ≤ {false_refusal:g}); refused")
+
+
+def check_declared_sigma(sigma, guarantee) -> float:
+    """The σ a class-statistics release declares, checked against its own Guarantee (one Gaussian release).
+
+    A non-private release (ε = ∞) must declare σ = 0; a private one the σ of its Guarantee
+    (``details["sigma"]``, equal to ``noise_multiplier × sensitivity``) within 1e-9 relative. A forged σ
+    would widen the bounds of :func:`check_plausible_statistics`; refused with one line.
+    """
+    try:
+        sigma = float(sigma)
+    except (TypeError, ValueError):
+        raise ValueError(f"the released σ {sigma!r} is not a number; refused") from None
+    if math.isinf(guarantee.epsilon):
+        expected = 0.0
+    else:
+        details = guarantee.details
+        expected = float(details.get("sigma", math.nan))
+        z, sens = details.get("noise_multiplier"), guarantee.sensitivity
+        if z is not None and sens is not None and not math.isclose(float(z) * float(sens), expected, rel_tol=1e-9):
+            expected = math.nan
+    if not (math.isfinite(sigma) and math.isclose(sigma, expected, rel_tol=1e-9, abs_tol=0.0 if expected else 1e-300)):
+        raise ValueError(f"the release declares σ = {sigma:.6g}, its Guarantee σ = {expected:.6g}; refused")
+    return sigma
 
 
 #: Tolerance on ‖CᵀC − I‖ (max entry, float64) for a received basis: an SVD's orthonormal columns

@@ -45,7 +45,14 @@ from dpadapt.privacy.families import prima as calib
 from dpadapt.privacy.guarantee import Guarantee
 from dpadapt.privacy.mechanisms import NoiseSource, class_statistics, gaussian
 from dpadapt.release import Release, ReleaseError
-from dpadapt.validation import check_features, check_labels, check_untrusted_array
+from dpadapt.validation import (
+    check_declared_sigma,
+    check_features,
+    check_labels,
+    check_plausible_statistics,
+    check_released_size,
+    check_untrusted_array,
+)
 
 METHOD = "prima"
 # --- public facts, plan ---------------------------------------------------------------------
@@ -180,7 +187,8 @@ def release_source_statistics(plan_: Plan, Xs, ys, public: np.random.Generator, 
         counts = np.bincount(y_idx, minlength=len(classes)).astype(np.float64)
         guarantee = Guarantee.non_private("source", "non-private counterpart (epsilon=None)")
     params = {"n_features": d, "basis_dim": config.basis_dim, "basis_seed": basis_seed, "log_counts": config.log_counts,
-              "privacy_mode": config.privacy_mode, "sigma": plan_.calibration.get("sigma")}
+              "privacy_mode": config.privacy_mode, "sigma": plan_.calibration.get("sigma"),
+              "n_source": int(Xs.shape[0])}  # public (replace-one): the receiver checks the counts against it
     return Release(METHOD, "source_class_statistics", "source",
                    {"sums": sums, "counts": counts, "classes": classes}, guarantee, params)
 
@@ -227,7 +235,17 @@ def adapt_class_statistics(release: Release, Xt, config: PrimaConfig) -> ClassSt
     Xt = check_features(Xt, "Xt (target)", allow_sparse=True, min_rows=1)
     if Xt.shape[1] != d:
         raise ValueError(f"target has {Xt.shape[1]} features, the release {d}")
-    means, pooled = class_means(release["sums"], release["counts"])
+    K = len(config.classes) if config.classes is not None else None
+    try:  # the source's statistics are untrusted input (issue 27, item 7): what the declared mechanism can produce
+        classes = release["classes"]
+        if K is not None and list(np.asarray(classes).tolist()) != list(config.classes):
+            raise ValueError(f"the release is for the label set {np.asarray(classes).tolist()}, the receiver expects {list(config.classes)}")
+        sums = check_untrusted_array(release["sums"], "the released 'sums'", (len(classes), p["basis_dim"] or d))
+        sigma = check_declared_sigma(p.get("sigma") or 0.0, release.guarantee)
+        sums, counts, _ = check_plausible_statistics(sums, release["counts"], sigma=sigma, n=check_released_size(p))
+    except (KeyError, ValueError) as exc:
+        raise ReleaseError(f"class-statistics release: {exc}") from None
+    means, pooled = class_means(sums, counts)
     Zt = embed(Xt, log_counts=bool(p["log_counts"]), basis=public_basis(d, p["basis_dim"], int(p["basis_seed"])))
     target_mean = None
     if config.center:
@@ -242,7 +260,7 @@ def adapt_class_statistics(release: Release, Xt, config: PrimaConfig) -> ClassSt
                               random_state=config.random_state).linear()
     if V is not None:  # scores of normalised projected rows = (Z V / ‖Z V‖) Wᵀ: keep the map in the model
         W = W @ V.T
-    return ClassStatisticsClassifier(release["classes"], W, b, target_mean, d, p["basis_dim"], int(p["basis_seed"]),
+    return ClassStatisticsClassifier(classes, W, b, target_mean, d, p["basis_dim"], int(p["basis_seed"]),
                                      bool(p["log_counts"]), V)
 
 

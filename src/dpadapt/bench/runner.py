@@ -179,7 +179,7 @@ def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 #: Rows that are DP source-only baselines: a sound row of the same task and ε that does not beat
 #: the best of them is flagged in :func:`format_table`.
-DP_SOURCE_ONLY = ("dp-ncm", "dp-logreg")
+DP_SOURCE_ONLY = ("dp-ncm", "dp-logreg", "dp-lr", "dp-lsq")
 
 
 def _dp_source_only_best(summary: list[dict[str, Any]]) -> dict[tuple, float]:

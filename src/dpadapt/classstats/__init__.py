@@ -34,7 +34,15 @@ from dpadapt.privacy.mechanisms import random_streams
 from dpadapt.stream.readers import ChunkedSource, from_arrays, labelled_source
 from dpadapt.stream.sums import ClassSums, RowMap, accumulate, label_indices
 from dpadapt.release import Release, ReleaseError
-from dpadapt.validation import check_basis, check_features, check_labels, check_same_features, check_untrusted_array
+from dpadapt.validation import (
+    check_basis,
+    check_declared_sigma,
+    check_features,
+    check_labels,
+    check_plausible_statistics,
+    check_released_size,
+    check_untrusted_array,
+)
 
 BASIS_KIND = "target_basis"
 STATS_KIND = "class_statistics"
@@ -158,8 +166,14 @@ def release(plan_: Plan, Xs, ys=None, noise=None, *, basis_release: Release | No
         guarantee=guarantee,
         params={"classes": list(classes), "log1p": config.use_log1p(), "basis_sha256": digest,
                 "n_features": n_features, "sigma": float(plan_.calibration.get("sigma", 0.0)),
-                "relation": config.relation},
+                "relation": config.relation, **public_size(config.relation, n_plan)},
     )
+
+
+def public_size(relation: str, n: int) -> dict:
+    """``{"n_source": n}`` where the size is public (replace-one: the receiver checks the counts against it,
+    :func:`dpadapt.validation.check_plausible_statistics`); nothing under add/remove, where n is protected."""
+    return {"n_source": int(n)} if relation == "replace_one" else {}
 
 
 class NoiseDominatedWarning(UserWarning):
@@ -202,14 +216,17 @@ def adapt(release_: Release, Xt, config: Config, *, basis_release: Release | Non
     if Xt.shape[1] != p["n_features"]:
         raise ValueError(f"target has {Xt.shape[1]} features; the release was made for {p['n_features']}")
     K, k = len(p["classes"]), (comp.shape[1] if comp is not None else int(p["n_features"]))
-    try:  # the source's statistics are untrusted input: finite float64 of the planned shapes, before any target row is mapped
+    try:  # the source's statistics are untrusted input: finite float64 of the planned shapes, and what the
+        # declared mechanism can produce (issue 27, item 7), before any target row is mapped
         sums = check_untrusted_array(release_["sums"], "the released 'sums'", (K, k))
         counts = check_untrusted_array(release_["counts"], "the released 'counts'", (K,))
+        sigma = check_declared_sigma(p.get("sigma", 0.0), release_.guarantee)
+        sums, counts, _ = check_plausible_statistics(sums, counts, sigma=sigma, n=check_released_size(p))
     except (KeyError, ValueError) as exc:
         raise ReleaseError(f"class-statistics release: {exc}") from None
     M = row_map(Xt, bool(p["log1p"]))
     Z = project(M, mean, comp)
-    _warn_if_noise_dominated(sums, float(p.get("sigma", 0.0)))
+    _warn_if_noise_dominated(sums, sigma)
     centers, proportions = prototypes_from_release(sums, counts)
     r = refine(Z, centers, proportions, config.refinement, F=M, random_state=config.random_state)
     W, b = r.scorer if r.scorer is not None else (None, None)
@@ -252,26 +269,37 @@ class ClassStatsDA(ConfigEstimator):
 
     config_class = Config
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # CSR rows are mapped without densifying
+        tags.non_deterministic = self.epsilon is not None and not self.reproducible_noise
+        return tags
+
     def fit_domains(self, Xs, ys, Xt, yt=None):
-        """Fit; ``ys`` may hold any labels of the public label set ``classes`` (strings included)."""
+        """Fit; ``ys`` may hold any labels of the public label set ``classes`` (strings included: see
+        :mod:`dpadapt.base`)."""
         self.config_ = config = self.make_config()
-        names = None
-        if config.classes is not None and not all(isinstance(c, int) for c in config.classes):
-            # labels that are not integers (e.g. "healthy"): released as indices into the public label set
-            names = np.asarray(config.classes)
-            config = config.replace(classes=tuple(range(len(names))))
-            Xs = check_features(Xs, "Xs (source)", allow_sparse=True)
-            Xt = check_features(Xt, "Xt (target)", allow_sparse=True)
-            check_same_features(Xs, Xt)
-            ys = check_labels(encode_labels(np.asarray(ys).ravel(), tuple(names)), Xs.shape[0], "ys (source labels)",
-                              classes=config.classes)
-        else:
-            Xs, ys, Xt, _ = self._check_domains(Xs, ys, Xt, None, allow_sparse=True)
+        Xs, ys, Xt, _ = self._check_domains(Xs, ys, Xt, None, allow_sparse=True)
         self.basis_release_, self.release_, self.model_ = run_parties(config, Xs, ys, Xt)
-        if names is not None:
-            self.model_ = dataclasses.replace(self.model_, classes=names)
         self.classes_ = self.model_.classes_
+        self.n_features_in_ = int(Xs.shape[1])
         self._set_guarantees(*([] if not self.config_.private else [self.release_.guarantee]))
+        return self
+
+    def fit_source_only(self, X, y, **fit_params):
+        """``fit(X, y)`` without target rows: nothing to adapt to, so the same release in the feature space
+        (k = 0) with no refinement, i.e. :class:`DPNearestClassMean` with these hyper-parameters (warned)."""
+        warnings.warn("ClassStatsDA got no target rows (no sample_domain and no label -1): fitting the release in "
+                      "the feature space without a target basis or refinement (DPNearestClassMean)", UserWarning,
+                      stacklevel=2)
+        c = self.make_config()
+        baseline = DPNearestClassMean(epsilon=c.epsilon, delta=c.delta, privacy_mode=c.privacy_mode, classes=self.classes,
+                                      random_state=c.random_state, reproducible_noise=c.reproducible_noise,
+                                      feature_type=c.feature_type, log1p=c.log1p, relation=c.relation)
+        self.model_ = baseline.fit(X, y, **fit_params)
+        self.config_, self.basis_release_, self.release_ = c, None, baseline.release_
+        self.classes_, self.n_features_in_ = baseline.classes_, baseline.n_features_in_
+        self.guarantees_ = dict(baseline.guarantees_)
         return self
 
     def predict(self, X):
@@ -281,7 +309,7 @@ class ClassStatsDA(ConfigEstimator):
         return self.model_.predict_proba(X)
 
 
-from dpadapt.classstats.baselines import DPLogisticRegression, DPNearestClassMean, encode_labels  # noqa: E402
+from dpadapt.classstats.baselines import DPLeastSquares, DPLogisticRegression, DPNearestClassMean  # noqa: E402
 
 register(Family(
     name="classstats", config=Config, protected=("source",), plan=plan, release=release, adapt=adapt,
@@ -289,5 +317,5 @@ register(Family(
     example=contract_example, run_parties=contract_run, public_arrays=("mean", "components"), noisy_arrays=("sums", "counts"),
 ))
 
-__all__ = ["BASIS_KIND", "STATS_KIND", "ClassStatsDA", "Config", "DPLogisticRegression", "DPNearestClassMean",
+__all__ = ["BASIS_KIND", "STATS_KIND", "ClassStatsDA", "Config", "DPLeastSquares", "DPLogisticRegression", "DPNearestClassMean",
            "adapt", "basis", "label_indices", "plan", "release", "run_parties"]

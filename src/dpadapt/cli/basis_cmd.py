@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 
+from dpadapt.cli.agreement import owner_params
 from dpadapt.cli.main import add_command
 from dpadapt.cli.party_cmd import N_FEATURES_PARAM, _check_out, add_disclosure_arguments, check_disclosure
 from dpadapt.cli.table_options import add_table_arguments, load_data
@@ -41,6 +42,7 @@ def run(args: argparse.Namespace) -> int:
     config = Config(k=args.k, feature_type=args.feature_type)
     release = classstats.basis(table.source, config, family=args.method)  # a few passes over the file, chunk by chunk
     release.params[N_FEATURES_PARAM] = table.n_features
+    release.params.update(owner_params(table, args))
     release.save(out)
     print(f"wrote {out}: {release.method}/{release.kind} ({release.params['k']} directions of {table.n_features} features)")
     print(f"  disclosure, not a DP release: {release.params['disclosure']}")

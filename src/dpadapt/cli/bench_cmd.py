@@ -27,6 +27,11 @@ def run(args) -> int:
         for name, suite in all_suites().items():
             print(f"{name:<24} {suite.description}")
         return 0
+    if args.seeds < 1:
+        raise ValueError(f"--seeds {args.seeds}: give at least 1 (the number of runs per cell, each with fresh noise)")
+    if args.epsilon is not None and not all(e > 0 for e in args.epsilon):
+        raise ValueError(f"--epsilon {' '.join(f'{e:g}' for e in args.epsilon)}: every ε must be > 0")
+    get_suite(args.suite)  # an unknown suite: one line naming the known ones, before any run
     rows = run_suite(
         args.suite,
         tasks=args.tasks,

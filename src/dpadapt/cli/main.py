@@ -124,8 +124,28 @@ def _warning_line(command: str):
     return show
 
 
+#: Commands that may charge a privacy budget: an interrupt before they start says that nothing was charged.
+BUDGETED = ("release", "adapt")
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; Ctrl-C ends in one line on stderr (exit 130), never a traceback (issue 27, item 8).
+
+    A command interrupted while it holds a budget reservation says what was charged (``KeyboardInterrupt``
+    raised with that sentence, see :func:`dpadapt.cli.party_cmd.budgeted_release`).
+    """
     argv = _join_negative_values(list(sys.argv[1:] if argv is None else argv))
+    command = _command_of(argv)
+    try:
+        return _run(argv)
+    except KeyboardInterrupt as exc:
+        detail = " ".join(str(exc.args[0]).split()) if exc.args else (
+            "before any privacy budget was reserved: nothing was charged" if command in BUDGETED else "")
+        print(f"dpadapt{' ' + command if command else ''}: interrupted" + (f" {detail}" if detail else ""), file=sys.stderr)
+        return 130
+
+
+def _run(argv: list[str]) -> int:
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
@@ -141,9 +161,6 @@ def main(argv: list[str] | None = None) -> int:
         # the reader of our output went away (`dpadapt report FILE | head -1`): stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except KeyboardInterrupt:
-        print(f"dpadapt {args.command}: interrupted", file=sys.stderr)
-        return 130
     except Exception as exc:  # noqa: BLE001 - the CLI reports every failure in one line
         if os.environ.get("DPADAPT_DEBUG"):
             raise

@@ -1,7 +1,13 @@
 """``dpadapt predict`` / ``dpadapt score``: use a model file written by ``dpadapt adapt``.
 
 The model file is read without unpickling (:mod:`dpadapt.modelio`); ``--trust PUBKEY`` requires it
-to be signed by one of those keys.
+to be signed by one of those keys. The data must be read through the schema the model was adapted
+with (its fingerprint and class names are in the model file; :mod:`dpadapt.cli.agreement`).
+
+``score`` leads with balanced accuracy and ROC-AUC, then sensitivity / specificity at ``--threshold``,
+the Brier score and calibration, and accuracy beside the constant predictor's, each with a bootstrap
+interval (:mod:`dpadapt.metrics`); a regressor gets R². ``predict --proba`` adds one probability column
+per class.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ import sys
 
 import numpy as np
 
+from dpadapt.cli.agreement import CLASS_NAMES_PARAM, check_agreement
 from dpadapt.cli.party_cmd import _check_out, add_trust_argument, trusted_keys
 from dpadapt.cli.table_options import SchemaTable, add_table_arguments, load_data
 
@@ -20,7 +27,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     pp.add_argument("--out", help="write the predictions here (.csv; default: print them). With --schema: a header, "
                     "the ID column (or the row number) and the predicted class name")
     pp.add_argument("--force", action="store_true", help="overwrite --out")
-    sp = sub.add_parser("score", help="accuracy (R² for a regressor) of a model file on labelled data")
+    pp.add_argument("--proba", action="store_true", help="add one column per class: the predicted probability (p_CLASS)")
+    sp = sub.add_parser("score", help="balanced accuracy, ROC-AUC, sensitivity/specificity, calibration (R² for a regressor) of a model file on labelled data")
+    sp.add_argument("--threshold", type=float, default=0.5,
+                    help="binary: predict the second class when its probability is at least this (default 0.5)")
+    sp.add_argument("--bootstrap", type=int, default=1000, metavar="N",
+                    help="bootstrap resamples of the rows for the 95 %% intervals (default 1000; 0: none)")
+    sp.add_argument("--json", action="store_true", help="print the metrics as JSON")
     for p in (pp, sp):
         p.add_argument("--model", required=True, help="model file (dpadapt adapt --out)")
         p.add_argument("--data", required=True, help="data file (.npz, .csv, .parquet)")
@@ -35,7 +48,9 @@ def _load(args):
     from dpadapt.cli.party_cmd import load_model
 
     model = load_model(args.model, trusted_keys(args))["loaded"]
-    return model, load_data(args)
+    table = load_data(args)
+    check_agreement(model.meta, table, args, args.model, "model", model.meta.get("version"))
+    return model, table
 
 
 def _note(args, model) -> None:
@@ -43,12 +58,27 @@ def _note(args, model) -> None:
         print(f"note: {args.model}: {model.authenticity()}", file=sys.stderr)
 
 
+def _class_names(model, table) -> list | None:
+    names = getattr(table, "classes", None) or model.meta.get(CLASS_NAMES_PARAM)
+    return None if names is None else list(names)
+
+
 def run_predict(args) -> int:
     out = _check_out(args.out, args.force) if args.out else None
     model, table = _load(args)
-    labels = np.concatenate([np.asarray(model.predict(X)) for X, _ in table.source])  # chunk by chunk
+    parts = [(np.asarray(model.predict(X)), _proba(model, X) if args.proba else None) for X, _ in table.source]  # by chunk
+    labels = np.concatenate([p[0] for p in parts])
+    proba = np.concatenate([p[1] for p in parts]) if args.proba and all(p[1] is not None for p in parts) else None
+    if args.proba and proba is None:
+        raise ValueError(f"{args.model}: this {model.meta.get('method', '')} model gives no probabilities; drop --proba")
     if isinstance(table, SchemaTable):
-        text = _prediction_csv(table, labels, args.schema)
+        warn_duplicate_ids(table)
+        text = _prediction_csv(table, labels, args.schema, proba)
+    elif proba is not None:
+        names = _class_names(model, table) or list(range(proba.shape[1]))
+        rows = [",".join(["predicted"] + [f"p_{c}" for c in names])]
+        rows += [",".join([str(v)] + [f"{q:.6g}" for q in row]) for v, row in zip(labels.tolist(), proba)]
+        text = "\n".join(rows)
     else:
         text = "\n".join(str(v) for v in labels.tolist())
     if out is None:
@@ -62,8 +92,29 @@ def run_predict(args) -> int:
     return 0
 
 
-def _prediction_csv(table: SchemaTable, labels: np.ndarray, schema_path: str) -> str:
-    """CSV with a header: the ID column (or ``row``, 1-based) and the predicted class name."""
+def warn_duplicate_ids(table: SchemaTable) -> None:
+    """A one-line warning when an ID occurs on more than one row (each row is still predicted on its own)."""
+    import warnings
+
+    if table.ids is None:
+        return
+    values, counts = np.unique(np.asarray(table.ids, dtype=str), return_counts=True)
+    repeated = values[counts > 1]
+    if repeated.size:
+        warnings.warn(f"{table.path}: {repeated.size} ID(s) of column {table.id_column!r} occur on more than one row "
+                      f"(e.g. {str(repeated[0])!r} on {int(counts[counts > 1][0])} rows); each row is predicted on its own",
+                      stacklevel=2)
+
+
+def _proba(model, X) -> np.ndarray | None:
+    try:
+        return np.asarray(model.predict_proba(X), dtype=np.float64)
+    except (AttributeError, NotImplementedError, TypeError, ValueError):
+        return None
+
+
+def _prediction_csv(table: SchemaTable, labels: np.ndarray, schema_path: str, proba: np.ndarray | None) -> str:
+    """CSV with a header: the ID column (or ``row``, 1-based), the predicted class name, and P(class) columns."""
     import csv
     import io
 
@@ -75,44 +126,78 @@ def _prediction_csv(table: SchemaTable, labels: np.ndarray, schema_path: str) ->
     ids = ids if ids is not None else np.arange(1, len(labels) + 1)
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow([schema.id_column or "row", f"predicted_{schema.label.column}" if schema.label else "predicted"])
-    writer.writerows(zip(ids.tolist(), names.tolist()))
+    header = [schema.id_column or "row", f"predicted_{schema.label.column}" if schema.label else "predicted"]
+    if proba is None:
+        writer.writerow(header)
+        writer.writerows(zip(ids.tolist(), names.tolist()))
+    else:
+        writer.writerow(header + [f"p_{c}" for c in table.classes])
+        writer.writerows([i, n, *(f"{q:.6g}" for q in row)] for i, n, row in zip(ids.tolist(), names.tolist(), proba))
     return buf.getvalue().rstrip("\n")
 
 
 def run_score(args) -> int:
+    import json
+
     model, table = _load(args)
     if table.y is None:
         raise ValueError(f"{table.path}: scoring needs labels")
     known = np.asarray(table.y) != -1
     X, y = table.X[known], np.asarray(table.y)[known]
-    value = model.score(X, y)
-    print(f"score {value:.4f} on {int(known.sum())} labelled rows of {table.path}")
-    classes = getattr(table, "classes", None)
-    if classes is not None and len(classes) == 2:
-        for line in binary_metrics(model, X, y, classes):
-            print(line)
+    if y.dtype.kind == "f":  # a regression target
+        value = model.score(X, y)
+        print(json.dumps({"r2": value, "n": int(known.sum())}) if args.json else
+              f"R² {value:.4f} on {int(known.sum())} labelled rows of {table.path}")
+        _note(args, model)
+        return 0
+    names = _class_names(model, table)
+    proba = _proba(model, X)
+    if proba is None or names is None or proba.shape[1] != len(names):
+        value = model.score(X, y)  # a model without probabilities: accuracy only
+        print(f"accuracy {value:.4f} on {int(known.sum())} labelled rows of {table.path} "
+              "(this model gives no class probabilities: no ROC-AUC, calibration or intervals)")
+        _note(args, model)
+        return 0
+    evaluations = score_variants(model, proba, y, names, args)
+    if args.json:
+        print(json.dumps({label: e.to_dict() for label, e in evaluations.items()}, indent=2))
+    else:
+        print(f"scored {args.model} on {table.path}")
+        for label, e in evaluations.items():
+            if len(evaluations) > 1:
+                print(f"-- {label}")
+            for line in e.lines() + e.confusion_lines():
+                print(line)
     _note(args, model)
     return 0
 
 
-def binary_metrics(model, X: np.ndarray, y: np.ndarray, classes: tuple) -> list[str]:
-    """ROC-AUC (when the model gives probabilities and both classes occur) and the confusion matrix."""
-    from sklearn.metrics import confusion_matrix, roc_auc_score
+def score_variants(model, proba: np.ndarray, y: np.ndarray, names: list, args) -> dict:
+    """The model's evaluation, and — where a label-shift correction is available — the corrected one beside it.
 
-    lines = []
-    pred = np.asarray(model.predict(X), dtype=np.int64)
-    if len(np.unique(y)) == 2:
-        try:
-            proba = np.asarray(model.predict_proba(X))[:, 1]
-        except (AttributeError, NotImplementedError, TypeError, ValueError):
-            proba = None
-        if proba is not None:
-            lines.append(f"ROC-AUC {roc_auc_score(y, proba):.4f} ({classes[1]} as positive)")
-    cm = confusion_matrix(y, pred, labels=[0, 1])
-    width = max(len(str(c)) for c in classes) + 2
-    lines.append("confusion matrix (rows: true, columns: predicted)")
-    lines.append(" " * width + "".join(f"{str(c):>{width}}" for c in classes))
-    for c, row in zip(classes, cm):
-        lines.append(f"{str(c):<{width}}" + "".join(f"{v:>{width}}" for v in row))
-    return lines
+    Hook for ``dpadapt.labelshift`` (Saerens et al. 2002 EM / BBSE, the lead's module): when it is
+    importable and the model file records the source's class prior (``source_prior``, from the released
+    noisy counts), the target prior is estimated on these rows' probabilities (no labels used) and the
+    adjusted probabilities are scored too. Both are always shown, so the correction is never silent.
+    """
+    from dpadapt.metrics import evaluate
+
+    kw = dict(threshold=args.threshold, n_boot=args.bootstrap)
+    out = {"as adapted": evaluate(y, proba, names, **kw)}
+    for label, adjusted in label_shift_variants(model, proba).items():
+        out[label] = evaluate(y, adjusted, names, **kw)
+    return out
+
+
+def label_shift_variants(model, proba: np.ndarray) -> dict[str, np.ndarray]:
+    """``{"label-shift corrected": probabilities}`` when ``dpadapt.labelshift`` and the source prior exist, else ``{}``."""
+    prior = model.meta.get("source_prior")
+    if prior is None:
+        return {}
+    try:
+        from dpadapt import labelshift
+    except ImportError:
+        return {}
+    source_prior = np.asarray(prior, dtype=np.float64)
+    target_prior = labelshift.estimate_target_prior(proba, source_prior, method="em")
+    return {"label-shift corrected": np.asarray(labelshift.adjust_proba(proba, source_prior, target_prior))}

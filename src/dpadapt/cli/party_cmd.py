@@ -16,21 +16,26 @@ return leg — release back to the other party through the same budgeted path.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import math
 import os
 import sys
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dpadapt import keys, modelio
+from dpadapt.cli.agreement import CLASS_NAMES_PARAM, check_agreement, owner_params
 from dpadapt.cli.main import add_command
 from dpadapt.cli.methods import MethodCommands, PlannedRelease, load_plugins, methods
 from dpadapt.cli.table_options import add_table_arguments, load_data, step
 
 if TYPE_CHECKING:  # the privacy core, the ledger and the readers are imported when a command runs, not for --help
-    from dpadapt.io import Table
+    from dpadapt.cli.table_options import StreamTable as Table
     from dpadapt.privacy.guarantee import Guarantee
+    from dpadapt.privacy.ledger import Ledger
     from dpadapt.release import Release
 
 SEED_HELP = ("seed of the PUBLIC randomness (projections, partitions; default: fresh); "
@@ -144,6 +149,9 @@ def _add_release_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--delta", type=float, required=True, help="δ of this release (≪ 1/n)")
     p.add_argument("--out", required=True, help="Release file to write (give it to the other party)")
     p.add_argument("--seed", type=int, default=None, help=SEED_HELP)
+    p.add_argument("--rows-per-patient", type=int, default=None, metavar="K",
+                   help="a patient may have several rows (by the schema's ID column): keep at most K rows per patient "
+                        "and make the guarantee per patient (the noise is scaled to K rows); without it, repeated IDs are refused")
     _add_ledger_arguments(p)
 
 
@@ -166,44 +174,174 @@ def _add_adapt_common(p: argparse.ArgumentParser) -> None:
 # -- release ----------------------------------------------------------------------------------
 
 
+#: The largest ε a release is calibrated for: beyond LARGE_EPSILON (10) a guarantee already protects nothing
+#: meaningful, and noise calibration loses its precision far above this.
+MAX_EPSILON = 1e4
+
+
+def check_release_epsilon(epsilon: float) -> float:
+    """ε of a release: finite, > 0 and at most :data:`MAX_EPSILON` (one line saying what to do otherwise)."""
+    from dpadapt.privacy.guarantee import LARGE_EPSILON
+    from dpadapt.validation import check_epsilon
+
+    check_epsilon(epsilon)
+    if epsilon > MAX_EPSILON:
+        raise ValueError(f"--epsilon {epsilon:g} is more than dpadapt calibrates noise for (ε ≤ {MAX_EPSILON:g}); above "
+                         f"ε = {LARGE_EPSILON:g} a guarantee is already no meaningful protection. If the data are "
+                         "public, release them without noise with --declare-public")
+    return epsilon
+
+
 def run_release(args: argparse.Namespace) -> int:
     from dpadapt.privacy.guarantee import LARGE_EPSILON, LARGE_EPSILON_WORDS
-    from dpadapt.validation import check_delta, check_epsilon
+    from dpadapt.release import Release
+    from dpadapt.validation import check_delta
 
     commands = methods()[args.method_name]
-    check_epsilon(args.epsilon)
+    check_release_epsilon(args.epsilon)
     check_delta(args.delta)
     key = sign_key(args)
-    table = load_data(args)
+    table = bound_rows_per_patient(load_data(args), args.rows_per_patient)
     check_release_delta(args, table)
+    for option in ("basis", "map"):  # the other party's public map / basis: computed through the same schema?
+        path = getattr(args, option, None)
+        if path:
+            other = Release.load(path)
+            check_agreement(other.params, table, args, path, "basis" if option == "basis" else "map", other.version)
     out = _check_out(args.out, args.force)
     args.sign_key = key
-    plan = commands.plan_release(args, table)
+    plan = (group_plan(commands, args, table, args.rows_per_patient) if args.rows_per_patient
+            else commands.plan_release(args, table))
     with step(args, f"release {commands.name}"):
         release = budgeted_release(plan, table, args, out, commands.name, requested=(args.epsilon, args.delta))
-    print(f"wrote {out}: {release.method}/{release.kind}, release id {release.release_id}")
-    print(f"  {release.guarantee.summary()}")
-    if release.guarantee.epsilon > LARGE_EPSILON:
-        print(f"warning: {LARGE_EPSILON_WORDS}", file=sys.stderr)
+    with _interrupted_after(f"after {out} was written and its spend committed ({release.guarantee.summary()})"):
+        print(f"wrote {out}: {release.method}/{release.kind}, release id {release.release_id}")
+        print(f"  {release.guarantee.summary()}")
+        if release.guarantee.epsilon > LARGE_EPSILON:
+            print(f"warning: {LARGE_EPSILON_WORDS}", file=sys.stderr)
     return 0
 
 
+def bound_rows_per_patient(table: Table, rows_per_patient: int | None) -> Table:
+    """Refuse repeated patient IDs in a protected table, or keep the first K rows of each patient.
+
+    A record-level guarantee protects one row; a patient with two rows would get half the protection.
+    Without ``--rows-per-patient`` a repeated ID (the schema's ID column) is refused; with it, each patient
+    keeps its first K rows (file order; a rule applied to each patient's own rows) and the release is planned
+    per patient (:func:`group_plan`). The counts are printed for this party only.
+    """
+    import numpy as np
+
+    ids = getattr(table, "ids", None)
+    if rows_per_patient is not None and rows_per_patient < 1:
+        raise ValueError(f"--rows-per-patient must be ≥ 1, got {rows_per_patient}")
+    if ids is None:
+        if rows_per_patient is not None:
+            raise ValueError(f"{table.path}: --rows-per-patient needs the patients' IDs: read the data through a schema "
+                             "that declares the ID column ([id] column = …)")
+        return table
+    values, inverse, counts = np.unique(np.asarray(ids, dtype=str), return_inverse=True, return_counts=True)
+    repeated = counts > 1
+    if not repeated.any():
+        return table
+    if rows_per_patient is None:
+        example = str(values[repeated][0])
+        raise ValueError(
+            f"{table.path}: {int(repeated.sum())} patient ID(s) of column {table.id_column!r} occur on more than one row "
+            f"(e.g. {example!r} on {int(counts[repeated][0])} rows): a record-level guarantee would protect such a patient "
+            "only partly. Declare --rows-per-patient K (each patient keeps at most K rows and the guarantee is per "
+            "patient), or export one row per patient"
+        )
+    order = np.argsort(inverse, kind="stable")
+    first = np.r_[0, np.cumsum(counts)[:-1]]
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size) - np.repeat(first, counts)
+    keep = rank < rows_per_patient
+    dropped = int((~keep).sum())
+    if dropped:
+        print(f"note: {table.path}: kept the first {rows_per_patient} row(s) of each of "
+              f"{int((counts > rows_per_patient).sum())} patient(s) with more; {dropped} row(s) left out", file=sys.stderr)
+        return table.subset(keep)
+    return table
+
+
+def group_plan(commands: MethodCommands, args: argparse.Namespace, table: Table, rows_per_patient: int) -> PlannedRelease:
+    """The method's release planned per patient: at the per-row ε whose per-patient guarantee is ``--epsilon``.
+
+    :func:`dpadapt.privacy.group.per_row_epsilon` searches the per-row ε with the method's own planner (no
+    noise is drawn); the release is executed at that plan and carries the per-patient Guarantee
+    (:func:`dpadapt.privacy.group.group_guarantee`), which the ledger charges.
+    """
+    from dpadapt.release import Release
+
+    from dpadapt.privacy.group import group_guarantee, per_row_epsilon
+
+    def at(e: float) -> PlannedRelease:
+        return commands.plan_release(argparse.Namespace(**{**vars(args), "epsilon": e}), table)
+
+    planned = at(per_row_epsilon(lambda e: at(e).guarantee, args.epsilon, rows_per_patient))
+    per_patient = group_guarantee(planned.guarantee, rows_per_patient)
+
+    def execute() -> Release:
+        release = planned.execute()
+        if not isinstance(release, Release) or release.guarantee.to_dict() != planned.guarantee.to_dict():
+            raise ValueError(f"method {commands.name!r} released under a guarantee other than the one it planned; refused")
+        release.guarantee = per_patient
+        release.params["rows_per_patient"] = int(rows_per_patient)
+        return release
+
+    return PlannedRelease(per_patient, execute)
+
+
+@contextlib.contextmanager
+def _interrupted_after(words: str) -> Iterator[None]:
+    """A Ctrl-C in the block says ``words`` (what was already charged) instead of a bare "interrupted"."""
+    try:
+        yield
+    except KeyboardInterrupt as exc:
+        if exc.args:
+            raise
+        raise KeyboardInterrupt(words) from None
+
+
+def _interrupted_words(ledger: Ledger, release_id: str, party: str, dataset_id: str, guarantee: Guarantee, out: Path) -> str:
+    """What a Ctrl-C during a reserved release cost: the ledger's settled state of that reservation (issue 27, item 8)."""
+    from dpadapt.privacy.ledger import file_release_id, short_id
+
+    state = next((e.state for e in ledger.history(party, dataset_id) if e.release_id == release_id), "missing")
+    cost = f"ε = {guarantee.epsilon:.4g}, δ = {guarantee.delta:.3g}"
+    where = f"the {party} party's dataset {short_id(dataset_id)} in the ledger {ledger.path}"
+    if state == "committed":
+        written = out.is_file() and file_release_id(out) == release_id
+        return (f"after the privacy noise was drawn: {cost} was charged to {where} (release id {release_id[:12]}); "
+                f"{out} was {'written' if written else 'not written'}")
+    return f"before any privacy noise was drawn: the reservation ({cost}) on {where} was refunded; nothing was charged"
+
+
 def check_release_delta(args: argparse.Namespace, table: Table) -> None:
-    """δ ∈ (0, 1), and δ < 1/n in sound mode (a larger δ allows publishing a whole record)."""
+    """δ ∈ (0, 1), and δ < 1/n in sound mode (a larger δ allows publishing a whole record).
+
+    Not compared with n under ``--relation add_remove``: there n is private, and a refusal that depends on
+    it would reveal it (issue 27, item 3); δ is then the owner's choice from a public bound on n.
+    """
     from dpadapt.validation import check_delta
 
     n = table.n_rows
     check_delta(args.delta)
+    if getattr(args, "relation", "replace_one") == "add_remove":
+        return
     if args.delta >= 1.0 / n and getattr(args, "privacy_mode", "sound") != "paper":
         raise ValueError(f"--delta {args.delta:g} is ≥ 1/n = {1.0 / n:.3g} for the {n} rows of {table.path}: refused (use δ ≪ 1/n)")
 
 
 def _check_out(path: str, force: bool) -> Path:
     out = Path(path)
+    if out.is_dir():
+        raise ValueError(f"{out} is a folder; give a file name for the output (e.g. {out / 'out.dpadapt'})")
     if out.exists() and not force:
-        raise ValueError(f"{out} exists; choose another output file or pass --force")
+        raise ValueError(f"{out} exists; choose another output file or pass --force to overwrite it")
     if out.exists() and not out.is_file():
-        raise ValueError(f"{out} is not a file")
+        raise ValueError(f"{out} is not a regular file; give a file name for the output")
     if not out.parent.is_dir():
         raise FileNotFoundError(f"{out.parent}: no such directory for the output file")
     if not os.access(out.parent, os.W_OK | os.X_OK):
@@ -238,24 +376,30 @@ def budgeted_release(
     party = args.party or guarantee.party
     dataset_id = args.dataset_id or fingerprint(table.path)
     release_id = uuid.uuid4().hex
-    with ledger.reservation(
-        party, dataset_id, guarantee, release_id=release_id, method=method, kind="(planned)", path=out
-    ) as reservation:
-        release = plan.execute()
-        if not isinstance(release, Release):
-            raise TypeError(f"method {method!r} executed its plan without returning a Release")
-        if release.guarantee.to_dict() != guarantee.to_dict():
-            raise ValueError(f"method {method!r} released under a guarantee other than the one it planned; refused")
-        release.release_id = release_id
-        release.params[N_FEATURES_PARAM] = table.n_features
-        reservation.kind = release.kind
-        # the spend was marked final before the first noise draw (and again before any byte is written)
-        release.save(out, sign_key=getattr(args, "sign_key", None), before_publish=reservation.publish)
-    budget = ledger.budget(party, dataset_id)
-    print(
-        f"ledger {ledger.path}: {party} / dataset {short_id(dataset_id)} has now spent {ledger.spent(party, dataset_id).words()}"
-        + (f" of its budget (ε = {budget.epsilon:.4g}, δ = {budget.delta:.3g})" if budget else "")
-    )
+    try:
+        with ledger.reservation(
+            party, dataset_id, guarantee, release_id=release_id, method=method, kind="(planned)", path=out
+        ) as reservation:
+            release = plan.execute()
+            if not isinstance(release, Release):
+                raise TypeError(f"method {method!r} executed its plan without returning a Release")
+            if release.guarantee.to_dict() != guarantee.to_dict():
+                raise ValueError(f"method {method!r} released under a guarantee other than the one it planned; refused")
+            release.release_id = release_id
+            release.params[N_FEATURES_PARAM] = table.n_features
+            release.params.update(owner_params(table, args))
+            reservation.kind = release.kind
+            # the spend was marked final before the first noise draw (and again before any byte is written)
+            release.save(out, sign_key=getattr(args, "sign_key", None), before_publish=reservation.publish)
+    except KeyboardInterrupt:  # the reservation is settled (committed once noise was drawn): say which
+        raise KeyboardInterrupt(_interrupted_words(ledger, release_id, party, dataset_id, guarantee, out)) from None
+    with _interrupted_after(f"after {out} was written: {guarantee.summary()} was charged to the {party} party's "
+                            f"dataset {short_id(dataset_id)} in the ledger {ledger.path}"):
+        budget = ledger.budget(party, dataset_id)
+        print(
+            f"ledger {ledger.path}: {party} / dataset {short_id(dataset_id)} has now spent {ledger.spent(party, dataset_id).words()}"
+            + (f" of its budget (ε = {budget.epsilon:.4g}, δ = {budget.delta:.3g})" if budget else "")
+        )
     return release
 
 
@@ -272,6 +416,7 @@ def _public_release(plan: PlannedRelease, table: Table, args: argparse.Namespace
     if not isinstance(release, Release) or release.guarantee.to_dict() != plan.guarantee.to_dict():
         raise ValueError(f"method {method!r} released something other than it planned; refused")
     release.params[N_FEATURES_PARAM] = table.n_features
+    release.params.update(owner_params(table, args))
     release.save(out, sign_key=getattr(args, "sign_key", None))
     print(f"warning: {out} carries no privacy guarantee (data declared public); nothing was charged to a budget", file=sys.stderr)
     return release
@@ -290,18 +435,28 @@ def run_adapt(args: argparse.Namespace) -> int:
     args.sign_key = sign_key(args)
     releases = [Release.load(p, expect_method=commands.file_method(), trusted=trusted) for p in args.release]
     releases += [Release.load(p, expect_method=commands.file_method()) for p in args.own_release]
+    if args.epsilon is not None:
+        check_release_epsilon(args.epsilon)
     table = load_data(args)
+    for path, r in zip(args.release + args.own_release, releases):
+        check_agreement(r.params, table, args, path, "release", r.version)
+    check_basis_given(args.release, releases)
     check_release_dimensions(releases, table)
     out = _check_out(args.out, args.force)
     if args.return_release:
         _check_out(args.return_release, args.force)
+        bound_rows_per_patient(table, None)  # the return leg protects these rows: one row per patient
     with step(args, f"adapt {commands.name}"):
         outcome = commands.adapt(args, table, releases)
     if outcome.return_release is not None and not args.return_release:
         raise ValueError(f"method {commands.name!r} sends a release back: give --return-release FILE (nothing was written)")
     guarantees = model_guarantees(outcome.guarantees, releases)
+    agreement = {**owner_params(table, args), "source_prior": source_prior(releases), "sources": release_sources(releases)}
+    if agreement[CLASS_NAMES_PARAM] is None:  # data without a schema: the label set the release declared
+        agreement[CLASS_NAMES_PARAM] = next((r.params[CLASS_NAMES_PARAM] for r in releases
+                                             if r.params.get(CLASS_NAMES_PARAM) is not None), None)
     save_model(out, outcome.model, commands.name, guarantees, outcome.metrics, releases, sign_key=args.sign_key,
-               n_features=table.n_features)
+               n_features=table.n_features, agreement=agreement)
     print(f"wrote {out}: {commands.name} model trained from {', '.join(r.release_id[:12] for r in releases)}")
     for path, r in zip(args.release, releases):
         print(f"  {path}: {r.authenticity()}")
@@ -311,11 +466,53 @@ def run_adapt(args: argparse.Namespace) -> int:
         print(f"  {key} = {value:.4f}" if isinstance(value, float) else f"  {key} = {value}")
     if outcome.return_release is not None:
         back = budgeted_release(outcome.return_release, table, args, Path(args.return_release), commands.name, (args.epsilon, args.delta))
-        print(f"wrote {args.return_release}: return release {back.release_id}")
-        print(f"  {back.guarantee.summary()}")
+        with _interrupted_after(f"after the return release {args.return_release} was written and charged ({back.guarantee.summary()})"):
+            print(f"wrote {args.return_release}: return release {back.release_id}")
+            print(f"  {back.guarantee.summary()}")
     elif args.return_release:
         print(f"note: method {commands.name!r} has no return release; {args.return_release} was not written", file=sys.stderr)
     return 0
+
+
+def release_sources(releases: list[Release]) -> list[dict[str, Any]]:
+    """What the model was trained from, for its report: each release's public facts (no count of the receiver's rows)."""
+    out = []
+    for r in releases:
+        n = r.params.get("n_source") if r.owner == "source" else r.params.get("n_target")
+        out.append({"release_id": r.release_id, "owner": r.owner, "method": r.method, "kind": r.kind,
+                    "created": r.created, "rows": None if n is None else int(n), "signer": r.signer,
+                    "epsilon": r.guarantee.epsilon if math.isfinite(r.guarantee.epsilon) else None,
+                    "delta": r.guarantee.delta})
+    return out
+
+
+def source_prior(releases: list[Release]) -> list[float] | None:
+    """The source's class prior from a release's noisy per-class ``counts`` (post-processing: no privacy cost).
+
+    For a label-shift correction at the receiver (``dpadapt score``); each count is floored at 1 (noise can
+    make a small count negative). ``None`` when no release carries per-class counts.
+    """
+    import numpy as np
+
+    for r in releases:
+        counts = r.arrays.get("counts") if r.owner == "source" else None
+        if counts is not None and counts.ndim == 1 and counts.size >= 2 and np.all(np.isfinite(counts)):
+            floored = np.maximum(np.asarray(counts, dtype=np.float64), 1.0)
+            return (floored / floored.sum()).tolist()
+    return None
+
+
+def check_basis_given(paths: list[str], releases: list[Release]) -> None:
+    """A release computed in the receiver's basis needs that basis: say so (not "another basis") when it is missing."""
+    given = {r.params.get("sha256") for r in releases if r.kind == "target_basis"}
+    for path, r in zip(paths, releases):
+        wanted = r.params.get("basis_sha256")
+        if wanted and not given:
+            raise ValueError(f"{path} was released in your basis (sha256 {wanted[:12]}…), which was not given: add "
+                             "--own-release BASIS with the basis file `dpadapt basis` wrote for it")
+        if wanted and wanted not in given:
+            raise ValueError(f"{path} was released in a basis (sha256 {wanted[:12]}…) other than the one given "
+                             f"({', '.join(g[:12] + '…' for g in given if g)}): give the basis file this release was made in")
 
 
 def check_release_dimensions(releases: list[Release], table: Table) -> None:
@@ -347,7 +544,9 @@ def model_guarantees(given: dict[str, Guarantee], releases: list[Release]) -> di
             out[party] = gs[0] if len(gs) == 1 else compose_guarantees(gs, delta=max(g.delta for g in gs))
     for party in ("source", "target"):
         if party not in out:
-            out[party] = Guarantee.non_private(party, "this party's own data were used by the model without noise")
+            out[party] = dataclasses.replace(
+                Guarantee.non_private(party, "this party's own data were used by the model without noise"),
+                details={"kept": "its own rows (used on its own machine to adapt the model; the model reflects them)"})
     return out
 
 
@@ -360,13 +559,19 @@ def save_model(
     releases: list[Release],
     sign_key: Any = None,
     n_features: int | None = None,
+    agreement: dict[str, Any] | None = None,
 ) -> None:
-    """Write the model (only what predicts) and its guarantees (:func:`dpadapt.modelio.save_model`)."""
+    """Write the model (only what predicts) and its guarantees (:func:`dpadapt.modelio.save_model`).
+
+    ``agreement``: the schema fingerprint and class names of the table it was adapted on
+    (:func:`dpadapt.cli.agreement.owner_params`); ``score`` / ``predict`` check the data against them.
+    """
     meta = {
         "method": method,
         "n_features": n_features,
         "metrics": {k: (float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v) for k, v in metrics.items()},
         "releases": [r.release_id for r in releases],
+        **(agreement or {}),
     }
     modelio.save_model(path, model, guarantees, meta, sign_key=sign_key)
 
@@ -384,4 +589,5 @@ def load_model(path: str | os.PathLike, trusted: list[Any] | tuple = ()) -> dict
         "metrics": loaded.meta.get("metrics", {}),
         "releases": loaded.meta.get("releases", []),
         "guarantees": loaded.guarantees,
+        "meta": loaded.meta,
     }

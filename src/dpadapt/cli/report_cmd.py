@@ -18,6 +18,7 @@ from typing import Any
 from dpadapt import container
 from dpadapt.cli.main import add_command
 from dpadapt.cli.party_cmd import add_trust_argument, load_model, trusted_keys
+from dpadapt.cli.table_options import add_table_arguments
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -25,11 +26,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("file", nargs="+", help="a .release file (dpadapt release) or a model file (dpadapt adapt); "
                    "with --html, several model files of one method at different ε draw accuracy against ε")
     p.add_argument("--json", action="store_true", help="print JSON instead of words")
-    p.add_argument("--html", metavar="OUT", help="write one HTML page (who was protected, ε/δ against budgets, "
-                   "accuracies, accuracy against ε for a sweep) for model file(s)")
-    p.add_argument("--ledger", help="with --html: the protected party's ledger, to show its budget")
+    p.add_argument("--html", metavar="OUT", help="write one HTML page (what each party protected and disclosed, ε/δ "
+                   "against budgets, data sources, metrics with intervals, a band against ε for a sweep) for model file(s)")
+    p.add_argument("--ledger", help="with --html: your ledger, to show the budget of a party that recorded its releases "
+                   "there (the other party's budget stays in its own ledger)")
+    p.add_argument("--data", help="with --html: your own data file (labelled: the model's metrics with intervals; through "
+                   "--schema: its rows, what was imputed and clipped); read here, shown on this page only")
+    p.add_argument("--label-column", default="y", help="label column of a .csv/.parquet file without --schema (default y)")
+    p.add_argument("--threshold", type=float, default=0.5, help="with --data: binary decision threshold (default 0.5)")
+    p.add_argument("--bootstrap", type=int, default=1000, metavar="N",
+                   help="with --data: bootstrap resamples for the intervals (default 1000)")
     p.add_argument("--force", action="store_true", help="overwrite --html OUT")
     add_trust_argument(p)
+    add_table_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -100,6 +109,9 @@ def run(args) -> int:
     trusted = trusted_keys(args)
     if args.html:
         return _run_html(args, trusted)
+    for option in ("data", "ledger"):
+        if getattr(args, option):
+            raise ValueError(f"--{option} is for the HTML page: add --html OUT")
     for i, path in enumerate(args.file):
         if i:
             print()
@@ -120,7 +132,45 @@ def _run_html(args, trusted) -> int:
         if _is_release(Path(path)):
             raise ValueError(f"{path}: --html reports model files (dpadapt adapt --out); this is a release file")
     bundles = [load_model(path, trusted) for path in args.file]
-    page = render(args.file, bundles, args.ledger)
+    local = _local_data(args, bundles) if args.data else None
+    page = render(args.file, bundles, args.ledger, local)
     write_atomic(out, page.encode("utf-8"))
     print(f"wrote {out}")
     return 0
+
+
+def _local_data(args, bundles):
+    """The reader's own table for the page: rows, what the map imputed/clipped, each model's metrics on its labels."""
+    import numpy as np
+
+    from dpadapt.cli.agreement import check_agreement
+    from dpadapt.cli.model_cmd import _class_names, _proba, label_shift_variants
+    from dpadapt.cli.report_html import LocalData
+    from dpadapt.cli.table_options import load_data
+    from dpadapt.metrics import evaluate
+    from dpadapt.tables import load_schema
+
+    table = load_data(args)
+    for path, b in zip(args.file, bundles):
+        check_agreement(b["meta"], table, args, path, "model", b["version"])
+    notes, warns = [], []
+    counts = getattr(table, "counts", None)
+    if counts is not None:
+        notes, warns = counts.summary(load_schema(args.schema), Path(args.data).name)
+    labelled = 0 if table.y is None else int(np.sum(np.asarray(table.y) != -1))
+    evaluations, corrected = [], {}
+    for i, b in enumerate(bundles):
+        ev = None
+        if labelled and np.asarray(table.y).dtype.kind in "iu":
+            known = np.asarray(table.y) != -1
+            y, proba = np.asarray(table.y)[known], _proba(b["loaded"], table.X[known])
+            names = _class_names(b["loaded"], table)
+            kw = dict(threshold=args.threshold, n_boot=args.bootstrap)
+            if proba is not None and names is not None and proba.shape[1] == len(names):
+                ev = evaluate(y, proba, names, **kw)
+                if i == 0:  # the label-shift hook: shown beside the uncorrected metrics, never instead of them
+                    corrected = {label: evaluate(y, adjusted, names, **kw)
+                                 for label, adjusted in label_shift_variants(b["loaded"], proba).items()}
+        evaluations.append(ev)
+    return LocalData(path=str(args.data), rows=int(table.X.shape[0]), labelled=labelled, schema=args.schema,
+                     notes=notes, warnings=warns, evaluations=evaluations, corrected=corrected)

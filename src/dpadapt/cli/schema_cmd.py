@@ -11,7 +11,6 @@ fixed per-row map produces.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 from pathlib import Path
 
@@ -44,8 +43,12 @@ def _names(text: str) -> list[str]:
 
 
 def _public_columns(path: Path) -> tuple[list[str], dict[str, str], str | None]:
-    """Column names (and Parquet types) from the header / file schema only; never a data row."""
-    from dpadapt.tables.readers import _detect_delimiter, _first_line
+    """Column names (and Parquet types) from the header / file schema only; never a data row.
+
+    A CSV whose first line has a numeric cell is refused: it is a record of a header-less file, and its
+    cells must never become column names of a shared schema (issue 27, item 5).
+    """
+    from dpadapt.tables.readers import _detect_delimiter, _first_line, header_cells
     from dpadapt.tables.rowmap import TableError
 
     if not path.is_file():
@@ -66,13 +69,28 @@ def _public_columns(path: Path) -> tuple[list[str], dict[str, str], str | None]:
     except TableError as exc:
         raise ValueError(str(exc)) from None
     delimiter = _detect_delimiter(line)
-    names = [c.strip() for c in next(csv.reader([line], delimiter=delimiter))] if line.strip() else []
+    try:
+        names = [c.strip() for c in header_cells(line, delimiter, path)]
+    except TableError as exc:
+        raise ValueError(str(exc)) from None
     if not names or not all(names):
         raise ValueError(f"{path}: line 1: not a header (empty names); give --columns instead")
+    numeric = sum(_is_number(n) for n in names)
+    if numeric:  # a header-less file: line 1 is a record; never copy its cells into a schema (issue 27, item 5)
+        raise ValueError(f"{path}: line 1 has {numeric} numeric cell(s): it looks like a data row, not a header; "
+                         "give the column names with --columns (nothing was written)")
     if len(set(names)) != len(names):
         dup = next(n for n in names if names.count(n) > 1)
         raise ValueError(f"{path}: line 1: duplicate column name {dup!r}")
     return names, {}, delimiter
+
+
+def _is_number(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
 
 
 def draft_text(names: list[str], *, header: bool, delimiter: str | None, label: str | None, classes: list[str],
@@ -133,14 +151,34 @@ def run_draft(args: argparse.Namespace) -> int:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    from dpadapt.tables import load_schema
+    """Load the schema; list EVERY problem (one line each on stderr, exit 1), or the features of its map."""
+    import sys
 
-    schema = load_schema(args.file)
+    from dpadapt.tables import SchemaError, load_schema
+
+    try:
+        schema = load_schema(args.file)
+    except SchemaError as exc:
+        problems = exc.problems
+        for problem in problems:
+            print(f"dpadapt schema: error: {problem}", file=sys.stderr)
+        if len(problems) > 1:
+            print(f"dpadapt schema: {len(problems)} problems in {args.file}; fix them all, then check again", file=sys.stderr)
+        return 1
+    fingerprint = schema.fingerprint()
     print(f"{args.file}: {len(schema.columns)} columns -> {schema.n_features} features "
-          f"(row norm <= {schema.row_norm_bound:.4g})")
+          f"(row norm <= {schema.row_norm_bound:.4g}); fingerprint {fingerprint['sha256'][:16]}")
     if schema.label is not None:
         print(f"  label {schema.label.column!r}: classes {list(schema.label.classes)}")
     if schema.id_column is not None:
         print(f"  id {schema.id_column!r} (carried to predictions, not a feature)")
+    coded = [f"{c.name} {[_code(m) for m in c.missing]}" for c in schema.columns if c.missing]
+    print(f"  missing: cells {list(schema.missing)} in every column" + (f"; codes {', '.join(coded)}" if coded else ""))
+    if schema.decimal != ".":
+        print(f"  decimal mark {schema.decimal!r}")
     print("  features: " + ", ".join(schema.feature_names))
     return 0
+
+
+def _code(v) -> str | float | int:
+    return int(v) if isinstance(v, float) and v.is_integer() else v

@@ -17,6 +17,7 @@ import numpy as np
 
 from dpadapt.cli.config_options import add_config_options, config_from_args
 from dpadapt.cli.main import add_command
+from dpadapt.cli.agreement import CLASS_NAMES_PARAM, owner_params
 from dpadapt.cli.party_cmd import N_FEATURES_PARAM, _check_out, add_disclosure_arguments, check_disclosure, sign_key
 from dpadapt.configs.deep import DPSWDConfig
 
@@ -62,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
     )
     release = pm.map_release(public_map)
     release.params[N_FEATURES_PARAM] = int(X.shape[1])
+    release.params.update(owner_params(table, args))
+    release.params[CLASS_NAMES_PARAM] = classes.tolist()
     release.save(out, sign_key=key)
     print(f"wrote {out}: {release.method}/{release.kind} ({config.network} network, {steps} source-only steps, "
           f"k = {release.params['k']} directions, {release.params['bins']} bins, {X.shape[1]} features)")

@@ -65,6 +65,29 @@ class StreamTable(Table):
             self._whole = (X, y)
         return self._whole
 
+    def subset(self, keep: np.ndarray) -> StreamTable:
+        """The rows where ``keep`` (one boolean a row, in file order) is true, still read chunk by chunk."""
+        import copy
+        import dataclasses
+
+        keep = np.asarray(keep, dtype=bool)
+        if keep.shape != (self.n_rows,):
+            raise ValueError(f"{self.path}: a row selection of {keep.shape} for {self.n_rows} rows")
+        whole = self.source
+
+        def chunks():
+            start = 0
+            for X, y in whole.chunks():
+                mask = keep[start:start + X.shape[0]]
+                start += X.shape[0]
+                yield X[mask], None if y is None else y[mask]
+
+        table = copy.copy(self)
+        table.source, table._whole = dataclasses.replace(whole, n_rows=int(keep.sum()), chunks=chunks), None
+        if getattr(self, "_ids", None) is not None and self._ids[0] is not None:
+            table._ids = (self._ids[0][keep],)
+        return table
+
     @property
     def X(self):  # noqa: N802 - the Table field's name
         return self._load()[0]
@@ -75,19 +98,28 @@ class StreamTable(Table):
 
 
 class SchemaTable(StreamTable):
-    """A table read through a schema: ``y`` holds indices into ``classes``; ``ids`` the ID column (or ``None``)."""
+    """A table read through a schema: ``y`` holds indices into ``classes``; ``ids`` the ID column (or ``None``).
+
+    ``fingerprint``: the schema's public fingerprint (releases and models carry it); ``counts``: what the
+    map imputed and clipped per column (from these rows: printed for this party, never released), known
+    once a pass has read every row (``None`` before).
+    """
 
     def __init__(self, source: ChunkedSource, path: str | os.PathLike, schema):
         super().__init__(source, path)
         self.schema, self.classes, self.feature_names = schema, schema.classes, schema.feature_names
+        self.fingerprint, self.id_column, self.counts = schema.fingerprint(), schema.id_column, None
+        self._ids: tuple | None = None
 
     @property
     def ids(self) -> np.ndarray | None:
-        """The ID column in row order (read with the rows, chunk by chunk), or ``None`` when the table has none."""
-        from dpadapt.tables import iter_chunks
+        """The ID column in row order (read chunk by chunk, once), or ``None`` when the table has none."""
+        if self._ids is None:
+            from dpadapt.tables import iter_chunks
 
-        parts = [ids for _, _, ids in iter_chunks(self.path, self.schema)]
-        return None if not parts or parts[0] is None else np.concatenate(parts)
+            parts = [ids for _, _, ids in iter_chunks(self.path, self.schema)]
+            self._ids = (None if not parts or parts[0] is None else np.concatenate(parts),)
+        return self._ids[0]
 
 
 def add_table_arguments(p: argparse.ArgumentParser) -> None:
@@ -124,11 +156,33 @@ def load_data(args: argparse.Namespace, path: str | None = None) -> StreamTable:
     if getattr(args, "label_file", None):
         raise ValueError("give --schema or --label-file, not both (the schema names the label column)")
     schema = load_schema(schema_path)
-    source = open_schema_table(path, schema)
+    tables: list[SchemaTable] = []
+
+    def counted(counts) -> None:  # after the first pass that read every row: what the map imputed and clipped
+        if tables and tables[0].counts is None:
+            tables[0].counts = counts
+            report_counts(counts, schema, Path(path).name)
+
+    source = open_schema_table(path, schema, on_complete=counted)
     _first_chunk(source)
-    table = SchemaTable(_with_progress(args, source), path, schema)
+    tables.append(SchemaTable(_with_progress(args, source), path, schema))
     _schema_classes(args, schema.classes)
-    return table
+    return tables[0]
+
+
+def report_counts(counts: Any, schema: Any, where: str) -> None:
+    """What the schema's map imputed and clipped, on stderr: a note per kind, a warning per column above the share.
+
+    Never silent, never released: the counts come from this party's rows and stay on its terminal (and its
+    ``report --html``).
+    """
+    import warnings
+
+    notes, warns = counts.summary(schema, where)
+    for line in notes:
+        print(f"note: {line}", file=sys.stderr)
+    for line in warns:
+        warnings.warn(line, stacklevel=2)
 
 
 def _first_chunk(source: ChunkedSource) -> None:

@@ -163,7 +163,16 @@ class Config:
         """δ to use for a protected dataset of public size ``n``: the configured one, or 1/(10 n).
 
         In sound mode δ ≥ 1/n is refused (a mechanism that publishes one random record satisfies it).
+        Under ``relation="add_remove"`` n is private (issue 27, item 3): δ must be given — a default
+        1/(10 n), or a refusal that depends on n, would reveal it — and is used as given.
         """
+        if getattr(self, "relation", "replace_one") == "add_remove":
+            if self.delta is None:
+                raise ConfigError(
+                    "relation='add_remove' needs an explicit delta: the default 1/(10 n) would publish the private size n "
+                    "(choose δ ≪ 1/n from a public bound on n)"
+                )
+            return float(self.delta)
         if self.delta is None:
             return 1.0 / (10.0 * max(int(n), 1))
         if self.privacy_mode == "sound" and n > 0 and self.delta >= 1.0 / n:

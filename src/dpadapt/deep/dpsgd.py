@@ -315,6 +315,13 @@ def clipped_block_sums(
             raise ValueError("ghost clipping needs every trainable parameter to sit in an nn.Linear layer; use per_example='vmap'")
         backend = (_GhostLinear if method == "ghost" else _VmapGradients)(net, x, y, domain, blocks)
         sq = backend.sq_norms(scales)
+        finite = torch.isfinite(sum(sq.values()))
+        if not bool(finite.all()):
+            # an example whose gradient overflows the dtype (a finite row of huge values) is clipped to 0: a
+            # per-record map like the clip, so the sum keeps its sensitivity C; refusing the batch instead would
+            # reveal that the row is in the data (issue 27: D vs D′ refusal parity)
+            keep = finite.nonzero().squeeze(1)
+            return clipped_block_sums(net, x[keep], None if y is None else y[keep], domain, blocks, nu, spec, per_example)
         if spec.grouping == "joint":
             total = sum(sq.values())
             w = clip_weights(total, spec.clip)

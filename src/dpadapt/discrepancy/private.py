@@ -13,7 +13,8 @@ Sound calibrations (spec 03 §7):
   Claim 3.9), τ* = μr²r̂²/n the tight ℓ∞ sensitivity of ∇F̃ (Soundness 1–2). An ε₀-DP step is a
   post-processing of binary randomized response (Kairouz, Oh & Viswanath 2015), so the K steps
   are accounted as K RR(ε₀) events in RDP with dp-accounting, and ε₀ is the largest value whose
-  composition is within (ε, δ). Paper mode uses the printed σ and advanced composition.
+  composition is within (ε, δ). Paper mode uses the printed σ; its Guarantee is what that σ gives on
+  the clipped rows, accounted the same way (issue 27, item 9).
 * **Noisy mirror descent** (Algorithm 3 / arXiv Thm 5, AISTATS Thm 6): Gaussian noise on the
   full gradient, ℓ2 sensitivity √m·τ*, K full-batch Gaussian steps accounted in RDP.
 * **Single-stage Frank–Wolfe** (Algorithm 1 / arXiv Thm 6, AISTATS Thm 4) over (q, w): only the
@@ -201,8 +202,9 @@ def plan_rnm_steps(
 
     Sound: sensitivity τ = score_scale·μr²r̂²/n, scale 2τ/ε₀, ε₀ from :func:`per_step_epsilon`.
     Paper: the published scale (Alg. 2: 4μr²r̂²√(2K log(1/δ))/(nε) = loose-τ RNM treated as
-    monotone with ε₀ = ε/√(8K log(1/δ)); Alg. 1: 4τ_q√(2K log(1/δ))/ε with the loose τ_q) and the
-    advanced-composition ε; always flagged invalid.
+    monotone with ε₀ = ε/√(8K log(1/δ)); Alg. 1: 4τ_q√(2K log(1/δ))/ε with the loose τ_q). Its Guarantee
+    is what that scale gives on the clipped rows (:func:`~dpadapt.privacy.families.discrepancy.rnm_steps_paper_guarantee`;
+    the paper's advanced-composition ε kept beside it), invalid only for the published argmin selection.
     """
     check_privacy_mode(privacy_mode)
     epsilon = check_epsilon(epsilon, allow_inf=True)
@@ -226,8 +228,10 @@ def plan_rnm_steps(
     monotone = paper_monotone  # Alg. 2's printed σ is the monotone-RNM scale for the loose τ; Alg. 1's is 2τ/ε₀
     scale = (1.0 if monotone else 2.0) * tau / eps0
     g = families.rnm_steps_paper_guarantee(
-        _rr_steps_event(eps0, K), eps0, K, delta, theorem=theorem, sensitivity=tau, monotone=monotone,
-        reasons=extra_reasons, details={**details, "epsilon0": eps0, "laplace_scale": scale},
+        scale, score_scale * problem.tau(tight=True), eps0, K, delta, n=problem.n,
+        theorem=theorem + "; paper-mode calibration: the published scale "
+        + ("τ/ε₀ (τ = 2τ*, monotone report-noisy-max)" if monotone else "2τ/ε₀ (τ = 2τ*)") + " with ε₀ = ε/√(8K ln(1/δ))",
+        reasons=extra_reasons, details={**details, "laplace_scale": scale},
     )
     return Plan(g, True, tau, eps0, monotone, scale)
 
@@ -236,7 +240,7 @@ def plan_gaussian_steps(problem: Problem, epsilon: float, delta: float, privacy_
     """Calibrate K Gaussian gradient releases (Alg. 3): ℓ2 sensitivity √m·τ*, RDP accounting.
 
     Sound: the smallest σ whose K-fold composition is (ε, δ)-DP by RDP. Paper: the printed
-    σ = 4μr²r̂²√(2Km log(1/δ))/(nε) with the accountant's ε (flagged as paper mode).
+    σ = 4μr²r̂²√(2Km log(1/δ))/(nε) with the ε the accountant gives for it on the clipped rows.
     """
     check_privacy_mode(privacy_mode)
     epsilon = check_epsilon(epsilon, allow_inf=True)
@@ -254,7 +258,8 @@ def plan_gaussian_steps(problem: Problem, epsilon: float, delta: float, privacy_
         z = sigma_paper / l2
     sigma = z * l2
     g = families.gaussian_steps_guarantee(
-        z, K, delta, theorem=THEOREM_MD, privacy_mode=privacy_mode, sensitivity=l2,
+        z, K, delta, n=problem.n, privacy_mode=privacy_mode, sensitivity=l2,
+        theorem=THEOREM_MD + ("; paper-mode calibration: the published σ = 4μr²r̂²√(2Km ln(1/δ))/(nε)" if privacy_mode == "paper" else ""),
         details={"K": K, "mu": problem.mu, "r": problem.r, "r_hat": problem.r_hat, "n": problem.n, "m": m,
                  "noise_multiplier": z, "sigma": sigma, "sensitivity": "l2, √m·μr²r̂²/n"},
     )

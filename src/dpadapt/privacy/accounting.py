@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from typing import Literal
 
 import dp_accounting
+import numpy as np
 from dp_accounting import dp_event as _dp_event
 from dp_accounting import pld, rdp
 
@@ -164,11 +165,23 @@ def _composed(event: dp_accounting.DpEvent, relation: Relation, method: Method):
 
 
 def epsilon(event: dp_accounting.DpEvent, delta: float, relation: Relation = "add_remove", method: Method = "rdp") -> float:
-    """ε of ``event`` at ``delta`` under ``relation`` (RDP or PLD via dp-accounting)."""
+    """ε of ``event`` at ``delta`` under ``relation`` (RDP or PLD via dp-accounting).
+
+    Memoised on the event's ``repr`` (events are plain values; a Poisson-subsampled RDP curve costs about a second,
+    and a fit, its plan and its ledger entry ask for the same ε several times).
+    """
     check_delta(delta)
     if isinstance(event, dp_accounting.NoOpDpEvent):
         return 0.0
-    return float(_composed(event, relation, method).get_epsilon(delta))
+    key = (repr(event), float(delta), relation, method)
+    if key not in _EPSILONS:
+        if len(_EPSILONS) >= 4096:
+            _EPSILONS.clear()
+        _EPSILONS[key] = float(_composed(event, relation, method).get_epsilon(delta))
+    return _EPSILONS[key]
+
+
+_EPSILONS: dict[tuple, float] = {}
 
 
 def delta_for_epsilon(event: dp_accounting.DpEvent, eps: float, relation: Relation = "add_remove", method: Method = "rdp") -> float:
@@ -332,7 +345,15 @@ def analytic_gaussian_sigma(eps: float, delta: float, sensitivity: float = 1.0) 
     """σ of the analytic Gaussian mechanism (Balle & Wang, ICML 2018, Thm. 8), valid for every ε > 0."""
     check_epsilon(eps)
     check_delta(delta)
-    return float(dp_accounting.get_sigma_gaussian(eps, delta)) * sensitivity
+    try:
+        with np.errstate(all="ignore"):
+            sigma = float(dp_accounting.get_sigma_gaussian(eps, delta))
+    except (ValueError, ArithmeticError, RuntimeError):
+        sigma = math.nan
+    if not (math.isfinite(sigma) and sigma > 0):
+        raise ValueError(f"ε = {eps:g} at δ = {delta:g} is beyond the range where Gaussian noise can be calibrated "
+                         "(the noise would vanish); use a smaller ε")
+    return sigma * sensitivity
 
 
 def analytic_gaussian_epsilon(sigma: float, delta: float, sensitivity: float = 1.0) -> float:

@@ -46,7 +46,8 @@ from dpadapt.privacy.accounting import Accounting
 
 #: For each unit, the units whose neighbouring datasets it includes (record-level neighbours
 #: include the label- and attribute-level ones), so a guarantee for the key implies one for them.
-_IMPLIES = {"record": {"record", "label", "attribute"}, "label": {"label"}, "attribute": {"attribute"}}
+_IMPLIES = {"record": {"record", "label", "attribute"}, "label": {"label"}, "attribute": {"attribute"},
+            "patient": {"patient", "record", "label", "attribute"}}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,7 +72,7 @@ class Composition:
 def common_unit(units: Iterable[str]) -> str:
     """The unit a composition of guarantees of ``units`` holds for; refuses incomparable units."""
     units = set(units)
-    for candidate in ("record", "label", "attribute"):
+    for candidate in ("patient", "record", "label", "attribute"):
         if candidate in units and all(candidate in _IMPLIES[u] for u in units):
             return candidate
     raise ValueError(f"guarantees of units {sorted(units)} hold for no common kind of neighbour; compose them separately")

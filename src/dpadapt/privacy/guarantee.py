@@ -15,11 +15,11 @@ from dpadapt.privacy import accounting, composition
 from dpadapt.privacy.accounting import Accounting
 
 Party = Literal["source", "target"]
-Unit = Literal["record", "label", "attribute", "record_features"]
+Unit = Literal["record", "label", "attribute", "record_features", "patient"]
 Mode = Literal["sound", "paper"]
 
 PARTIES = ("source", "target")
-UNITS = ("record", "label", "attribute", "record_features")
+UNITS = ("record", "label", "attribute", "record_features", "patient")
 
 PAPER_REASON = "published procedure reproduced for comparison (paper mode)"
 
@@ -29,6 +29,7 @@ _UNIT_WORDS = {
     "label": "the label of one record of",
     "attribute": "one attribute (one feature value, changed by at most 1) of one record of",
     "record_features": "the features of one record (its label declared public and released in the clear) of",
+    "patient": "all rows (at most {rows_per_patient}, by patient ID) of one patient of",
 }
 _RELATION_WORDS = {
     "replace_one": "replacing one record by another (dataset size public)",
@@ -44,9 +45,10 @@ class Guarantee:
     ----------
     party : {"source", "target"}
         Whose data the guarantee protects.
-    unit : {"record", "label", "attribute"}
+    unit : {"record", "label", "attribute", "record_features", "patient"}
         What one "individual" is: a whole record, only a record's label, or one attribute
-        (DPOT's published JL guarantee is attribute-level, not record-level).
+        (DPOT's published JL guarantee is attribute-level, not record-level); ``"patient"``: all rows
+        of one patient, at most ``details["rows_per_patient"]`` (:mod:`dpadapt.privacy.group`).
     relation : {"replace_one", "add_remove"}
         Neighbouring relation.
     epsilon, delta : float
@@ -223,16 +225,20 @@ class Guarantee:
         if math.isinf(self.epsilon) and self.details.get("disclosed"):
             # a disclosure by a party that is not protected in this setting is not an alarm
             return f"{self.party}: not protected in this setting; it disclosed {self.details['disclosed']}"
+        if math.isinf(self.epsilon) and self.details.get("kept"):
+            # the receiver's own rows, used on its own machine: nothing of them was released
+            return f"{self.party}: not protected in this setting; it kept {self.details['kept']}"
         eps = "∞" if math.isinf(self.epsilon) else f"{self.epsilon:.4g}"
         status = "valid" if self.valid else "NOT a valid DP guarantee"
-        return f"{self.party}: ({eps}, {self.delta:.3g})-DP, {self.unit}-level, {self.relation}, {self.mode} mode — {status}"
+        unit = f"{self.unit}-level" + (f" (≤ {self.details.get('rows_per_patient')} rows each)" if self.unit == "patient" else "")
+        return f"{self.party}: ({eps}, {self.delta:.3g})-DP, {unit}, {self.relation}, {self.mode} mode — {status}"
 
     def report(self) -> str:
         """A short human-readable report of what is protected and how."""
         eps = "∞ (no privacy)" if math.isinf(self.epsilon) else f"{self.epsilon:.4g}"
         lines = [
             f"Protected party : {self.party}",
-            f"Privacy unit    : {_UNIT_WORDS[self.unit]} the {self.party} data",
+            f"Privacy unit    : {_UNIT_WORDS[self.unit].format(rows_per_patient=self.details.get('rows_per_patient', 'K'))} the {self.party} data",
             f"Neighbours      : {_RELATION_WORDS[self.relation]}",
             f"Guarantee       : (ε = {eps}, δ = {self.delta:.3g})",
             f"Accounting      : {self.accounting}",
@@ -242,7 +248,7 @@ class Guarantee:
         if self.delta_extra:
             lines.append(f"  of which δ    : {self.delta_extra:.3g} for the failure of a high-probability bound")
         if self.relation == "add_remove":
-            lines.append(f"Dataset size    : {ADD_REMOVE_N_PUBLIC}")
+            lines.append(f"Dataset size    : {self.details.get('dataset_size', ADD_REMOVE_N_PUBLIC)}")
         if self.valid and self.epsilon > LARGE_EPSILON:
             lines.append(f"Warning         : {LARGE_EPSILON_WORDS}")
         if self.sensitivity is not None:
@@ -254,9 +260,13 @@ class Guarantee:
         elif math.isinf(self.epsilon) and self.details.get("disclosed"):
             lines.append(f"Status          : not protected in this setting; it disclosed {self.details['disclosed']}, because")
             lines.extend(f"  - {r}" for r in self.reasons)
+        elif math.isinf(self.epsilon) and self.details.get("kept"):
+            lines.append(f"Status          : not protected in this setting; it kept {self.details['kept']}")
+            lines.extend(f"  - {r}" for r in self.reasons)
         else:
             lines.append("Status          : NOT a valid differential-privacy guarantee, because")
             lines.extend(f"  - {r}" for r in self.reasons)
+        lines.append(f"Threat model    : {THREAT_MODEL_WORDS}")
         return "\n".join(lines)
 
     __str__ = summary
@@ -267,6 +277,18 @@ ADD_REMOVE_N_PUBLIC = (
     "n is treated as public: σ, the default δ = 1/(10 n), step sizes divided by n and DP-SGD's sampling rate B/n "
     "are computed from the true n, so n itself (and a record's presence, as far as n reveals it) is not protected; "
     "use replace-one (the default) when the size of the dataset must stay secret"
+)
+
+#: Issue 27: every Guarantee's report points to the one description of who is protected and what the receiver sees.
+THREAT_MODEL_WORDS = (
+    "docs/threat-model.md — who is protected, the neighbouring relation, what is public, and what the receiver "
+    "sees (a release, or its refusal, is itself an output)"
+)
+
+#: Issue 27, item 3: what a genuine add/remove guarantee (``details["dataset_size"]``) does with n.
+ADD_REMOVE_N_PRIVATE = (
+    "n is private: it is not released, δ was given (not derived from n), σ follows from ε, δ and Δ alone, "
+    "and the receiver uses the noisy counts, so adding or removing a record changes nothing but the noisy statistics"
 )
 
 #: Issue 19, item 12: above this ε a "valid" guarantee is reported as no meaningful protection.
@@ -280,6 +302,14 @@ LARGE_EPSILON_WORDS = (
 REPRODUCIBLE_NOISE_REASON = (
     "reproducible_noise=True: the noise was derived from the integer random_state, so anyone who finds the seed "
     "(a brute force over small seeds recovers it from the release alone) subtracts the noise and gets the exact values"
+)
+
+
+#: Issue 27, item 2: why a public mechanism called with a caller's ``numpy.random.Generator`` is not private.
+CALLER_GENERATOR_REASON = (
+    "noise drawn from a caller's numpy.random.Generator: anyone who knows or guesses its seed replays the noise, "
+    "and numpy's floating-point sampler leaves support gaps that differ between neighbouring values (Mironov, "
+    "CCS 2012); pass a dpadapt.privacy.mechanisms.NoiseSource() for the vetted sampler"
 )
 
 

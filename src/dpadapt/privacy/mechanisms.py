@@ -1,4 +1,9 @@
-"""Noise-adding mechanisms. Each takes a caller-supplied :class:`numpy.random.Generator`.
+"""Noise-adding mechanisms: the only place privacy noise is drawn, from a :class:`NoiseSource`.
+
+A fresh :class:`NoiseSource` draws from OpenDP's vetted samplers; the public one-release mechanisms
+(:func:`gaussian_mechanism`, :func:`gaussian_matrix_release`, :func:`laplace_mechanism`,
+:func:`randomized_response`) also accept a caller's :class:`numpy.random.Generator` for audits, and
+then return a Guarantee marked invalid that says why (replayable noise, numpy's float sampler).
 
 Every mechanism here releases a quantity whose sensitivity the *caller* bounds (by clipping rows
 to a public norm with :func:`clip_rows`, by counting, ...) and returns the noisy value with the
@@ -121,9 +126,11 @@ class SecretWords:
 
 def recorded(guarantee: Guarantee, noise) -> Guarantee:
     """``guarantee`` as it holds for noise drawn from ``noise``: invalid (with the reason) when the noise
-    is reproducible from a seed (issue 19, item 8)."""
-    from dpadapt.privacy.guarantee import REPRODUCIBLE_NOISE_REASON
+    is reproducible from a seed (issue 19, item 8) or came from a caller's numpy Generator (issue 27, item 2)."""
+    from dpadapt.privacy.guarantee import CALLER_GENERATOR_REASON, REPRODUCIBLE_NOISE_REASON
 
+    if isinstance(noise, np.random.Generator):
+        return guarantee.invalidated(CALLER_GENERATOR_REASON)
     return guarantee.invalidated(REPRODUCIBLE_NOISE_REASON) if _reproducible(noise) else guarantee
 
 
@@ -168,6 +175,44 @@ def before_noise(callback) -> Iterator[None]:
 def _announce_draw() -> None:
     for callback in _BEFORE_NOISE:
         callback()
+
+
+@dataclasses.dataclass(frozen=True)
+class Draw:
+    """What one noise draw was about to perturb (for :func:`observe_draws`): the exact ``value`` (a copy,
+    flattened), the noise ``scale``, the ``sensitivity`` the calibration states for ``value`` (None where the
+    call site states none) and its ``norm`` ("l2", "l1" or "linf")."""
+
+    kind: str
+    value: np.ndarray
+    scale: float
+    sensitivity: float | None
+    norm: str
+
+
+#: Observers of the exact values about to be noised (a test hook of the attack suite, issue 27: D vs D′ moves
+#: the first draw by at most its stated Δ). Empty in normal use; nothing is copied then.
+_OBSERVERS: list = []
+
+
+@contextlib.contextmanager
+def observe_draws(callback) -> Iterator[None]:
+    """Call ``callback(Draw)`` with the exact value of every noise draw made inside the block (tests only)."""
+    _OBSERVERS.append(callback)
+    try:
+        yield
+    finally:
+        _OBSERVERS.remove(callback)
+
+
+def _observe(kind: str, value, scale: float, sensitivity: float | None, norm: str) -> None:
+    if _OBSERVERS:
+        if hasattr(value, "detach"):  # a torch tensor
+            value = value.detach().cpu().double().numpy()
+        draw = Draw(kind, np.array(value, dtype=np.float64).ravel(), float(scale),
+                    None if sensitivity is None else float(sensitivity), norm)
+        for callback in _OBSERVERS:
+            callback(draw)
 
 
 def _noise_generator(noise: NoiseSource | np.random.Generator) -> np.random.Generator:
@@ -317,6 +362,8 @@ def gaussian(
     check_positive(sensitivity, "sensitivity")
     value = np.asarray(value, dtype=np.float64)
     _require_finite(value, "the values to release")
+    _observe("gaussian", value[np.triu_indices(value.shape[0])] if symmetric and value.ndim == 2 else value, sigma,
+             sensitivity, "l2")
     if not vetted:
         noisy = value + _noise_generator(noise).normal(0.0, sigma, size=value.shape)
     elif symmetric:
@@ -354,19 +401,30 @@ def clip_rows(X: np.ndarray, max_norm: float) -> np.ndarray:
     """Scale every row with ℓ2 norm above ``max_norm`` down to ``max_norm`` (a per-record operation).
 
     ``max_norm`` must be public (fixed before seeing the data); rows below it are unchanged. A
-    non-finite entry, or a row whose norm overflows float64, raises :class:`NonFiniteError`
-    (a NaN row would otherwise pass the clip unchanged).
+    non-finite entry raises :class:`NonFiniteError` (a NaN row would otherwise pass the clip
+    unchanged). Every finite row is clipped, even one whose norm overflows float64 (1e200 entries):
+    the norm is taken of the row divided by its largest entry (:func:`_clip_factors`), so refusing
+    such a row — which would reveal it, issue 27 — is never needed.
     """
     check_positive(max_norm, "max_norm")
     X = np.asarray(X, dtype=np.float64)
     _require_finite(X, "rows to clip")
-    with np.errstate(over="ignore"):
-        norms = np.sqrt(np.einsum("ij,ij->i", X, X))[:, None] if X.ndim == 2 else np.linalg.norm(X, axis=1, keepdims=True)
-    _require_finite(norms, "row norms")  # a finite row can still overflow its norm
-    scale = np.ones_like(norms)
-    over = norms > max_norm
-    scale[over] = max_norm / norms[over]
-    return X * scale
+    if X.ndim != 2:
+        raise ValueError(f"rows to clip must be a 2-D array, got shape {X.shape}")
+    return X * _clip_factors(np.max(np.abs(X), axis=1, initial=0.0), X, max_norm)[:, None]
+
+
+def _clip_factors(peak: np.ndarray, X, max_norm: float, rows: np.ndarray | None = None) -> np.ndarray:
+    """Per-row factors min(1, C/‖x‖) without overflow: ‖x‖ = m·‖x/m‖ with m = max|x_j| (``peak``), and
+    min(1, (C/m)/‖x/m‖) never forms m·‖x/m‖. ``X`` dense rows, or CSR stored values with their ``rows``."""
+    safe = np.where(peak > 0, peak, 1.0)
+    if rows is None:
+        scaled = X / safe[:, None]
+        r = np.sqrt(np.einsum("ij,ij->i", scaled, scaled))
+    else:
+        r = np.sqrt(np.bincount(rows, (X / safe[rows]) ** 2, minlength=peak.shape[0]))
+    with np.errstate(over="ignore", divide="ignore"):
+        return np.minimum(1.0, (max_norm / safe) / np.where(r > 0, r, 1.0))
 
 
 def gaussian_sigma_for(epsilon: float, delta: float, sensitivity: float) -> float:
@@ -379,7 +437,7 @@ def gaussian_mechanism(
     sensitivity: float,
     epsilon: float,
     delta: float,
-    rng: np.random.Generator,
+    noise: NoiseSource | np.random.Generator,
     *,
     party: Party,
     unit: Unit = "record",
@@ -393,6 +451,10 @@ def gaussian_mechanism(
     ----------
     value : array_like
         The exact quantity; its ℓ2 sensitivity under ``relation`` must be at most ``sensitivity``.
+    noise : NoiseSource or numpy.random.Generator
+        A fresh :class:`NoiseSource` draws from OpenDP's vetted sampler and the Guarantee is valid. A
+        numpy Generator (or a reproducible NoiseSource) draws from numpy's float sampler, replayable
+        from its seed: the returned Guarantee is then marked invalid and says why (issue 27, item 2).
     symmetric : bool
         For a symmetric matrix: draw the upper triangle (with diagonal) i.i.d. and mirror it, so
         the released matrix is symmetric. ``sensitivity`` must then be the Frobenius sensitivity
@@ -400,51 +462,56 @@ def gaussian_mechanism(
     """
     check_positive(sensitivity, "sensitivity")
     sigma = gaussian_sigma_for(epsilon, delta, sensitivity)
-    noisy = gaussian(value, sigma=sigma, sensitivity=sensitivity, noise=rng, symmetric=symmetric).value
+    noisy = gaussian(value, sigma=sigma, sensitivity=sensitivity, noise=noise, symmetric=symmetric).value
     guarantee = analytic_gaussian_guarantee(
         epsilon, delta, sigma / sensitivity, party=party, unit=unit, relation=relation, theorem=theorem,
         sensitivity=float(sensitivity), details={"sigma": sigma},
     )
-    return MechanismOutput(noisy, sigma, guarantee)
+    return MechanismOutput(noisy, sigma, recorded(guarantee, noise))
 
 
 def gaussian_matrix_release(
-    X, l2_sensitivity: float, epsilon: float, delta: float, rng: np.random.Generator, **options: Any
+    X, l2_sensitivity: float, epsilon: float, delta: float, noise: NoiseSource | np.random.Generator, **options: Any
 ) -> MechanismOutput:
     """Release a matrix ``X + N(0, σ²)`` whose ℓ2 (Frobenius) sensitivity is ``l2_sensitivity``: the
-    whole matrix is one Gaussian release (:func:`gaussian_mechanism`, whose keyword ``options`` it takes)."""
+    whole matrix is one Gaussian release (:func:`gaussian_mechanism`, whose keyword ``options`` and
+    ``noise`` rule it takes: a numpy Generator gives an invalid Guarantee)."""
     options.setdefault("theorem", "Analytic Gaussian mechanism (Balle & Wang, ICML 2018, Thm. 8) on the whole matrix")
-    return gaussian_mechanism(X, l2_sensitivity, epsilon, delta, rng, **options)
+    return gaussian_mechanism(X, l2_sensitivity, epsilon, delta, noise, **options)
 
 
 def laplace_mechanism(
     value,
     l1_sensitivity: float,
     epsilon: float,
-    rng: np.random.Generator,
+    noise: NoiseSource | np.random.Generator,
     *,
     party: Party,
     unit: Unit = "record",
     relation: accounting.Relation = "replace_one",
 ) -> MechanismOutput:
-    """Release ``value + Lap(Δ₁/ε)`` (ε-DP, Dwork, McSherry, Nissim, Smith 2006)."""
+    """Release ``value + Lap(Δ₁/ε)`` (ε-DP, Dwork, McSherry, Nissim, Smith 2006).
+
+    ``noise``: as in :func:`gaussian_mechanism` (a numpy Generator gives an invalid Guarantee saying why).
+    """
     check_epsilon(epsilon)
     check_positive(l1_sensitivity, "l1_sensitivity")
     scale = l1_sensitivity / epsilon
-    noisy = vetted_laplace(value, scale, rng, sensitivity=l1_sensitivity)
+    _observe("laplace", value, scale, l1_sensitivity, "l1")
+    noisy = vetted_laplace(value, scale, noise, sensitivity=l1_sensitivity)
     guarantee = closed_form_guarantee(
         float(epsilon), 0.0, party=party, unit=unit, relation=relation, accounting="pure",
         events=(accounting.laplace_event(1.0 / epsilon),), theorem="Laplace mechanism (Dwork, McSherry, Nissim, Smith 2006)",
         sensitivity=float(l1_sensitivity), details={"scale": scale},
     )
-    return MechanismOutput(noisy, scale, guarantee)
+    return MechanismOutput(noisy, scale, recorded(guarantee, noise))
 
 
 def randomized_response(
     labels,
     num_classes: int,
     epsilon: float,
-    rng: np.random.Generator,
+    noise: NoiseSource | np.random.Generator,
     *,
     party: Party = "source",
 ) -> MechanismOutput:
@@ -453,6 +520,7 @@ def randomized_response(
     Each label is kept with probability e^ε/(e^ε + k − 1) and otherwise replaced by one of the
     k − 1 other labels uniformly. Labels are perturbed independently, so releasing a whole
     vector is ε-DP with respect to changing one record's label (parallel composition).
+    ``noise``: as in :func:`gaussian_mechanism` (a numpy Generator gives an invalid Guarantee saying why).
     """
     check_epsilon(epsilon)
     if num_classes < 2:
@@ -461,8 +529,8 @@ def randomized_response(
     if labels.size and (labels.min() < 0 or labels.max() >= num_classes):
         raise ValueError(f"labels must lie in 0..{num_classes - 1}")
     keep = math.exp(epsilon) / (math.exp(epsilon) + num_classes - 1)
-    flip = _noise_generator(rng).random(labels.shape) >= keep
-    shift = _noise_generator(rng).integers(1, num_classes, size=labels.shape)
+    flip = _noise_generator(noise).random(labels.shape) >= keep
+    shift = _noise_generator(noise).integers(1, num_classes, size=labels.shape)
     noisy = np.where(flip, (labels + shift) % num_classes, labels).astype(np.int64)
     guarantee = Guarantee(
         party=party,
@@ -476,26 +544,31 @@ def randomized_response(
         sensitivity=None,
         details={"keep_probability": keep, "num_classes": num_classes},
     )
-    return MechanismOutput(noisy, keep, guarantee)
+    return MechanismOutput(noisy, keep, recorded(guarantee, noise))
 
 
 def report_noisy_min(
     scores,
     sensitivity: float,
     epsilon: float,
-    rng: np.random.Generator,
+    noise: NoiseSource,
     *,
     monotone: bool = False,
 ) -> tuple[int, float]:
     """Index of the smallest of ``scores + Lap(b)`` — ε-DP for scores of ℓ∞ sensitivity Δ.
 
     b = Δ/ε suffices only for monotone queries (counts); in general b = 2Δ/ε (Dwork & Roth,
-    Claim 3.9; spec overview convention 6). Returns the index and the Laplace scale used.
+    Claim 3.9; spec overview convention 6). Returns the index and the Laplace scale used. It returns
+    no Guarantee to mark, so ``noise`` must be a :class:`NoiseSource` (a numpy Generator is refused,
+    issue 27 item 2); the caller records a reproducible one in its own Guarantee (:func:`recorded`).
     """
     check_epsilon(epsilon)
     check_positive(sensitivity, "sensitivity")
+    if not isinstance(noise, NoiseSource):
+        raise TypeError(f"report_noisy_min draws only from a NoiseSource (it returns no Guarantee to mark), got {type(noise).__name__}")
     scale = (1.0 if monotone else 2.0) * sensitivity / epsilon
-    noisy = vetted_laplace(scores, scale, rng, sensitivity=sensitivity, norm="linf")
+    _observe("report_noisy_min", scores, scale, sensitivity, "linf")
+    noisy = vetted_laplace(scores, scale, noise, sensitivity=sensitivity, norm="linf")
     return int(np.argmin(noisy)), scale
 
 
@@ -542,36 +615,41 @@ class MomentStatistics:
 def _unit_ball_rows(Z):
     """Rows projected onto the unit ℓ2 ball: the bound the sensitivities above rest on, enforced here.
 
-    A scipy sparse matrix stays sparse (CSR, float64): its stored values are scaled row by row.
+    A scipy sparse matrix stays sparse (CSR, float64): it is first put in canonical form (entries stored
+    twice for one column are summed, issue 27 item 4 — a row storing one column m times has norm m, not √m),
+    then its stored values are scaled row by row.
     """
     if sp.issparse(Z):
         Z = sp.csr_matrix(Z, dtype=np.float64, copy=True)
+        Z.sum_duplicates()  # canonical CSR: the norm below is the norm of the row the matrix represents
         _require_finite(Z.data, "rows to clip")
-        with np.errstate(over="ignore"):
-            norms = np.sqrt(np.bincount(np.repeat(np.arange(Z.shape[0]), np.diff(Z.indptr)), Z.data**2, minlength=Z.shape[0]))
-        _require_finite(norms, "row norms")
-        scale = np.ones_like(norms)
-        over = norms > 1.0
-        scale[over] = 1.0 / norms[over]
-        Z.data *= np.repeat(scale, np.diff(Z.indptr))
+        rows = np.repeat(np.arange(Z.shape[0]), np.diff(Z.indptr))
+        peak = np.zeros(Z.shape[0])
+        np.maximum.at(peak, rows, np.abs(Z.data))
+        Z.data *= _clip_factors(peak, Z.data, 1.0, rows)[rows]  # overflow-free, like clip_rows
         return Z
     Z = np.asarray(Z, dtype=np.float64)
     if Z.ndim != 2:
         raise ValueError(f"rows must be a 2-D array, got shape {Z.shape}")
     # One pass for the norms, and a copy only if a row is outside the ball. A NaN or ±∞ entry makes its
-    # row's norm NaN or ∞ (a sum of squares), as does a finite row whose norm overflows: checking the
-    # norms refuses exactly what checking every entry would, in 1/d of the work.
+    # row's norm NaN or ∞ (a sum of squares): such rows are refused, as checking every entry would, in
+    # 1/d of the work; a finite row whose norm overflows float64 is clipped overflow-free (never refused:
+    # a refusal would reveal it, issue 27), like :func:`clip_rows`.
     # The ball is the float64 one: the computed norm of a d-vector is within (d/2 + 2)·2⁻⁵³ (relative)
     # of the exact norm of the stored values, so rows are kept only below ``target`` and scaled to it,
     # and every row handed on has an EXACT norm ≤ 1 (not just a computed one).
     target = 1.0 - (Z.shape[1] + 16) * 2.0**-52
     with np.errstate(over="ignore", invalid="ignore"):
         norms = np.sqrt(np.einsum("ij,ij->i", Z, Z))
-    _require_finite(norms, "rows to clip (their norms)")
-    over = norms > target
+    unbounded = ~np.isfinite(norms)
+    if unbounded.any():
+        _require_finite(Z[unbounded], "rows to clip")
+    over = unbounded | (norms > target)
     if not over.any():
         return Z
-    return Z * np.where(over, target / np.where(over, norms, 1.0), 1.0)[:, None]
+    factors = np.ones(Z.shape[0])
+    factors[over] = _clip_factors(np.max(np.abs(Z[over]), axis=1, initial=0.0), Z[over], target)
+    return Z * factors[:, None]
 
 
 def class_sums(Z, labels, num_classes: int) -> tuple[np.ndarray, np.ndarray]:
@@ -790,6 +868,7 @@ def noisy_projections(F, U, *, sigma: float, noise: NoiseSource) -> np.ndarray:
     if sigma == 0:
         return P
     _require_finite(P, "the projections to release")
+    _observe("noisy_projections", P, sigma, None, "l2")
     return P + _noise_generator(noise).normal(0.0, sigma, size=P.shape)
 
 
@@ -808,6 +887,8 @@ def torch_gaussian_noise(total, std: float, noise):
     # in the tensor's own dtype (a float64-finite 1e39 is inf in float32); a "meta" tensor holds no values to check or release
     if total.device.type != "meta" and not bool(torch.isfinite(total).all()):
         raise NonFiniteError("the clipped sum to release contains NaN or infinite values; refused before any noise was drawn")
+    if total.device.type != "meta":
+        _observe("torch_gaussian_noise", total, std, None, "l2")
     g = torch_noise_generator(noise)  # a CPU generator: drawn on the CPU, then moved to the tensor's device
     return total + std * torch.randn(total.shape, generator=g, dtype=total.dtype).to(total.device)
 
@@ -940,3 +1021,38 @@ def class_moment_statistics(
     if relation not in CLASS_MOMENT_SENSITIVITY:
         raise ValueError(f"relation must be one of {tuple(CLASS_MOMENT_SENSITIVITY)}, got {relation!r}")
     return release_class_moment_sums(*class_moment_sums(Z, labels, num_classes), sigma=sigma, relation=relation, noise=noise)
+
+
+# --- the smallest eigenvalue of the second moment (AdaSSP's adaptive ridge, Wang 2018) ----------
+
+#: ℓ2 sensitivity of λ_min(Σxxᵀ) for rows with norm ≤ 1, both relations. Add/remove changes the matrix by
+#: ±xxᵀ, a PSD rank-one matrix of spectral norm ‖x‖² ≤ 1, so by Weyl's inequality λ_min moves by at most 1.
+#: Replace-one (x → x′): λ_min(M − xxᵀ) ∈ [λ_min(M) − 1, λ_min(M)] and adding x′x′ᵀ moves it up by [0, 1],
+#: so |Δλ_min| ≤ 1 — attained (base row e₁; e₀ → e₁ turns I into diag(0, 2)).
+MIN_EIGENVALUE_SENSITIVITY = {"replace_one": 1.0, "add_remove": 1.0}
+
+
+def min_eigenvalue(second) -> float:
+    """λ_min of a symmetric second moment Σxxᵀ (k, k), exact (the smallest eigenvalue only) — no noise."""
+    import scipy.linalg
+
+    second = np.asarray(second, dtype=np.float64)
+    if second.ndim != 2 or second.shape[0] != second.shape[1] or second.shape[0] == 0:
+        raise ValueError(f"the second moment must be a non-empty square matrix, got shape {second.shape}")
+    _require_finite(second, "the second moment")
+    k = second.shape[0]
+    return float(scipy.linalg.eigh((second + second.T) / 2.0, eigvals_only=True, subset_by_index=[0, 0])[0]) if k > 1 \
+        else float(second[0, 0])
+
+
+def release_min_eigenvalue(second, *, sigma: float, relation: accounting.Relation, noise: NoiseSource) -> Noised:
+    """Release λ_min of a second moment made by :func:`class_moment_sums` / :func:`moment_sums` as ONE Gaussian.
+
+    For unit-ball rows (which only those functions guarantee: callers never pass another matrix) λ_min(Σxxᵀ)
+    has sensitivity ``MIN_EIGENVALUE_SENSITIVITY[relation]`` = 1 (Weyl; proof beside the constant). The
+    privately estimated smallest eigenvalue sets AdaSSP's ridge (Wang, NeurIPS 2018, Alg. 2).
+    """
+    if relation not in MIN_EIGENVALUE_SENSITIVITY:
+        raise ValueError(f"relation must be one of {tuple(MIN_EIGENVALUE_SENSITIVITY)}, got {relation!r}")
+    return gaussian(np.array([min_eigenvalue(second)]), sigma=sigma, sensitivity=MIN_EIGENVALUE_SENSITIVITY[relation],
+                    noise=noise)

@@ -32,7 +32,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from dpadapt.api import ConfigEstimator, Family, Plan, register
-from dpadapt.classstats import _digest
+from dpadapt.classstats import _digest, public_size
 from dpadapt.classstats.adapt import fit_basis
 from dpadapt.configs.sound import Config
 from dpadapt.privacy.families.classstats import basis_disclosure
@@ -47,7 +47,14 @@ from dpadapt.sound.spaces import mapped_rows, to_space
 from dpadapt.sound.ssp import lda_from_moments, ridge, ridge_from_moments
 from dpadapt.stream.readers import ChunkedSource, labelled_source
 from dpadapt.stream.sums import ClassMomentSums, accumulate
-from dpadapt.validation import check_basis, check_features, check_untrusted_array
+from dpadapt.validation import (
+    check_basis,
+    check_declared_sigma,
+    check_features,
+    check_plausible_statistics,
+    check_released_size,
+    check_untrusted_array,
+)
 
 BASIS_KIND = "target_basis"
 MOMENTS_KIND = "class_moments"
@@ -131,7 +138,7 @@ def release(plan_: Plan, Xs, ys=None, noise=None, *, basis_release: Release | No
     n_plan = int(plan_.facts["n_source"])
     if not isinstance(Xs, ChunkedSource):
         Xs = check_features(Xs, "Xs (source)", allow_sparse=True)
-    source = labelled_source(Xs, ys)
+    source = labelled_source(Xs, ys, classes=config.classes)  # public label set: one class is valid
     if source.n_rows != n_plan:
         raise ValueError(f"the plan is for {n_plan} source rows, got {source.n_rows}")
     if config.private:
@@ -158,7 +165,8 @@ def release(plan_: Plan, Xs, ys=None, noise=None, *, basis_release: Release | No
         method=plan_.family, kind=MOMENTS_KIND, owner="source", arrays={"sums": sums, "counts": counts, "second": second},
         guarantee=guarantee,
         params={"classes": list(classes), "log1p": config.use_log1p(), "n_features": int(source.n_features),
-                "n_source": int(acc.n_rows), "sigma": float(plan_.calibration.get("sigma", 0.0)), "relation": config.relation,
+                **public_size(config.relation, acc.n_rows), "sigma": float(plan_.calibration.get("sigma", 0.0)),
+                "relation": config.relation,
                 "basis_sha256": basis_release.params["sha256"] if basis_release is not None else None,
                 "random_seed": RANDOM_SEED if choice.space == "random" else None, **choice.to_params()},
     )
@@ -224,11 +232,13 @@ def adapt(release_: Release, Xt, config: Config, *, basis_release: Release | Non
         sums = check_untrusted_array(release_["sums"], "the released 'sums'", (K, k))
         counts = check_untrusted_array(release_["counts"], "the released 'counts'", (K,))
         second = check_untrusted_array(release_["second"], "the released 'second'", (k, k))
-        sigma, n_source = check_untrusted_array([p["sigma"], p["n_source"]], "the released 'sigma' and 'n_source'")
+        n_source = check_released_size(p)  # None under add/remove: n is not released (issue 27, item 3)
+        sigma = check_declared_sigma(p["sigma"], release_.guarantee)  # issue 27, item 7: what the mechanism can produce
+        sums, counts, second = check_plausible_statistics(sums, counts, sigma=sigma, n=n_source, second=second)
     except (KeyError, ValueError) as exc:
         raise ReleaseError(f"class-moment release: {exc}") from None
-    if sigma < 0.0 or n_source < 1.0:
-        raise ReleaseError(f"class-moment release: sigma = {sigma:g} and n_source = {n_source:g} are impossible; refused")
+    if n_source is None:  # add/remove: the size the receiver uses is the noisy total count
+        n_source = max(float(np.sum(counts)), 1.0)
     lam = ridge(sigma, n_source, k, ridge_scale=choice.ridge_scale, ridge_floor=choice.ridge_floor)
     if choice.classifier == "ncm":  # nearest class direction (cosine) of the released sums
         W, b = sums / np.maximum(np.linalg.norm(sums, axis=1, keepdims=True), np.finfo(float).tiny), np.zeros(sums.shape[0])

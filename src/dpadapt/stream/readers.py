@@ -557,11 +557,14 @@ def open_source(path: str | os.PathLike, label_column: str = "y", *, labels=None
     return open_parquet(path, label_column, rows=rows)
 
 
-def open_schema_table(path: str | os.PathLike, schema, *, rows: int | None = None) -> ChunkedSource:
+def open_schema_table(path: str | os.PathLike, schema, *, rows: int | None = None,
+                      on_complete: Callable | None = None) -> ChunkedSource:
     """A CSV / Parquet table read through ``schema`` (:func:`dpadapt.tables.iter_chunks`): mapped features,
     label indices into the public label set. Rows are counted up front (Parquet metadata, or a scan of
     the CSV's bytes: every line is a row, a blank one an error), and a count the reader does not
     confirm is an error. The ID column is not part of the chunks (:func:`dpadapt.tables.iter_chunks` has it).
+    ``on_complete(counts)`` is called at the end of every pass that read every row, with what the map
+    imputed and clipped in that pass (:class:`dpadapt.tables.rowmap.MapCounts`: additive over chunks).
     """
     from dpadapt.tables import iter_chunks
     from dpadapt.tables.readers import CSV_SUFFIXES, DEFAULT_CHUNK_ROWS, _detect_delimiter, _first_line
@@ -591,12 +594,16 @@ def open_schema_table(path: str | os.PathLike, schema, *, rows: int | None = Non
     step = int(rows) if rows else min(DEFAULT_CHUNK_ROWS, chunk_rows(schema.n_features))
 
     def chunks() -> Iterator[Chunk]:
-        read = 0
-        for X, y, _ in iter_chunks(path, schema, chunk_rows=step):
+        from dpadapt.tables.rowmap import MapCounts
+
+        read, counts = 0, MapCounts()
+        for X, y, _ in iter_chunks(path, schema, chunk_rows=step, counts=counts):
             read += X.shape[0]
             yield X, y
         if read != n:
             raise ValueError(f"{path}: {read} data rows were read but {n} lines were counted")
+        if on_complete is not None:
+            on_complete(counts)
 
     return ChunkedSource(n, schema.n_features, chunks, labelled, str(path))
 

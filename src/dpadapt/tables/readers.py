@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from .rowmap import RowMap, TableError
+from .rowmap import MapCounts, RowMap, TableError
 from .schema import DELIMITERS, Schema
 
 Chunk = tuple[np.ndarray, np.ndarray | None, np.ndarray | None]
@@ -32,19 +32,38 @@ DEFAULT_CHUNK_ROWS = 65536
 
 @dataclasses.dataclass
 class MappedTable:
-    """A whole table after the schema's map: features, label indices, IDs, and the public names."""
+    """A whole table after the schema's map: features, label indices, IDs, and the public names.
+
+    ``schema`` is the schema it was read through (``fingerprint`` its public fingerprint, which releases
+    and models carry); ``labels`` the class names of ``y``; ``counts`` what the map imputed and clipped
+    per column (computed from these rows: for the reader's own report, never for a release).
+    """
 
     X: np.ndarray
     y: np.ndarray | None
     ids: np.ndarray | None
     feature_names: list[str]
     classes: tuple | None
+    schema: Schema | None = None
+    counts: MapCounts | None = None
+
+    @property
+    def fingerprint(self) -> dict | None:
+        return None if self.schema is None else self.schema.fingerprint()
+
+    @property
+    def labels(self) -> np.ndarray | None:
+        """The class names of the rows (``classes[y]``), or ``None`` for an unlabelled table."""
+        if self.y is None or self.classes is None:
+            return None
+        return np.asarray(self.classes, dtype=object)[self.y]
 
 
 def read_table(source: Any, schema: Schema, progress: Callable[[int], None] | None = None) -> MappedTable:
     """Read a whole table (path to CSV / Parquet, pandas / polars DataFrame, pyarrow Table) through ``schema``."""
     Xs, ys, ids = [], [], []
-    for X, y, i in iter_chunks(source, schema, progress=progress):
+    counts = MapCounts()
+    for X, y, i in iter_chunks(source, schema, progress=progress, counts=counts):
         Xs.append(X)
         ys.append(y)
         ids.append(i)
@@ -56,6 +75,8 @@ def read_table(source: Any, schema: Schema, progress: Callable[[int], None] | No
         ids=None if ids[0] is None else np.concatenate(ids),
         feature_names=schema.feature_names,
         classes=schema.classes,
+        schema=schema,
+        counts=counts,
     )
 
 
@@ -64,12 +85,15 @@ def iter_chunks(
     schema: Schema,
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
     progress: Callable[[int], None] | None = None,
+    counts: MapCounts | None = None,
 ) -> Iterator[Chunk]:
     """Yield ``(X, y_idx, ids)`` per chunk of ``source`` mapped by ``schema``; ``progress(n)`` after each chunk.
 
     ``source``: a path (``.csv`` / ``.tsv`` / ``.txt`` / ``.data`` read as delimited text,
     ``.parquet`` by row groups), a pandas or polars DataFrame, or a pyarrow Table. The label and ID
     columns are optional in the data (unlabelled target rows); every declared feature column is required.
+    ``counts`` (a :class:`~dpadapt.tables.rowmap.MapCounts`), when given, adds up what the map imputed
+    and clipped per column, chunk by chunk.
     """
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
@@ -86,7 +110,7 @@ def iter_chunks(
         chunks = _frame_chunks(source, schema, chunk_rows)
     rowmap = RowMap(schema)
     for cells, n, locate in chunks:
-        mapped = rowmap.transform(cells, n, locate)
+        mapped = rowmap.transform(cells, n, locate, counts)
         if progress is not None:
             progress(n)
         yield mapped
@@ -133,7 +157,7 @@ def _csv_chunks(path: Path, schema: Schema):
 
     first = _first_line(path)
     delimiter = schema.delimiter or _detect_delimiter(first)
-    first_cells = next(csv.reader([first], delimiter=delimiter)) if first.strip() else []
+    first_cells = header_cells(first, delimiter, path)
     where = str(path)
     if schema.header:
         names = [c.strip() for c in first_cells]
@@ -173,7 +197,7 @@ def _csv_chunks(path: Path, schema: Schema):
                                                  include_columns=use),
         )
     except (pa.ArrowInvalid, OSError) as exc:
-        raise TableError(problems[0] if problems else f"{path}: not a readable CSV file ({_short(exc)})") from None
+        raise TableError(problems[0] if problems else _csv_problem(path, skip, exc)) from None
     line = skip
     while True:
         try:
@@ -181,7 +205,7 @@ def _csv_chunks(path: Path, schema: Schema):
         except StopIteration:
             break
         except (pa.ArrowInvalid, OSError) as exc:
-            raise TableError(problems[0] if problems else f"{path}: after line {line}: not readable CSV ({_short(exc)})") from None
+            raise TableError(problems[0] if problems else _csv_problem(path, line, exc)) from None
         n = batch.num_rows
         if n == 0:
             continue
@@ -198,13 +222,30 @@ def _csv_chunks(path: Path, schema: Schema):
         raise TableError(f"{path}: no data rows")
 
 
+#: The longest first line (a header) read, in bytes.
+MAX_HEADER_BYTES = 1 << 20
+
+
 def _first_line(path: Path) -> str:
     with open(path, "rb") as fh:  # bytes: decoding only the first line (a later bad byte is that line's error)
-        raw = fh.readline(1 << 20)
+        raw = fh.readline(MAX_HEADER_BYTES + 1)
+    if len(raw) > MAX_HEADER_BYTES:
+        raise TableError(f"{path}: line 1 is longer than {MAX_HEADER_BYTES >> 20} MB: not a header or a data row of a "
+                         "table (is this the right file, with line breaks?)")
     try:
         return raw.decode("utf-8-sig").rstrip("\r\n")
     except UnicodeDecodeError:
         raise TableError(f"{path}: line 1: not UTF-8 text") from None
+
+
+def header_cells(line: str, delimiter: str, path: Path) -> list[str]:
+    """The cells of the first line (one-line error naming file and line for a line the csv module refuses)."""
+    if not line.strip():
+        return []
+    try:
+        return next(csv.reader([line], delimiter=delimiter))
+    except csv.Error as exc:
+        raise TableError(f"{path}: line 1: not a readable CSV line ({exc})") from None
 
 
 def _detect_delimiter(line: str) -> str:
@@ -230,6 +271,14 @@ def _check_blank_lines(cells: dict, n: int, path: Path, line: int) -> None:
     if blank is not None and len(cells) > 1 and pc.any(blank).as_py():
         i = int(np.flatnonzero(blank.to_numpy(zero_copy_only=False))[0])
         raise TableError(f"{path}: line {line + i + 1}: blank line")
+
+
+def _csv_problem(path: Path, line: int, exc: Exception) -> str:
+    """One line for a CSV block the reader refuses, naming the file and the line after which it failed."""
+    if "straddl" in str(exc):  # a line longer than a read block
+        return (f"{path}: line {line + 1} or shortly after is longer than {DEFAULT_CHUNK_BYTES >> 20} MB: an unclosed "
+                "quote, or not a table with line breaks (check that line)")
+    return f"{path}: after line {line}: not readable CSV ({_short(exc)})"
 
 
 def _short(exc: Exception) -> str:

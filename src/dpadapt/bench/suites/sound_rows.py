@@ -232,11 +232,11 @@ def _dpot(p: Problem):
     return DPOTAdapter(**p.dp_kwargs()).fit_domains(p.Xs, p.ys, p.Xt)
 
 
-def _dp_source_only(estimator: str) -> Fit:
+def _dp_source_only(estimator: str, **params: Any) -> Fit:
     def fit(p: Problem):
         from dpadapt import classstats
 
-        return getattr(classstats, estimator)(**p.dp_kwargs()).fit_domains(p.Xs, p.ys)
+        return getattr(classstats, estimator)(**p.dp_kwargs(), **params).fit_domains(p.Xs, p.ys)
 
     return fit
 
@@ -253,7 +253,12 @@ register_row("sound", "design", _sound, "SoundDA (issue 23): the design the dev-
 register_row("dpot-cs", "design", _dpot, "DPOTAdapter's sound default (class statistics in the target's PCA basis, refinement 'ot')")
 register_row("classstats", "design", _classstats, "ClassStatsDA's default (the same design through its own estimator)")
 register_row("dp-ncm", "dp-source-only", _dp_source_only("DPNearestClassMean"), "DP nearest class mean on the source (one class-statistics release, no basis)")
-register_row("dp-logreg", "dp-source-only", _dp_source_only("DPLogisticRegression"), "DP logistic regression on the source (noisy full-batch GD)")
+register_row("dp-lsq", "dp-source-only", _dp_source_only("DPLeastSquares"),
+             "DP least squares on the source: one release of class sums, counts and Σxxᵀ in the full feature space, AdaSSP ridge")
+register_row("dp-lr", "dp-source-only", _dp_source_only("DPLogisticRegression"),
+             "DP logistic regression on the source (noisy heavy-ball GD, flow time capped by the public noise level; issue 28)")
+register_row("dp-logreg", "dp-source-only", _dp_source_only("DPLogisticRegression", steps=100, momentum=0.0, time_scale=None),
+             "DP logistic regression, the pre-issue-28 optimiser (100 plain noisy GD steps, step 2, clip 0.5)")
 register_row("source-only", "non-private", _source_only, "logistic regression on the source, scaling and C by 3-fold CV on the source",
              deterministic=True)
 register_row("1-nn", "non-private", _one_nn, "1-nearest neighbour on the raw source rows", deterministic=True)

@@ -45,7 +45,7 @@ def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
     if not table.source.labelled:
         raise ValueError(f"{table.path}: the source data needs labels (column 'y')")
     classes = args.classes if args.classes is not None else (tuple(range(int(args.n_classes))) if args.n_classes else None)
-    config = config_from_args(Config, args, classes=classes)
+    config = config_from_args(Config, args, classes=classes)  # the labels are checked against it as the rows are read
     basis = Release.load(args.basis, expect_method="sound") if args.basis else None
     facts = {"n_source": table.n_rows, "n_features": table.n_features}
     if basis is not None:

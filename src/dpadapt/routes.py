@@ -1,0 +1,321 @@
+"""Every way a public estimator can run privately, enumerable, so that every attack runs against every route.
+
+A *route* is one branch of one public estimator that a public configuration selects — a
+:class:`~dpadapt.sound.SoundDA` design of the selection rule, a discrepancy algorithm, a PRIMA
+protocol, ... — with a small example that takes it (well under a second). ``tests/test_attacks.py``
+runs every attack of issue 27 on every registered route (a one-class source, NaN/inf/overflowing rows
+from the other party, D vs D′ refusal parity, reproducible-noise marking, the sensitivity at the worst
+case), with no test code per route; a public estimator (anything exported with ``fit``) that is neither
+routed here nor declared non-private fails ``test_every_public_estimator_is_routed``.
+
+Registering a route: ``register_route(Route(...))`` from the estimator's module, or a builder in
+:data:`ROUTE_BUILDERS`. The :class:`~dpadapt.sound.SoundDA` routes are derived from its selection rule
+(:data:`dpadapt.sound.rule.RULE`): one route per distinct design the rule can pick, so a new design
+named by the rule is attacked without a line of new code.
+
+The threat model every route is attacked under is ``docs/threat-model.md``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+#: Where the threat model (who is protected, which relation, what the receiver sees) is written down.
+THREAT_MODEL = "docs/threat-model.md"
+
+#: The declared domain of a protected row, for the neighbours the attacks build: any finite real vector,
+#: non-negative counts, or features a declared schema scaled to [-1, 1].
+DOMAINS = ("real", "counts", "box")
+
+
+@dataclasses.dataclass(frozen=True)
+class Route:
+    """One private route of a public estimator and a small example that takes it.
+
+    name : str
+        ``"<estimator family>/<route>"``, unique.
+    estimator : type
+        The public estimator class (a :class:`~dpadapt.api.ConfigEstimator`).
+    params : mapping
+        Constructor parameters of a private sound run that takes the route (``epsilon`` set, the public
+        ``classes`` set where labels are private); the attacks add ``random_state`` and ``reproducible_noise``.
+    data : callable ``(random_state) -> dict``
+        ``{"Xs", "ys", "Xt"}`` (and ``"yt"``): 60 source and 40 target rows are plenty.
+    protected : tuple of str
+        The parties whose records the route's Guarantee protects.
+    labelled : bool
+        Whether the source labels are part of a protected record (a labelled protected source).
+    domain : str
+        The declared domain of a protected row (:data:`DOMAINS`).
+    dtype : numpy dtype
+        The dtype the protected rows are computed in (float32 for torch routes): "overflowing" is judged in it.
+    taken : callable ``(fitted estimator) -> bool``, optional
+        Whether a fit took this route (e.g. ``est.design_ == "ssp"``); checked by the suite.
+    worst_pair : callable ``(data) -> (data_D, data_D′)``, optional
+        Neighbouring datasets on which the route's first noise draw moves by exactly its stated Δ.
+    unobserved : str
+        Why the route's first noise draw states no sensitivity to check (empty when it does): the draw
+        (:func:`dpadapt.privacy.mechanisms.observe_draws`) of a DP-SGD step or of noisy projections.
+    known_gaps : mapping
+        attack name → why the route does not withstand it yet (the suite expects that attack to fail, strictly:
+        a fix makes the test pass and the gap must then be removed here). Open breaks, never silent ones.
+    """
+
+    name: str
+    estimator: type
+    params: Mapping[str, Any]
+    data: Callable[[int], dict]
+    protected: tuple[str, ...]
+    labelled: bool = True
+    domain: str = "real"
+    dtype: Any = np.float64
+    taken: Callable[[Any], bool] | None = None
+    worst_pair: Callable[[dict], tuple[dict, dict]] | None = None
+    unobserved: str = ""
+    known_gaps: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.domain not in DOMAINS:
+            raise ValueError(f"domain must be one of {DOMAINS}, got {self.domain!r}")
+        if not self.protected:
+            raise ValueError("a route protects at least one party")
+
+    def make(self, **overrides: Any):
+        """A fresh estimator of this route (``overrides`` on top of :attr:`params`)."""
+        return self.estimator(**{**self.params, **overrides})
+
+
+_ROUTES: dict[str, Route] = {}
+_NON_PRIVATE: dict[type, str] = {}
+
+
+def register_route(route: Route) -> Route:
+    """Add a route to the registry the attack suite reads."""
+    _ROUTES[route.name] = route
+    return route
+
+
+def declare_non_private(estimator: type, reason: str) -> type:
+    """Record that a public estimator has no private route (it releases nothing under a guarantee), and why."""
+    _NON_PRIVATE[estimator] = reason
+    return estimator
+
+
+def routes() -> dict[str, Route]:
+    """Every registered route (builds the built-in ones on first use)."""
+    if not _BUILT:
+        for build in ROUTE_BUILDERS:
+            for route in build():
+                _ROUTES.setdefault(route.name, route)
+        _BUILT.append(True)
+    return dict(sorted(_ROUTES.items()))
+
+
+def non_private() -> dict[type, str]:
+    """The public estimators declared non-private, with the reason."""
+    routes()
+    return dict(_NON_PRIVATE)
+
+
+# --- example data -----------------------------------------------------------------------------------
+
+CLASSES = (0, 1, 2)
+
+
+def blobs(random_state: int) -> dict:
+    """60 labelled source rows and 40 target rows of three shifted blobs in 6 dimensions."""
+    from dpadapt.datasets.synthetic import contract_blobs
+
+    return contract_blobs(random_state)
+
+
+def count_blobs(random_state: int) -> dict:
+    """The blobs as non-negative counts (a bag-of-words–like table)."""
+    d = blobs(random_state)
+    return {**d, "Xs": np.floor(3.0 * np.abs(d["Xs"])), "Xt": np.floor(3.0 * np.abs(d["Xt"]))}
+
+
+def box_blobs(random_state: int) -> dict:
+    """The blobs scaled into [-1, 1], as a declared table schema maps them."""
+    d = blobs(random_state)
+    return {**d, "Xs": np.clip(d["Xs"] / 4.0, -1.0, 1.0), "Xt": np.clip(d["Xt"] / 4.0, -1.0, 1.0)}
+
+
+def regression(random_state: int) -> dict:
+    """The discrepancy family's example: 60 public labelled source rows, 40 private target rows (a regression)."""
+    from dpadapt.datasets.synthetic import make_bms_regression
+
+    return make_bms_regression(m=60, n=40, d=5, n_test=1, random_state=random_state)
+
+
+def relabel_first(data: dict) -> tuple[dict, dict]:
+    """D and D′ that differ in the label of record 0 only: the worst case of the class statistics
+    (Δ = 2 replace-one: the unit-norm mapped row leaves one class sum for another, two counts move by 1)."""
+    ys = np.asarray(data["ys"]).copy()
+    other = ys.copy()
+    other[0] = (ys[0] + 1) % len(CLASSES)
+    return data, {**data, "ys": other}
+
+
+def axis_rows(data: dict) -> tuple[dict, dict]:
+    """D with record 0 = (e₁, class 0) and D′ with record 0 = (e₂, class 1): orthogonal axis-aligned unit rows that
+    change class, the worst case of the class moments in the feature space (Δ = √6, proof beside the constant)."""
+    Xs, ys = np.asarray(data["Xs"], dtype=np.float64).copy(), np.asarray(data["ys"]).copy()
+    X2, y2 = Xs.copy(), ys.copy()
+    Xs[0], ys[0] = 0.0, 0
+    X2[0], y2[0] = 0.0, 1
+    Xs[0, 0], X2[0, 1] = 1.0, 1.0
+    return {**data, "Xs": Xs, "ys": ys}, {**data, "Xs": X2, "ys": y2}
+
+
+#: Issue 27, item 3, left open: DP-SGD's add/remove Guarantee computes its sampling rate q = B/n (and its steps) from
+#: the private n and states q in its events, so D and D minus a record are told apart by the Guarantee itself.
+DPSGD_ADD_REMOVE_GAP = (
+    "DP-SGD's add/remove Guarantee is computed at the sampling rate q = B/n of the private n and carries q in its "
+    "events; the fix (a replace-one Guarantee by dp-accounting's replace-one PLD of the same Poisson events, about "
+    "1.5x the add/remove ε at the same σ, or q from a declared public size) changes the DPDA/PRIMA calibration and "
+    "the accounting conventions, and is left to its own issue"
+)
+
+
+# --- the built-in routes --------------------------------------------------------------------------------
+
+
+def _classstats_routes() -> list[Route]:
+    from dpadapt.classstats import ClassStatsDA, DPLeastSquares, DPLogisticRegression, DPNearestClassMean
+
+    common = {"epsilon": 1.0, "delta": 1e-5, "classes": CLASSES}
+    return [
+        Route("classstats/basis", ClassStatsDA, {**common, "k": 3}, blobs, ("source",), worst_pair=relabel_first),
+        Route("classstats/features", ClassStatsDA, {**common, "k": 0}, blobs, ("source",), worst_pair=relabel_first),
+        Route("classstats/counts", ClassStatsDA, {**common, "k": 3, "feature_type": "counts"}, count_blobs, ("source",),
+              domain="counts", worst_pair=relabel_first),
+        Route("classstats/ncm", DPNearestClassMean, common, blobs, ("source",), worst_pair=relabel_first),
+        Route("classstats/dplr", DPLogisticRegression, {**common, "steps": 5}, blobs, ("source",)),
+        Route("classstats/dplsq", DPLeastSquares, common, blobs, ("source",)),
+    ]
+
+
+def _dpot_routes() -> list[Route]:
+    from dpadapt.transport import DPOTAdapter
+
+    return [Route("dpot/classstats", DPOTAdapter, {"epsilon": 1.0, "delta": 1e-5, "classes": CLASSES, "k": 3}, blobs,
+                  ("source",), taken=lambda est: est.config_.resolved_design() == "classstats", worst_pair=relabel_first)]
+
+
+def _sound_routes() -> list[Route]:
+    """One route per distinct design the selection rule can pick at a finite ε (the first cell naming it)."""
+    from dpadapt.sound import SoundDA, rule
+
+    data_of = {"dense": blobs, "counts": count_blobs, "table": box_blobs}
+    domain_of = {"dense": "real", "counts": "counts", "table": "box"}
+    seen: dict[tuple, tuple[str, float]] = {}
+    for (feature_type, epsilon), fields in rule.RULE.items():
+        if epsilon is None:
+            continue
+        key = (fields["design"], fields["space"], fields["classifier"], feature_type == "counts")
+        seen.setdefault(key, (feature_type, epsilon))
+    out = []
+    for (design, space, classifier, counts), (feature_type, epsilon) in sorted(seen.items()):
+        name = f"sound/{design}-{space}-{classifier}" + ("-counts" if counts else "")
+        worst = axis_rows if (design == "ssp" and space == "features") else (relabel_first if design == "classstats" else None)
+        out.append(Route(
+            name, SoundDA, {"epsilon": epsilon, "delta": 1e-5, "classes": CLASSES, "feature_type": feature_type},
+            data_of[feature_type], ("source",), domain=domain_of[feature_type],
+            taken=lambda est, design=design: est.design_ == design, worst_pair=worst,
+        ))
+    return out
+
+
+def _prima_routes() -> list[Route]:
+    from dpadapt.alignment import PRIMA, PRISA
+
+    common = {"epsilon": 1.0, "delta": 1e-5, "classes": CLASSES}
+    heads = {**common, "source_release": "dpsgd_heads", "subspace_size": 3, "epochs": 1, "batch_size": 59, "sa_dim": 2}
+    gaps = {"add_remove": DPSGD_ADD_REMOVE_GAP}
+    return [
+        Route("prima/class_statistics", PRIMA, {**common, "basis_dim": 4}, blobs, ("source", "target"), worst_pair=relabel_first),
+        Route("prima/dpsgd_heads", PRIMA, heads, blobs, ("source", "target"), dtype=np.float32, known_gaps=gaps),
+        Route("prisa/dpsgd_heads", PRISA, heads, blobs, ("source", "target"), dtype=np.float32, known_gaps=gaps),
+    ]
+
+
+def _discrepancy_routes() -> list[Route]:
+    from dpadapt.discrepancy import DiscrepancyClassifier, DiscrepancyRegressor
+
+    out = []
+    for algorithm in ("frank_wolfe", "mirror_descent", "single_stage"):
+        params = {"epsilon": 1.0, "delta": 1e-5, "algorithm": algorithm, "K": 10}
+        out.append(Route(f"discrepancy/regressor-{algorithm}", DiscrepancyRegressor, params, regression, ("target",),
+                         labelled=False))
+    out.append(Route("discrepancy/classifier-frank_wolfe", DiscrepancyClassifier,
+                     {"epsilon": 1.0, "delta": 1e-5, "algorithm": "frank_wolfe", "K": 10, "classes": CLASSES}, blobs,
+                     ("target",), labelled=False))
+    return out
+
+
+def _deep_routes() -> list[Route]:
+    from dpadapt.deep import DPDA, GDPDA, DPSWDAdapter
+
+    net = {"hidden": (8,), "epochs": 1, "batch_size": 40, "device": "cpu", "classes": CLASSES}
+    swd = {"epsilon": 1.0, "delta": 1e-5, "epochs": 1, "min_steps": 3, "batch_size": 40, "k": 10, "device": "cpu",
+           "adapt_steps": 3, "classes": CLASSES}
+    dpsgd = ("a DP-SGD step: the noisy sum of per-example gradients clipped to C (torch), on a secret Poisson sample; "
+             "its sensitivity is the clip, tested in tests/test_deep_mechanisms.py")
+    gaps = {"add_remove": DPSGD_ADD_REMOVE_GAP}
+    return [
+        Route("dpda/dpsgd", DPDA, {**net, "epsilon": 8.0, "delta": 1e-5, "noise_multiplier": 2.0}, blobs, ("target",),
+              labelled=False, dtype=np.float32, unobserved=dpsgd, known_gaps=gaps),
+        Route("gdpda/dpsgd", GDPDA, {**net, "epsilon": 8.0, "delta": 1e-5, "noise_multiplier": 2.0,
+                                     "source_noise_multiplier": 2.0}, blobs, ("source", "target"), dtype=np.float32,
+              unobserved=dpsgd, known_gaps=gaps),
+        Route("dpswd/per-step", DPSWDAdapter, {**swd, "design": "per-step"}, blobs, ("target",), labelled=False,
+              dtype=np.float32, unobserved="noisy projections of a secret subsample (Δ = 2R‖U‖op, tests/test_dpswd.py)"),
+        Route("dpswd/marginals", DPSWDAdapter, {**swd, "design": "marginals"}, blobs, ("target",), labelled=False,
+              dtype=np.float32),
+    ]
+
+
+def _declare_non_private() -> list[Route]:
+    from dpadapt.alignment import CORAL, SubspaceAlignment
+    from dpadapt.baselines import FlooredStandardScaler, SourceOnly
+    from dpadapt.deep import DANN
+    from dpadapt.transport import OTDA
+
+    for est, reason in ((CORAL, "non-private CORAL baseline"), (SubspaceAlignment, "non-private subspace alignment"),
+                        (SourceOnly, "non-private source-only baseline"), (FlooredStandardScaler, "a scaler (no data leaves)"),
+                        (DANN, "non-private DANN (epsilon must be None)"), (OTDA, "non-private optimal-transport DA")):
+        declare_non_private(est, reason)
+    return []
+
+
+#: Functions returning the built-in routes (a module may also call :func:`register_route` itself).
+ROUTE_BUILDERS: list[Callable[[], list[Route]]] = [
+    _classstats_routes, _dpot_routes, _sound_routes, _prima_routes, _discrepancy_routes, _deep_routes, _declare_non_private,
+]
+_BUILT: list[bool] = []
+
+#: The packages whose ``__all__`` lists the public estimators (checked against the registry).
+PUBLIC_PACKAGES = ("dpadapt.alignment", "dpadapt.baselines", "dpadapt.classstats", "dpadapt.deep", "dpadapt.discrepancy",
+                   "dpadapt.sound", "dpadapt.transport")
+
+
+def public_estimators() -> dict[str, type]:
+    """Every class exported (``__all__``) by :data:`PUBLIC_PACKAGES` that has ``fit``: name → class."""
+    out: dict[str, type] = {}
+    for package in PUBLIC_PACKAGES:
+        module = importlib.import_module(package)
+        for name in getattr(module, "__all__", ()):
+            obj = getattr(module, name)
+            if isinstance(obj, type) and callable(getattr(obj, "fit", None)):
+                out[f"{obj.__module__}.{obj.__qualname__}"] = obj
+    return out
+
+
+__all__ = ["DOMAINS", "PUBLIC_PACKAGES", "ROUTE_BUILDERS", "Route", "THREAT_MODEL", "declare_non_private", "non_private",
+           "public_estimators", "register_route", "routes"]
