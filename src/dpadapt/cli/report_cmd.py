@@ -154,6 +154,7 @@ def _local_data(args, bundles):
     for path, b in zip(args.file, bundles):
         check_agreement(b["meta"], table, args, path, "model", b["version"])
     notes, warns = [], []
+    table.X  # the first full pass over the rows: a schema table counts what its map imputed and clipped on it
     counts = getattr(table, "counts", None)
     if counts is not None:
         notes, warns = counts.summary(load_schema(args.schema), Path(args.data).name)
