@@ -495,3 +495,15 @@ def test_paper_mode_median_clip_is_each_runs_own(rng):
     assert tr.clip_norms[1] < 0.5 * joined
     with pytest.raises(ValueError, match="clip_rule"):
         train_heads(Z, y, [3, 3], 2, epochs=1, batch_size=10, clip_rule="mean")
+
+
+def test_clip_rows_any_clips_rows_whose_norm_overflows():
+    """A finite row whose ℓ2 norm overflows float64 is clipped onto the sphere (dense and CSR), never zeroed or NaN:
+    the receiver's own hostile row once turned PRIMA's class-statistics model into NaN (the attack suite, CI)."""
+    big = np.finfo(np.float64).max / 2
+    X = np.array([[big] * 6, [3.0, 4.0, 0, 0, 0, 0], [0.1] * 6])
+    for Y in (cov.clip_rows_any(X), cov.clip_rows_any(sp.csr_matrix(X)).toarray()):
+        norms = np.linalg.norm(Y, axis=1)
+        assert np.all(np.isfinite(Y)) and norms[0] == pytest.approx(1.0) and norms[1] == pytest.approx(1.0)
+        np.testing.assert_allclose(Y[0], np.full(6, 1 / np.sqrt(6)))
+        np.testing.assert_array_equal(Y[2], X[2])  # inside the ball: unchanged

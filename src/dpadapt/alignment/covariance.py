@@ -23,7 +23,7 @@ import scipy.sparse as sp
 
 from dpadapt.configs.prima import PSD_REPAIRS
 from dpadapt.privacy.guarantee import Guarantee
-from dpadapt.privacy.mechanisms import NoiseSource, gaussian
+from dpadapt.privacy.mechanisms import NoiseSource, clip_rows, gaussian
 from dpadapt.validation import check_delta, check_epsilon, check_positive
 
 Partition = list[np.ndarray]
@@ -33,16 +33,11 @@ Partition = list[np.ndarray]
 
 
 def clip_rows_any(X, max_norm: float = 1.0):
-    """Scale rows with ℓ2 norm above ``max_norm`` down to it; dense or CSR (per-record, public bound)."""
-    check_positive(max_norm, "max_norm")
-    if sp.issparse(X):
-        X = sp.csr_matrix(X, dtype=np.float64)
-        norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
-        scale = np.minimum(1.0, max_norm / np.maximum(norms, np.finfo(float).tiny))
-        return sp.csr_matrix(sp.diags(scale) @ X)
-    X = np.asarray(X, dtype=np.float64)
-    norms = np.linalg.norm(X, axis=1, keepdims=True)
-    return X * np.minimum(1.0, max_norm / np.maximum(norms, np.finfo(float).tiny))
+    """Scale rows with ℓ2 norm above ``max_norm`` down to it; dense or CSR (per-record, public bound).
+
+    :func:`dpadapt.privacy.mechanisms.clip_rows`: overflow-free (a finite row whose norm overflows float64
+    is clipped, never turned into NaN), a non-finite entry refused."""
+    return clip_rows(X, max_norm)
 
 
 def random_partition(n_features: int, subspace_size: int, rng: np.random.Generator) -> Partition:

@@ -397,21 +397,40 @@ def _require_finite(value: np.ndarray, what: str) -> None:
         )
 
 
-def clip_rows(X: np.ndarray, max_norm: float) -> np.ndarray:
+def clip_rows(X, max_norm: float):
     """Scale every row with ℓ2 norm above ``max_norm`` down to ``max_norm`` (a per-record operation).
 
     ``max_norm`` must be public (fixed before seeing the data); rows below it are unchanged. A
     non-finite entry raises :class:`NonFiniteError` (a NaN row would otherwise pass the clip
     unchanged). Every finite row is clipped, even one whose norm overflows float64 (1e200 entries):
     the norm is taken of the row divided by its largest entry (:func:`_clip_factors`), so refusing
-    such a row — which would reveal it, issue 27 — is never needed.
+    such a row — which would reveal it, issue 27 — is never needed. A scipy sparse matrix gives a
+    canonical float64 CSR copy (:func:`_clip_csr`).
     """
     check_positive(max_norm, "max_norm")
+    if sp.issparse(X):
+        return _clip_csr(X, max_norm)
     X = np.asarray(X, dtype=np.float64)
     _require_finite(X, "rows to clip")
     if X.ndim != 2:
         raise ValueError(f"rows to clip must be a 2-D array, got shape {X.shape}")
     return X * _clip_factors(np.max(np.abs(X), axis=1, initial=0.0), X, max_norm)[:, None]
+
+
+def _clip_csr(Z, max_norm: float):
+    """A canonical float64 CSR copy of ``Z`` with its rows clipped to ``max_norm``, overflow-free.
+
+    Canonical first (entries stored twice for one column are summed, issue 27 item 4 — a row storing one
+    column m times has norm m, not √m), then its stored values are scaled row by row (:func:`_clip_factors`).
+    """
+    Z = sp.csr_matrix(Z, dtype=np.float64, copy=True)
+    Z.sum_duplicates()  # canonical CSR: the norm below is the norm of the row the matrix represents
+    _require_finite(Z.data, "rows to clip")
+    rows = np.repeat(np.arange(Z.shape[0]), np.diff(Z.indptr))
+    peak = np.zeros(Z.shape[0])
+    np.maximum.at(peak, rows, np.abs(Z.data))
+    Z.data *= _clip_factors(peak, Z.data, max_norm, rows)[rows]
+    return Z
 
 
 def _clip_factors(peak: np.ndarray, X, max_norm: float, rows: np.ndarray | None = None) -> np.ndarray:
@@ -620,14 +639,7 @@ def _unit_ball_rows(Z):
     then its stored values are scaled row by row.
     """
     if sp.issparse(Z):
-        Z = sp.csr_matrix(Z, dtype=np.float64, copy=True)
-        Z.sum_duplicates()  # canonical CSR: the norm below is the norm of the row the matrix represents
-        _require_finite(Z.data, "rows to clip")
-        rows = np.repeat(np.arange(Z.shape[0]), np.diff(Z.indptr))
-        peak = np.zeros(Z.shape[0])
-        np.maximum.at(peak, rows, np.abs(Z.data))
-        Z.data *= _clip_factors(peak, Z.data, 1.0, rows)[rows]  # overflow-free, like clip_rows
-        return Z
+        return _clip_csr(Z, 1.0)
     Z = np.asarray(Z, dtype=np.float64)
     if Z.ndim != 2:
         raise ValueError(f"rows must be a 2-D array, got shape {Z.shape}")
