@@ -1,7 +1,6 @@
 """Issue 19, item 5: SIGKILL ``dpadapt release`` at random moments; no usable release is ever refunded.
 
-Runs :mod:`benchmarks/ledger_kill_loop.py` with 8 kills (the benchmark runs 30; its results are in
-``docs/notes/issue-19.md``).
+Runs :mod:`benchmarks/ledger_kill_loop.py` with 8 kills (the benchmark runs 30).
 """
 
 from __future__ import annotations

@@ -51,7 +51,7 @@ PAPER_SIGMA = 4.0
 PAPER_BATCH = 25
 
 #: Why paper mode misses the paper's number, one line per (source, target, paper row); the
-#: experiments are in docs/notes/issue-22.md.
+#: experiments are in docs/design/paper-mode.md.
 CAUSES = {
     ("dslr", "webcam", "PRIMA"): "DP-SGD noise at the paper's σ≈4, B=25 on 157 rows: the same code without noise scores 90.6 "
                                  "(random subspaces: 98.0) and recovers only at ε≈32 (issue-22 note §1.2)",
