@@ -341,7 +341,7 @@ def _cli_methods() -> list[str]:
 @pytest.fixture(scope="module")
 def cli_files(tmp_path_factory):
     """A labelled source (D), its neighbour D′ with record 0 relabelled so that one class is left, an unlabelled target."""
-    from dpadapt.cli.demo_cmd import make_shifted_blobs
+    from dpadapt.datasets.synthetic import make_shifted_blobs
     from dpadapt.io import save_table
 
     d = tmp_path_factory.mktemp("cli")
