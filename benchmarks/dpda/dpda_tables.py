@@ -1,6 +1,6 @@
 """Markdown tables (Table V measured vs paper, ε spent, DP-SGD time ratios) and the ε-sweep plot.
 
-Usage: python benchmarks/dpda_tables.py benchmarks/results  (reads dpda*.json written by ``dpadapt bench``)
+Usage: python benchmarks/dpda/dpda_tables.py benchmarks/dpda/results  (reads dpda*.json written by ``dpadapt bench``)
 """
 
 from __future__ import annotations
@@ -151,4 +151,4 @@ def main(folder: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "benchmarks/results")
+    main(sys.argv[1] if len(sys.argv) > 1 else "benchmarks/dpda/results")

@@ -1,6 +1,6 @@
 """G-DPDA with the round-3 defaults (σ calibrated to the paper's budgets over 20 epochs, C = 1, B = 128,
 lr = 0.2 — chosen on electronics→kitchen by source-train accuracy) on Amazon bow5000 pairs.
-Usage: python benchmarks/scripts/gdpda_pairs.py OUT.jsonl SEED S:T ..."""
+Usage: python benchmarks/dpda/gdpda_pairs.py OUT.jsonl SEED S:T ..."""
 
 import json
 import sys

@@ -1,6 +1,6 @@
 """G-DPDA probe on Amazon bow5000 pairs at the paper's budgets (target ε=4, source ε=8): which knob keeps
 sigma=8 at chance. Reports target-test accuracy AND source-train accuracy (the selection criterion that
-uses no target label). Usage: python benchmarks/scripts/gdpda_probe.py SOURCE TARGET EPOCHS OUT.json VARIANT..."""
+uses no target label). Usage: python benchmarks/dpda/gdpda_probe.py SOURCE TARGET EPOCHS OUT.json VARIANT..."""
 
 import json
 import sys

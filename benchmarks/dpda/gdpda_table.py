@@ -1,4 +1,4 @@
-"""Markdown table of benchmarks/results/gdpda-pairs-r3.jsonl (mean ± std over seeds) beside the paper's G-DPDA."""
+"""Markdown table of benchmarks/dpda/results/gdpda-pairs-r3.jsonl (mean ± std over seeds) beside the paper's G-DPDA."""
 
 import collections
 import json
@@ -9,7 +9,7 @@ import numpy as np
 from dpadapt.bench.suites.dpda import PAPER_COLUMN, TABLE_V
 
 rows = collections.defaultdict(list)
-for line in open(sys.argv[1] if len(sys.argv) > 1 else "benchmarks/results/gdpda-pairs-r3.jsonl"):
+for line in open(sys.argv[1] if len(sys.argv) > 1 else "benchmarks/dpda/results/gdpda-pairs-r3.jsonl"):
     r = json.loads(line)
     rows[r["pair"]].append(r)
 short = {"books": "B", "dvd": "D", "electronics": "E", "kitchen": "K"}

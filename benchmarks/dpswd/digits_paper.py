@@ -1,6 +1,6 @@
 """Issue 13 item 1: rows of the ``dpswd-digits-paper`` suite (the papers' digits protocol), one run at a time.
 
-Usage: python benchmarks/scripts/digits_paper.py OUT TASK METHOD MODE SEED [SEED ...]
+Usage: python benchmarks/dpswd/digits_paper.py OUT TASK METHOD MODE SEED [SEED ...]
   e.g. ... results/digits-paper.jsonl M->U swd non-private 0 1 2
 One JSON line per run is appended to OUT (accuracy on the target test set, ε spent, steps, seconds).
 Threads: ``$DPADAPT_TORCH_THREADS`` (default 1).

@@ -1,13 +1,13 @@
 """Markdown table of ``results/digits-paper.jsonl`` (rows of the ``dpswd-digits-paper`` suite): mean ± sample
 std over seeds per task and method, with the paper's value, the ε spent, releases and the wall time per run.
-Usage: python benchmarks/scripts/digits_paper_table.py [results/digits-paper.jsonl]"""
+Usage: python benchmarks/dpswd/digits_paper_table.py [results/digits-paper.jsonl]"""
 
 import collections
 import json
 import statistics
 import sys
 
-path = sys.argv[1] if len(sys.argv) > 1 else "benchmarks/results/digits-paper.jsonl"
+path = sys.argv[1] if len(sys.argv) > 1 else "benchmarks/dpswd/results/digits-paper.jsonl"
 rows = collections.defaultdict(list)
 for line in open(path):
     r = json.loads(line)

@@ -1,4 +1,4 @@
-"""Round 4 of benchmarks/dpswd.md: the digits rows of ``dpswd-digits`` for the marginals design (issue 13).
+"""Round 4 of benchmarks/dpswd/README.md: the digits rows of ``dpswd-digits`` for the marginals design (issue 13).
 
 Runs, for M→U and U→M and the given seeds, the rows source-only, SWD (non-private), DP-SWD sound
 (per-step), dp-swd-marginals (sound, one release) and the two controls of the marginals design
@@ -6,7 +6,7 @@ Runs, for M→U and U→M and the given seeds, the rows source-only, SWD (non-pr
 skipped for time. Protocol from ``$DPADAPT_DPSWD_ROWS`` / ``$DPADAPT_DPSWD_EPOCHS`` (see the suite).
 One JSON line per run is appended to OUT.
 
-Usage: DPADAPT_DPSWD_ROWS=3000 DPADAPT_DPSWD_EPOCHS=5 python benchmarks/scripts/dpswd_marginals.py OUT SEED [SEED ...]
+Usage: DPADAPT_DPSWD_ROWS=3000 DPADAPT_DPSWD_EPOCHS=5 python benchmarks/dpswd/dpswd_marginals.py OUT SEED [SEED ...]
 """
 
 import json

@@ -1,6 +1,6 @@
 """DP generator from ONE release of sliced marginals on full MNIST (60 000 train rows), downstream
 MLP / LogReg on real MNIST test.
-Usage: python benchmarks/scripts/gen_marginals.py EPS|none STEPS SEED OUT.json [joint|per-class] [mnist|usps] [FLOOR]
+Usage: python benchmarks/dpswd/gen_marginals.py EPS|none STEPS SEED OUT.json [joint|per-class] [mnist|usps] [FLOOR]
 (``per-class``, the default: one histogram per class of the images, ``MarginalsConfig.per_class``; ``joint``:
 round 4's one histogram of the joint rows;
 ``usps``: the dev check on other data — USPS train (7291) bilinearly resized to 28×28, downstream on USPS test;
@@ -45,6 +45,6 @@ for head in ("logreg", "mlp"):
     row[f"acc_{head}"] = 100.0 * clf.score(Xte, te.y)
 row["wall_seconds"] = time.perf_counter() - t0
 tag = "none" if eps is None else f"{eps:g}"
-row["grid"] = str(gen.save_grid(res.generator, f"benchmarks/results/dpswd-gen-marginals{'-usps' if domain == 'usps' else ''}{'-perclass' if design == 'per-class' else ''}{f'-floor{cfg.floor:g}' if cfg.floor else ''}-eps{tag}-seed{seed}.png", rng))
+row["grid"] = str(gen.save_grid(res.generator, f"benchmarks/dpswd/results/dpswd-gen-marginals{'-usps' if domain == 'usps' else ''}{'-perclass' if design == 'per-class' else ''}{f'-floor{cfg.floor:g}' if cfg.floor else ''}-eps{tag}-seed{seed}.png", rng))
 json.dump(row, open(out, "w"), indent=1, default=str)
 print(json.dumps({k: v for k, v in row.items() if k != "guarantee"}))

@@ -14,7 +14,7 @@ The rule, fixed before this script was first run (issue 21) and not changed afte
   source-only scikit-learn ``LogisticRegression()`` (defaults) and the same class-statistics pipeline
   without noise (``ClassStatsDA(epsilon=None)``).
 
-Run: ``python benchmarks/heart_two_party.py [--repeats 5] [--out benchmarks/heart_two_party.md]``.
+Run: ``python benchmarks/heart_two_party/heart_two_party.py [--repeats 5] [--out benchmarks/heart_two_party/README.md]``.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT / "examples" / "heart.schema.toml"
 EPSILONS = (0.5, 1.0, 2.0, 4.0, 8.0)
 DELTA = 1e-5

@@ -10,7 +10,7 @@ opens the ledger (which settles the dead process's reservation) and checks the r
 
     no usable release exists whose spend was refunded (state ``aborted``).
 
-Usage: ``python benchmarks/ledger_kill_loop.py --kills 30 [--seed 0] [--workdir DIR]``; prints one
+Usage: ``python benchmarks/ledger/ledger_kill_loop.py --kills 30 [--seed 0] [--workdir DIR]``; prints one
 line per round and a summary, exits 1 on a violation. ``tests/test_ledger_kill_loop.py`` runs 8 rounds.
 """
 

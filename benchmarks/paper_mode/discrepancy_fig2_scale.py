@@ -3,7 +3,7 @@
 Controlled experiment: the suite's exact pipeline (single-stage noisy FW, r = 1.5, Λ = 2, K = 1000,
 δ = 1/8000, last iterate) on the spec's data model with only σ² varied. Prints test MSE of
 public-only, oracle and single-stage at ε ∈ {∞, 16, 4, 1}, n ∈ {1000, 8000}, 3 seeds.
-Usage: python benchmarks/issue22/discrepancy_fig2_scale.py
+Usage: python benchmarks/paper_mode/discrepancy_fig2_scale.py
 """
 import math
 import warnings

@@ -1,6 +1,6 @@
 """Issue 22: PRIMA paper mode on DeCAF6 D->W, the paper's epochs at eps = 2 (21), noise scaled by eps only.
 
-Usage: python benchmarks/issue22/prima_eps_sweep.py [EPS ...]  (default 8 32 128; seed 0)
+Usage: python benchmarks/paper_mode/prima_eps_sweep.py [EPS ...]  (default 8 32 128; seed 0)
 """
 import sys, time, numpy as np, torch
 torch.set_num_threads(1)

@@ -1,6 +1,6 @@
 """Issue 22: PRIMA paper mode at eps = 2 with the paper's RSE step (random subspaces, p = 512) instead of forward selection.
 
-Usage: python benchmarks/issue22/prima_rse_paper_mode.py SOURCE TARGET [SEED ...]  (default seed 0; eps 2, then no noise)
+Usage: python benchmarks/paper_mode/prima_rse_paper_mode.py SOURCE TARGET [SEED ...]  (default seed 0; eps 2, then no noise)
 """
 import sys, time, torch
 torch.set_num_threads(1)

@@ -4,7 +4,7 @@ Per training step (median of REPS interleaved repeats of one epoch of STEPS step
 rows of the M→U ``dpswd-digits-paper`` data, B = 128): DANN vs DPDA (sound, ε = 8, δ = 1e-5: per-example clipping of
 the target's domain-loss gradients + Gaussian noise) on the paper's CNN, and SWD vs sound DP-SWD
 (per-step design: noisy target projections every step) vs the marginals design (source-only epoch, one
-release, then as many source-side adaptation steps; time per step of the whole run). Usage: python benchmarks/scripts/deep_overheads.py OUT.json [STEPS] [REPS]
+release, then as many source-side adaptation steps; time per step of the whole run). Usage: python benchmarks/perf/deep_overheads.py OUT.json [STEPS] [REPS]
 Threads: ``$DPADAPT_TORCH_THREADS`` (default 2).
 """
 

@@ -1,6 +1,6 @@
 """Plots for the PRIMA suites: accuracy vs ε (Fig. 2 style) and the ablation bars (Fig. 3 style).
 
-Usage: python benchmarks/plot_prima.py benchmarks/results/prima-sweep.json benchmarks/results/prima-ablation.json
+Usage: python benchmarks/prima/plot_prima.py benchmarks/prima/results/prima-sweep.json benchmarks/prima/results/prima-ablation.json
 Writes PNGs beside the JSON files.
 """
 

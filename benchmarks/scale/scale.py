@@ -7,9 +7,9 @@ the slope in n is the least-squares slope of log(release time) on log(n) at d = 
 targets: ratio ≤ 1.5 at 1e6 × 64 and 1e5 × 1024, slope ≤ 1.05, peak traced memory ≤ 300 MB at
 1e6 × 1024 and 1e7 × 64, adapt ≤ 5 s and basis ≤ 3 s at 1e5 × 1024.
 
-    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 python benchmarks/scale.py [--quick]
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 python benchmarks/scale/scale.py [--quick]
 
-Writes benchmarks/scale.json (rows), benchmarks/scale_loglog.png and prints a summary.
+Writes benchmarks/scale/scale.json (rows), benchmarks/scale/scale_loglog.png and prints a summary.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 DPOT setting: the unprotected target's 20-d basis; PRIMA setting: no target basis (the public random
 basis of ``basis_dim`` columns, centring as in PRIMA's class-statistics protocol). For every
 candidate refinement in ``CANDIDATES``, mean target accuracy over seeds (fresh noise each seed).
-Run: PYTHONPATH=src python benchmarks/classstats_accuracy.py SETTING DATASET EPS[,EPS] SEEDS S:T [S:T ...]
+Run: PYTHONPATH=src python benchmarks/selection/classstats/classstats_accuracy.py SETTING DATASET EPS[,EPS] SEEDS S:T [S:T ...]
 (SETTING dpot|prima; Office letters A, C, D, W or Amazon letters B, D, E, K; CANDIDATES=a,b,… to restrict;
 TARGET_PCA=none,20 for PRIMA's target-side PCA options). Prints one JSON line per (pair, ε, candidate).
 """

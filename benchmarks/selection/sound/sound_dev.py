@@ -4,7 +4,7 @@ One line of JSON per (pair, ε, seed): accuracy of DP-NCM, DP-LR (the existing b
 (ε, δ = 1/(10 n))) and the SSP design for every working
 space × ridge constant (all ridges are post-processing of ONE release per space), plus, for every
 space, the guarded refinement's accuracy and agreement at the reference ridge. Usage:
-``python benchmarks/sound_dev.py OUT.jsonl [seeds] [pair-filter]``; fresh noise on every run.
+``python benchmarks/selection/sound/sound_dev.py OUT.jsonl [seeds] [pair-filter]``; fresh noise on every run.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ every row of ``sound_dev.py`` (columns ``ncm`` and ``dplr``: the same estimators
 routes of :class:`dpadapt.sound.SoundDA` call, same seeds, same (ε, δ = 1/(10 n))). This script adds the
 column ``design:classstats``: today's ClassStatsDA (receiver's top-20 PCA basis, refinement ``ot``) run
 by :func:`dpadapt.classstats.run_parties` at the same ε, δ, seeds (2; Heart 3) and pairs. Usage:
-``python benchmarks/sound_dev_portfolio.py OUT.jsonl``; one line per (pair, ε, seed).
+``python benchmarks/selection/sound/sound_dev_portfolio.py OUT.jsonl``; one line per (pair, ε, seed).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ floating-point-safe sampler: the same distribution, without the sampler's cost (
 here, 0.5 M draws per 1024-d release) — the selection needs the accuracy, not the release's safety.
 
 Keys: ``ssp:SPACE:K:ncm``, ``ssp:SPACE:K:A:F`` (lda, as rounds 1–2), ``ssp:SPACE:K:ridge:A:F``.
-Usage: ``python benchmarks/sound_dev_round3.py OUT.jsonl [seeds] [pair-filter]``; ``--explore`` in
+Usage: ``python benchmarks/selection/sound/sound_dev_round3.py OUT.jsonl [seeds] [pair-filter]``; ``--explore`` in
 place of OUT runs only ε = None of the dense and counts pairs and prints the best candidates per pair.
 """
 

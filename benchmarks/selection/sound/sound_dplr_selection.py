@@ -17,7 +17,7 @@ Rule (written and committed before any report-pair run of the matrix):
 
 Report pairs (DeCAF6 D↔W, bow5000 K→D, D→B, B→E, E→K) are never read here.
 
-    python benchmarks/sound_dplr_selection.py  # → benchmarks/results/sound-dplr-selection.json
+    python benchmarks/selection/sound/sound_dplr_selection.py  # → benchmarks/selection/sound/results/sound-dplr-selection.json
 """
 
 from __future__ import annotations

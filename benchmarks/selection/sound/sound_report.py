@@ -2,10 +2,10 @@
 committed rule, which dispatches to the chosen design's route) beside
 DP-NCM and DP-LR at the same (ε, δ) and non-private source-only, 5 seeds, fresh noise on every run.
 
-``python benchmarks/sound_report.py OUT.jsonl SET [seeds]`` with SET one of ``dev`` (the development
+``python benchmarks/selection/sound/sound_report.py OUT.jsonl SET [seeds]`` with SET one of ``dev`` (the development
 pairs) or ``report`` (DeCAF6 D↔W with δ = 1/(1.2 n_s) and ε up to 20, as in the paper; Amazon bow5000
-K→D, D→B, B→E, E→K). Run ``report`` only after the rule is committed (benchmarks/sound_selection_rule.md).
-``python benchmarks/sound_report.py --table OUT.jsonl`` prints the table: mean ± std per cell and a
+K→D, D→B, B→E, E→K). Run ``report`` only after the rule is committed (benchmarks/selection/sound/README.md).
+``python benchmarks/selection/sound/sound_report.py --table OUT.jsonl`` prints the table: mean ± std per cell and a
 flag ``!`` where the default is more than 1 point below the best DP source-only baseline.
 """
 

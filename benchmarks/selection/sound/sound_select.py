@@ -7,7 +7,7 @@ the same ε, δ) over the development pairs of that feature type (ties: the larg
 ε = None the gap is to the non-private source-only logistic regression (``lr_cv``). Then, for the
 guarded refinement, the agreement threshold τ ∈ {0.8, 0.85, 0.9, 0.95, off} with the largest worst
 change over the same rows (ties: larger mean change). Usage:
-``python benchmarks/sound_select.py dev1.jsonl,dev2.jsonl [portfolio.jsonl]``.
+``python benchmarks/selection/sound/sound_select.py dev1.jsonl,dev2.jsonl [portfolio.jsonl]``.
 
 Round 2 (the portfolio of issue 23's Build item 1): with a second argument (the output of
 ``sound_dev_portfolio.py``) the candidates also include ``design:classstats`` (today's class-statistics

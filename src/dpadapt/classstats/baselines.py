@@ -185,8 +185,8 @@ class GDConfig(SourceOnlyConfig):
 
     T = 300, β = 0.9 and the noise-free step 2 were fixed a priori; clip 0.5 and time_scale 1 were chosen
     on the issue-28 development pairs only (GoogLeNet, SURF, bow5000, Heart, PhysioNet; families weighted
-    equally, ε ∈ {1, 2, 4, 8, ∞}) by the rule in ``benchmarks/dp_source_only_selection.py``, committed
-    before any report run (results: ``benchmarks/results/dp-source-only-selection.json``).
+    equally, ε ∈ {1, 2, 4, 8, ∞}) by the rule in ``benchmarks/dp_source_only/dp_source_only_selection.py``, committed
+    before any report run (results: ``benchmarks/dp_source_only/results/dp-source-only-selection.json``).
     """
 
     steps: int = param(300, low=1, help="number of full-batch gradient steps T (each a Gaussian release)")
@@ -304,7 +304,7 @@ class LSQConfig(SourceOnlyConfig):
     any private estimate of it (σ ≥ 2 at ε = 8), so AdaSSP's λ equals the public bound there and the budget is
     better spent on the moments. A positive share restores AdaSSP's private λ_min (worth it when n ≫ d
     makes λ_min large). ``ridge_scale = 1`` and ``ridge_floor = 1`` were chosen on the issue-28 development
-    pairs only by the rule in ``benchmarks/dp_source_only_selection.py`` (committed before any report run).
+    pairs only by the rule in ``benchmarks/dp_source_only/dp_source_only_selection.py`` (committed before any report run).
     """
 
     eigen_share: float = param(0.0, low=0.0, high=0.99, help="share of the budget (in Gaussian-DP μ²) for AdaSSP's private λ_min(Σxxᵀ); 0 = public rule λ̃_min = 0")

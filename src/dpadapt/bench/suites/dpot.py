@@ -55,7 +55,7 @@ HEADS = ("mlp", "logreg")
 #: "Paper mode without noise": the same per-row code at ε = ε′ = 10⁹ (σ/w ≈ 5·10⁻⁵, label
 #: histogram noise ≈ 10⁻⁹), so every stage but the noise is the published one.
 NO_NOISE_EPSILON = 1e9
-#: Why paper mode misses the paper's DPDA number (experiment: benchmarks/issue22/otda_label_shift.py,
+#: Why paper mode misses the paper's DPDA number (experiment: benchmarks/paper_mode/otda_label_shift.py,
 #: docs/design/paper-mode.md).
 CAUSE = ("uniform-marginal OT vs the D/W class-proportion shift (TV 0.16): exact OT on raw rows without noise "
          "scores 84/86 (D→W/W→D), 97/97 with oracle class marginals")
