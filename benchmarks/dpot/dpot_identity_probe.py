@@ -17,4 +17,4 @@ for s, t in [("dslr","webcam"), ("webcam","dslr")]:
                 accs.append(e.score(p.Xt, p.yt))
             out.append(dict(task=f"{s[0].upper()}->{t[0].upper()}", eps=eps, labels=labels, acc=accs, sigma=e.release_.params["sigma"]))
             print(out[-1]["task"], eps, labels, f"{100*np.mean(accs):.1f} ± {100*np.std(accs):.1f}", round(out[-1]["sigma"],3), flush=True)
-json.dump(out, open("benchmarks/results/dpot-identity-probe.json", "w"), indent=1)
+json.dump(out, open("benchmarks/dpot/results/dpot-identity-probe.json", "w"), indent=1)

@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 UNITS = ("ccu", "csru", "micu", "sicu")
-SCHEMA = Path(__file__).resolve().parents[1] / "examples" / "physionet2012.schema.toml"
+SCHEMA = Path(__file__).resolve().parents[2] / "examples" / "physionet2012.schema.toml"
 DELTA = 1e-5
 METHODS = ("sound (CLI, two parties)", "DP-NCM (source only)", "DP-LR (source only)", "non-private LR (source only)")
 
