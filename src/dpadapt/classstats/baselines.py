@@ -121,6 +121,11 @@ class _SourceOnly(ConfigEstimator):
         classes = c.required_classes() if c.private else (c.classes or tuple(np.unique(ys).tolist()))
         return Xs, encode_labels(ys, classes), classes
 
+    def _mapped_source(self, Xs, ys, feature_map) -> tuple[object, np.ndarray, tuple]:
+        """:meth:`_source` with the rows through the public per-row ``feature_map(X, log1p)``."""
+        Xs, idx, classes = self._source(Xs, ys)
+        return feature_map(Xs, self.config_.use_log1p()), idx, classes
+
     def _rows(self, X):
         from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -257,9 +262,8 @@ class DPLogisticRegression(_SourceOnly):
     config_class = GDConfig
 
     def fit_domains(self, Xs, ys, Xt=None, yt=None):
-        Xs, idx, classes = self._source(Xs, ys)
+        F, idx, classes = self._mapped_source(Xs, ys, _features)
         c = self.config_
-        F = _features(Xs, c.use_log1p())
         n, d = F.shape
         K = len(classes)
         _, noise = random_streams(c.random_state, reproducible_noise=c.reproducible_noise)
@@ -371,9 +375,8 @@ class DPLeastSquares(_SourceOnly):
     config_class = LSQConfig
 
     def fit_domains(self, Xs, ys, Xt=None, yt=None):
-        Xs, idx, classes = self._source(Xs, ys)
+        Z, idx, classes = self._mapped_source(Xs, ys, row_map)
         c = self.config_
-        Z = row_map(Xs, c.use_log1p())
         n, d = Z.shape
         sums, counts, second = class_moment_sums(Z, idx, len(classes))
         lam = c.ridge_floor * n / d
