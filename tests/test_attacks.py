@@ -437,13 +437,13 @@ def attack_cli_kill(name: str, folder: Path, env: dict) -> list[str]:
 def test_cli_kill_loop_never_refunds_a_usable_release(name, cli_files):
     import os
 
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(SRC), str(TESTS), str(TESTS.parent / "benchmarks")]),
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(SRC), str(TESTS), str(TESTS.parent / "benchmarks" / "ledger")]),
                DPADAPT_PLUGINS="_hooks_plugin")
-    sys.path.insert(0, str(TESTS.parent / "benchmarks"))
+    sys.path.insert(0, str(TESTS.parent / "benchmarks" / "ledger"))
     try:
         assert attack_cli_kill(name, cli_files, env) == []
     finally:
-        sys.path.remove(str(TESTS.parent / "benchmarks"))
+        sys.path.remove(str(TESTS.parent / "benchmarks" / "ledger"))
 
 
 def test_a_registered_dummy_cli_method_is_attacked_and_a_broken_one_caught(cli_files, monkeypatch):

@@ -45,14 +45,7 @@ from dpadapt.privacy.families import prima as calib
 from dpadapt.privacy.guarantee import Guarantee
 from dpadapt.privacy.mechanisms import NoiseSource, class_statistics, gaussian
 from dpadapt.release import Release, ReleaseError
-from dpadapt.validation import (
-    check_declared_sigma,
-    check_features,
-    check_labels,
-    check_plausible_statistics,
-    check_released_size,
-    check_untrusted_array,
-)
+from dpadapt.validation import check_class_statistics, check_features, check_labels, check_untrusted_array
 
 METHOD = "prima"
 # --- public facts, plan ---------------------------------------------------------------------
@@ -240,9 +233,7 @@ def adapt_class_statistics(release: Release, Xt, config: PrimaConfig) -> ClassSt
         classes = release["classes"]
         if K is not None and list(np.asarray(classes).tolist()) != list(config.classes):
             raise ValueError(f"the release is for the label set {np.asarray(classes).tolist()}, the receiver expects {list(config.classes)}")
-        sums = check_untrusted_array(release["sums"], "the released 'sums'", (len(classes), p["basis_dim"] or d))
-        sigma = check_declared_sigma(p.get("sigma") or 0.0, release.guarantee)
-        sums, counts, _ = check_plausible_statistics(sums, release["counts"], sigma=sigma, n=check_released_size(p))
+        sums, counts, _ = check_class_statistics(release, (len(classes), p["basis_dim"] or d))
     except (KeyError, ValueError) as exc:
         raise ReleaseError(f"class-statistics release: {exc}") from None
     means, pooled = class_means(sums, counts)

@@ -34,15 +34,7 @@ from dpadapt.privacy.mechanisms import random_streams
 from dpadapt.stream.readers import ChunkedSource, from_arrays, labelled_source
 from dpadapt.stream.sums import ClassSums, RowMap, accumulate, label_indices
 from dpadapt.release import Release, ReleaseError
-from dpadapt.validation import (
-    check_basis,
-    check_declared_sigma,
-    check_features,
-    check_labels,
-    check_plausible_statistics,
-    check_released_size,
-    check_untrusted_array,
-)
+from dpadapt.validation import check_basis, check_class_statistics, check_features
 
 BASIS_KIND = "target_basis"
 STATS_KIND = "class_statistics"
@@ -218,10 +210,7 @@ def adapt(release_: Release, Xt, config: Config, *, basis_release: Release | Non
     K, k = len(p["classes"]), (comp.shape[1] if comp is not None else int(p["n_features"]))
     try:  # the source's statistics are untrusted input: finite float64 of the planned shapes, and what the
         # declared mechanism can produce (issue 27, item 7), before any target row is mapped
-        sums = check_untrusted_array(release_["sums"], "the released 'sums'", (K, k))
-        counts = check_untrusted_array(release_["counts"], "the released 'counts'", (K,))
-        sigma = check_declared_sigma(p.get("sigma", 0.0), release_.guarantee)
-        sums, counts, _ = check_plausible_statistics(sums, counts, sigma=sigma, n=check_released_size(p))
+        sums, counts, sigma = check_class_statistics(release_, (K, k))
     except (KeyError, ValueError) as exc:
         raise ReleaseError(f"class-statistics release: {exc}") from None
     M = row_map(Xt, bool(p["log1p"]))

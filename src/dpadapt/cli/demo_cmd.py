@@ -108,7 +108,7 @@ def run(args) -> int:
         print("  (below a DP source-only baseline at the same budget: adaptation did not pay here)")
     if accuracy < baseline:
         print("  (below the non-private baseline: a record-level guarantee for every source row costs more noise than\n"
-              "   this small problem can absorb at this ε — the price measured in benchmarks/*.md, not hidden here)")
+              "   this small problem can absorb at this ε — the price measured in benchmarks/*/README.md, not hidden here)")
     second = ["release", args.method, "--data", "source.npz", "--epsilon", f"{args.epsilon:g}", "--delta",
               f"{args.delta:g}", "--out", "../exchange/source-2.release", *method_release]
     print("\n== A second release by the source exceeds its budget and is refused ==")

@@ -153,12 +153,13 @@ def _local_data(args, bundles):
     table = load_data(args)
     for path, b in zip(args.file, bundles):
         check_agreement(b["meta"], table, args, path, "model", b["version"])
+    rows = int(table.X.shape[0])  # the first full read of a streamed table: the schema's counts come with it
+    labelled = 0 if table.y is None else int(np.sum(np.asarray(table.y) != -1))
     notes, warns = [], []
     table.X  # the first full pass over the rows: a schema table counts what its map imputed and clipped on it
     counts = getattr(table, "counts", None)
     if counts is not None:
         notes, warns = counts.summary(load_schema(args.schema), Path(args.data).name)
-    labelled = 0 if table.y is None else int(np.sum(np.asarray(table.y) != -1))
     evaluations, corrected = [], {}
     for i, b in enumerate(bundles):
         ev = None
@@ -173,5 +174,5 @@ def _local_data(args, bundles):
                     corrected = {label: evaluate(y, adjusted, names, **kw)
                                  for label, adjusted in label_shift_variants(b["loaded"], proba).items()}
         evaluations.append(ev)
-    return LocalData(path=str(args.data), rows=int(table.X.shape[0]), labelled=labelled, schema=args.schema,
+    return LocalData(path=str(args.data), rows=rows, labelled=labelled, schema=args.schema,
                      notes=notes, warnings=warns, evaluations=evaluations, corrected=corrected)

@@ -91,7 +91,7 @@ class DPSWDConfig(Config):
 
     def resolved_design(self) -> str:
         """``"marginals"`` for a private sound run under ``design="auto"`` (it beat the per-step design on a
-        synthetic MNIST shift, 52.5 vs 17.0 %, benchmarks/dpswd.md round 4), else ``"per-step"``."""
+        synthetic MNIST shift, 52.5 vs 17.0 %, benchmarks/dpswd/README.md round 4), else ``"per-step"``."""
         if self.design != "auto":
             return self.design
         return "marginals" if self.epsilon is not None and self.privacy_mode == "sound" else "per-step"
@@ -158,7 +158,7 @@ class GDPDAConfig(DPDAConfig):
     epsilon: float | None = param(4.0, optional=True, low=0.0, low_open=True, help="target budget ε (paper: 4)")
     # Round-3 defaults (paper: C = 4, M = 32, lr 0.05): chosen on electronics→kitchen (Amazon) by the
     # source-train accuracy of G-DPDA with σ calibrated to the paper's budgets over 20 epochs — no
-    # target label used (benchmarks/dpda.md, round 3).
+    # target label used (benchmarks/dpda/README.md, round 3).
     max_grad_norm: float = param(1.0, low=0.0, low_open=True, help="clipping bound C (paper: 4)")
     batch_size: int = param(128, low=1, help="expected batch size M of every stream (paper: 32)")
     lr: float = param(0.2, low=0.0, help="SGD step size of the label phase (paper: 0.05)")

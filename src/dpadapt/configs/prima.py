@@ -34,7 +34,7 @@ class PrimaConfig(Config):
                                         "centred rows (its own computation; the isotropic release noise outside them is dropped)")
     refinement: str = param("ot+st", choices=REFINEMENTS,
                             help="target-side refinement of the prototypes on its own rows (default fixed on "
-                                 "GoogLeNet A→D, A→W, D→A, W→A: benchmarks/classstats.md, round 4)")
+                                 "GoogLeNet A→D, A→W, D→A, W→A: benchmarks/selection/classstats/README.md, round 4)")
     subspace_size: int = param(512, low=1, help="public subspace size p of the random partition (dpsgd_heads)")
     partition: str = param("random", choices=PARTITIONS, help="feature partition (forward selection is NOT private)")
     psd_repair: str = param("eig_clip", choices=PSD_REPAIRS, help="repair of the noisy blocks (post-processing)")

@@ -9,7 +9,7 @@
   (‖U‖op, the noisy projections) on every step. Left alone, OpenBLAS sizes its own pool to every
   core and its idle threads keep spinning while torch computes: on 2 cores this made the sound
   per-step design 1.7× slower than non-private SWD, although it does less work (no gradient
-  through the target batch). Measured in ``benchmarks/scripts/deep_overheads.py``.
+  through the target batch). Measured in ``benchmarks/perf/deep_overheads.py``.
 """
 
 from __future__ import annotations

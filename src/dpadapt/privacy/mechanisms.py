@@ -163,13 +163,18 @@ _BEFORE_NOISE: list = []
 
 
 @contextlib.contextmanager
-def before_noise(callback) -> Iterator[None]:
-    """Run ``callback()`` before every secret draw made inside the block (it must be idempotent)."""
-    _BEFORE_NOISE.append(callback)
+def _hooked(hooks: list, callback) -> Iterator[None]:
+    """``callback`` in ``hooks`` for the duration of the block."""
+    hooks.append(callback)
     try:
         yield
     finally:
-        _BEFORE_NOISE.remove(callback)
+        hooks.remove(callback)
+
+
+def before_noise(callback) -> contextlib.AbstractContextManager[None]:
+    """Run ``callback()`` before every secret draw made inside the block (it must be idempotent)."""
+    return _hooked(_BEFORE_NOISE, callback)
 
 
 def _announce_draw() -> None:
@@ -195,14 +200,9 @@ class Draw:
 _OBSERVERS: list = []
 
 
-@contextlib.contextmanager
-def observe_draws(callback) -> Iterator[None]:
+def observe_draws(callback) -> contextlib.AbstractContextManager[None]:
     """Call ``callback(Draw)`` with the exact value of every noise draw made inside the block (tests only)."""
-    _OBSERVERS.append(callback)
-    try:
-        yield
-    finally:
-        _OBSERVERS.remove(callback)
+    return _hooked(_OBSERVERS, callback)
 
 
 def _observe(kind: str, value, scale: float, sensitivity: float | None, norm: str) -> None:

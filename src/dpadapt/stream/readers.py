@@ -385,6 +385,8 @@ def open_csv(path: str | os.PathLike, label_column: str = "y", *, rows: int | No
         import pyarrow as pa
         import pyarrow.csv as pacsv
 
+        from dpadapt.tables.readers import csv_batches
+
         problems: list[str] = []
 
         def on_invalid(row) -> str:
@@ -393,8 +395,8 @@ def open_csv(path: str | os.PathLike, label_column: str = "y", *, rows: int | No
                             f"{row.actual_columns}" + (" (a blank line)" if not row.text.strip() else ""))
             return "error"
 
-        try:
-            reader = pacsv.open_csv(
+        def open_reader():
+            return pacsv.open_csv(
                 path,
                 read_options=pacsv.ReadOptions(column_names=names, skip_rows=1, block_size=block),
                 parse_options=pacsv.ParseOptions(delimiter=delimiter, ignore_empty_lines=False,
@@ -402,16 +404,9 @@ def open_csv(path: str | os.PathLike, label_column: str = "y", *, rows: int | No
                 convert_options=pacsv.ConvertOptions(
                     column_types={**{c: pa.float64() for c in features}, **({label_column: pa.string()} if labelled else {})}),
             )
-        except (pa.ArrowInvalid, OSError) as exc:
-            raise ValueError(problems[0] if problems else _csv_error(path, names, exc)) from None
+
         start = 0
-        while True:
-            try:
-                batch = reader.read_next_batch()
-            except StopIteration:
-                break
-            except (pa.ArrowInvalid, OSError) as exc:
-                raise ValueError(problems[0] if problems else _csv_error(path, names, exc)) from None
+        for batch in csv_batches(open_reader, lambda exc: ValueError(problems[0] if problems else _csv_error(path, names, exc))):
             if any(batch.column(name).null_count for name in features):
                 _refuse_empty_cells(path, batch, features, start)
             X = _columns(batch, features)

@@ -25,8 +25,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from dpadapt.baselines import SourceOnly
-from dpadapt.bench.common import cached_pair, domain_pairs, task_name
+from dpadapt.bench.common import cached_pair, domain_pairs, source_only_runner, task_name
 from dpadapt.bench.registry import BenchTask, RunOutcome, register_suite
 from dpadapt.privacy.families.dpot import projection_error_guarantee
 from dpadapt.classstats import DPLogisticRegression, DPNearestClassMean
@@ -56,8 +55,8 @@ HEADS = ("mlp", "logreg")
 #: "Paper mode without noise": the same per-row code at ε = ε′ = 10⁹ (σ/w ≈ 5·10⁻⁵, label
 #: histogram noise ≈ 10⁻⁹), so every stage but the noise is the published one.
 NO_NOISE_EPSILON = 1e9
-#: Why paper mode misses the paper's DPDA number (experiment: benchmarks/issue22/otda_label_shift.py,
-#: docs/notes/issue-22.md).
+#: Why paper mode misses the paper's DPDA number (experiment: benchmarks/paper_mode/otda_label_shift.py,
+#: docs/design/paper-mode.md).
 CAUSE = ("uniform-marginal OT vs the D/W class-proportion shift (TV 0.16): exact OT on raw rows without noise "
          "scores 84/86 (D→W/W→D), 97/97 with oracle class marginals")
 
@@ -137,15 +136,6 @@ def _otda_runner(dataset: str, source: str, target: str, head: str):
     return run
 
 
-def _source_only_runner(dataset: str, source: str, target: str, head: str):
-    def run(seed: int) -> RunOutcome:
-        pair = cached_pair(dataset, source, target)
-        est = SourceOnly(head=head, random_state=seed).fit_domains(pair.Xs, pair.ys)
-        return RunOutcome(est.score(pair.Xt_test, pair.yt_test))
-
-    return run
-
-
 def _pair_tasks(
     suite: str,
     dataset: str,
@@ -210,7 +200,7 @@ def _pair_tasks(
                 name,
                 f"source-only-{head}",
                 "non-private",
-                _source_only_runner(dataset, source, target, head),
+                source_only_runner(dataset, source, target, head),
             )
         )
     return tasks
@@ -254,19 +244,24 @@ def build_office(quick: bool, epsilons=None) -> list[BenchTask]:
     return tasks
 
 
+#: DeCAF6 dslr → webcam, the pair of the paper's ε sweep and Fig. 2.
+_DW = ("dslr", "webcam", "decaf6")
+
+
+def _epsilons(epsilons, quick: bool, quick_list: list[float], full_list: list[float]) -> list[float]:
+    """The ε grid: the user's ``--epsilon`` values, else the suite's quick or full grid."""
+    return list(epsilons) if epsilons else (quick_list if quick else full_list)
+
+
 @register_suite(
     "dpot-sweep",
     "DPOT-DA accuracy versus ε on DeCAF6 D→W: sound vs paper, with OTDA and source-only",
 )
 def build_sweep(quick: bool, epsilons=None) -> list[BenchTask]:
-    s, t, dataset = "dslr", "webcam", "decaf6"
+    s, t, dataset = _DW
     name = task_name(dataset, s, t)
     n_s = len(cached_pair(dataset, s, t).ys)
-    eps_list = (
-        list(epsilons)
-        if epsilons
-        else ([2.0, 20.0] if quick else [1.0, 2.0, 4.0, 8.0, 20.0])
-    )
+    eps_list = _epsilons(epsilons, quick, [2.0, 20.0], [1.0, 2.0, 4.0, 8.0, 20.0])
     sound_extra = [] if quick or epsilons else [50.0, 100.0]
     head = "logreg"
     tasks = []
@@ -311,7 +306,7 @@ def build_sweep(quick: bool, epsilons=None) -> list[BenchTask]:
             name,
             f"source-only-{head}",
             "non-private",
-            _source_only_runner(dataset, s, t, head),
+            source_only_runner(dataset, s, t, head),
         )
     )
     return tasks
@@ -400,13 +395,9 @@ def _fig2_runner(
     "DPOT Fig. 2: relative error |W̃−W|/W vs ε (whole batch) and vs σ/Δ (minibatch), DeCAF6 D→W",
 )
 def build_fig2(quick: bool, epsilons=None) -> list[BenchTask]:
-    s, t, dataset = "dslr", "webcam", "decaf6"
+    s, t, dataset = _DW
     name = task_name(dataset, s, t)
-    eps_list = (
-        list(epsilons)
-        if epsilons
-        else ([4.0, 10.0] if quick else [1.0, 2.0, 4.0, 5.0, 10.0, 20.0, 50.0, 100.0])
-    )
+    eps_list = _epsilons(epsilons, quick, [4.0, 10.0], [1.0, 2.0, 4.0, 5.0, 10.0, 20.0, 50.0, 100.0])
     n_batches = 20 if quick else 200
     tasks = []
     for mode in ("sound", "paper"):

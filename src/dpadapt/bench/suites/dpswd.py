@@ -2,7 +2,7 @@
 
 Suites: ``dpswd`` (everything), ``dpswd-toy`` (Fig. 2), ``dpswd-digits`` (Table 1 M→U, U→M),
 ``dpswd-gen`` (Table 2 MNIST), ``dpswd-office`` (extra Office-Caltech pairs). Every run is sized
-for a 2-core CPU (subsets and epochs listed in ``params``; see benchmarks/dpswd.md). Our USPS is
+for a 2-core CPU (subsets and epochs listed in ``params``; see benchmarks/dpswd/README.md). Our USPS is
 the 16×16 original (7291 train / 2007 test), bilinearly resized to 28×28 — the paper used
 CoGAN's 28×28 USPS (7438 rows).
 """
@@ -352,7 +352,7 @@ def _gen_runner(mode: str, head: str, quick: bool, design: str = "per-step"):
         Xg, yg = gen.sample(res.generator, 100 if quick else int(os.environ.get("DPADAPT_DPSWD_GEN_PER_CLASS", 1000)), rng)
         clf = make_classifier(head, random_state=seed).fit(Xg, yg)
         acc = 100.0 * clf.score(Xte, yte)
-        out_dir = os.environ.get("DPADAPT_ARTIFACTS", "benchmarks/results")
+        out_dir = os.environ.get("DPADAPT_ARTIFACTS", "benchmarks/dpswd/results")
         tag = "" if design == "per-step" else f"-{design}"
         grid = gen.save_grid(res.generator, os.path.join(out_dir, f"dpswd-gen{tag}-{mode}{'-quick' if quick else ''}-seed{seed}.png"), rng)
         g = res.guarantee

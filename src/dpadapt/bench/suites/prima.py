@@ -7,8 +7,8 @@ adaptation), the DP logistic regression on the source alone (``dp-logreg``, nois
 (ε, δ)), the published heads protocol in sound and paper mode (``prima-heads``, ``prisa``),
 and the non-private baselines source-only, CORAL and SA, all in the same runs.
 
-Defaults fixed a priori on pairs OTHER than the reported ones (see ``benchmarks/prima.md`` and
-``benchmarks/classstats.md``, round 4): basis_dim = 1024 (over 64/256, round 2) and the refinement
+Defaults fixed a priori on pairs OTHER than the reported ones (see ``benchmarks/prima/README.md`` and
+``benchmarks/selection/classstats/README.md``, round 4): basis_dim = 1024 (over 64/256, round 2) and the refinement
 ``ot+st`` (OT start, then cross-fitted logistic-regression self-training on the target's rows) chosen
 among 12 variants on GoogLeNet A→D, A→W, D→A, W→A (10 classes); no basis (round 2) and ``none+st``
 (nearest-prototype labels, then the same self-training) chosen among 6 on Amazon K→B, D→E, B→K, E→D.
@@ -42,7 +42,7 @@ ABLATIONS = {
     "prima-published": {"partition": "forward", "psd_repair": "shrink"},
 }
 
-RESULTS = Path(__file__).resolve().parents[4] / "benchmarks" / "results"
+RESULTS = Path(__file__).resolve().parents[4] / "benchmarks" / "prima" / "results"
 
 #: The paper's DP-SGD setting (Sec. 5.2): noise multiplier σ = 4, batch 25, ε read off the moments
 #: accountant as a function of the epochs E. Paper mode runs the most epochs whose ε at σ = 4 stays
@@ -51,7 +51,7 @@ PAPER_SIGMA = 4.0
 PAPER_BATCH = 25
 
 #: Why paper mode misses the paper's number, one line per (source, target, paper row); the
-#: experiments are in docs/notes/issue-22.md.
+#: experiments are in docs/design/paper-mode.md.
 CAUSES = {
     ("dslr", "webcam", "PRIMA"): "DP-SGD noise at the paper's σ≈4, B=25 on 157 rows: the same code without noise scores 90.6 "
                                  "(random subspaces: 98.0) and recovers only at ε≈32 (issue-22 note §1.2)",
@@ -105,7 +105,7 @@ def _estimator(method: str, mode: str, dataset: str, epsilon: float | None, seed
     params = {"epsilon": epsilon, "delta": DELTA if epsilon is not None else None, "classes": classes,
               "log_counts": bow and mode != "paper", "random_state": seed}
     if method in ("prima", "dp-ncm"):
-        # fixed on other pairs (benchmarks/classstats.md, round 4): office features → public 1024-d basis,
+        # fixed on other pairs (benchmarks/selection/classstats/README.md, round 4): office features → public 1024-d basis,
         # OT start then full-feature self-training (GoogLeNet A→D, A→W, D→A, W→A); Amazon counts → no basis,
         # nearest-prototype labels then full-feature self-training (bow5000 K→B, D→E, B→K, E→D)
         params.update(refinement="none+st", basis_dim=None) if bow else params.update(refinement="ot+st", basis_dim=1024)
@@ -130,7 +130,7 @@ _SWEEP: dict[tuple[str, str, str], dict[float, list[float]]] = {}
 
 
 def _plot_sweep(task: str) -> None:
-    """Accuracy vs ε of every row measured so far in this process (PNG in benchmarks/results)."""
+    """Accuracy vs ε of every row measured so far in this process (PNG in benchmarks/prima/results)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -266,7 +266,7 @@ def build_office(quick: bool, epsilons=None) -> list[BenchTask]:
     return _tasks("prima-office", pairs, methods, eps, epochs=10)
 
 
-@register_suite("prima-sweep", "Accuracy vs ε ∈ {0.5, 1, 2, 4, 8} on DeCAF6 D→W: sound, paper, DP source-only, non-private (PNG in benchmarks/results)")
+@register_suite("prima-sweep", "Accuracy vs ε ∈ {0.5, 1, 2, 4, 8} on DeCAF6 D→W: sound, paper, DP source-only, non-private (PNG in benchmarks/prima/results)")
 def build_sweep(quick: bool, epsilons=None) -> list[BenchTask]:
     eps = list(epsilons or ([1.0, 4.0] if quick else [0.5, 1.0, 2.0, 4.0, 8.0]))
     pairs = [("decaf6", "dslr", "webcam")]
