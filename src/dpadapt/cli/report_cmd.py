@@ -156,7 +156,6 @@ def _local_data(args, bundles):
     rows = int(table.X.shape[0])  # the first full read of a streamed table: the schema's counts come with it
     labelled = 0 if table.y is None else int(np.sum(np.asarray(table.y) != -1))
     notes, warns = [], []
-    table.X  # the first full pass over the rows: a schema table counts what its map imputed and clipped on it
     counts = getattr(table, "counts", None)
     if counts is not None:
         notes, warns = counts.summary(load_schema(args.schema), Path(args.data).name)
