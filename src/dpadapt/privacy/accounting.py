@@ -99,8 +99,21 @@ def _subsampled(event: dp_accounting.DpEvent) -> bool:
     return False
 
 
-def _replace_one_view(event: dp_accounting.DpEvent) -> dp_accounting.DpEvent | None:
-    """``event`` as dp-accounting's ``REPLACE_ONE`` PLD reads it (module docstring), or None if it cannot.
+def map_leaves(event: dp_accounting.DpEvent,
+               leaf: Callable[[dp_accounting.DpEvent], dp_accounting.DpEvent | None]) -> dp_accounting.DpEvent | None:
+    """``event`` with every mechanism below its (self-)compositions replaced by ``leaf(mechanism)``; None if ``leaf``
+    gives None for any of them."""
+    if isinstance(event, dp_accounting.SelfComposedDpEvent):
+        inner = map_leaves(event.event, leaf)
+        return None if inner is None else dp_accounting.SelfComposedDpEvent(inner, event.count)
+    if isinstance(event, dp_accounting.ComposedDpEvent):
+        parts = [map_leaves(e, leaf) for e in event.events]
+        return None if any(p is None for p in parts) else dp_accounting.ComposedDpEvent(parts)
+    return leaf(event)
+
+
+def _replace_one_leaf(event: dp_accounting.DpEvent) -> dp_accounting.DpEvent | None:
+    """One mechanism as dp-accounting's ``REPLACE_ONE`` PLD reads it (module docstring), or None if it cannot.
 
     A plain Gaussian of multiplier σ/Δ_replace becomes one of 2σ/Δ_replace (that accountant shifts a plain Gaussian
     by ±1); Poisson-subsampled events (σ/C) and randomized response are read as they are.
@@ -110,12 +123,6 @@ def _replace_one_view(event: dp_accounting.DpEvent) -> dp_accounting.DpEvent | N
     if isinstance(event, (dp_accounting.PoissonSampledDpEvent, dp_accounting.RandomizedResponseDpEvent,
                           dp_accounting.NoOpDpEvent)):
         return event
-    if isinstance(event, dp_accounting.SelfComposedDpEvent):
-        inner = _replace_one_view(event.event)
-        return None if inner is None else dp_accounting.SelfComposedDpEvent(inner, event.count)
-    if isinstance(event, dp_accounting.ComposedDpEvent):
-        parts = [_replace_one_view(e) for e in event.events]
-        return None if any(p is None for p in parts) else dp_accounting.ComposedDpEvent(parts)
     return None
 
 
@@ -129,7 +136,7 @@ def _prepared(event: dp_accounting.DpEvent, relation: str, method: str, orders: 
     if method != "pld":
         raise ValueError(f"method must be 'rdp' or 'pld', got {method!r}")
     if relation == "replace_one" and _subsampled(event):
-        view = _replace_one_view(event)
+        view = map_leaves(event, _replace_one_leaf)
         acc = pld.PLDAccountant(neighboring_relation=_NEIGHBOURS["replace_one"], value_discretization_interval=interval)
         return (acc, view) if view is not None and acc.supports(view) else None
     # add/remove; or replace-one with Δ already expressed under it: the add/remove PLD of the same multiplier

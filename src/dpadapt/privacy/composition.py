@@ -79,9 +79,9 @@ def common_unit(units: Iterable[str]) -> str:
     raise ValueError(f"guarantees of units {sorted(units)} hold for no common kind of neighbour; compose them separately")
 
 
-def _as_replace_one(event: dp_accounting.DpEvent) -> dp_accounting.DpEvent | None:
-    """An add/remove ``event`` under replace-one: every plain Gaussian/Laplace multiplier halved, Poisson-subsampled
-    Gaussians kept (module docstring); None if it holds anything else."""
+def _as_replace_one_leaf(event: dp_accounting.DpEvent) -> dp_accounting.DpEvent | None:
+    """One add/remove mechanism under replace-one: a plain Gaussian/Laplace multiplier halved, a Poisson-subsampled
+    Gaussian kept (module docstring); None for anything else."""
     if isinstance(event, dp_accounting.GaussianDpEvent):
         return dp_accounting.GaussianDpEvent(event.noise_multiplier / 2.0)
     if isinstance(event, dp_accounting.LaplaceDpEvent):
@@ -90,12 +90,6 @@ def _as_replace_one(event: dp_accounting.DpEvent) -> dp_accounting.DpEvent | Non
         return event
     if isinstance(event, dp_accounting.PoissonSampledDpEvent):
         return event if isinstance(event.event, dp_accounting.GaussianDpEvent) else None
-    if isinstance(event, dp_accounting.SelfComposedDpEvent):
-        inner = _as_replace_one(event.event)
-        return None if inner is None else dp_accounting.SelfComposedDpEvent(inner, event.count)
-    if isinstance(event, dp_accounting.ComposedDpEvent):
-        parts = [_as_replace_one(e) for e in event.events]
-        return None if any(p is None for p in parts) else dp_accounting.ComposedDpEvent(parts)
     return None
 
 
@@ -123,7 +117,7 @@ def to_relation(g: Guarantee, relation: accounting.Relation) -> tuple[_Part, str
     if relation == "add_remove":
         raise ValueError("a replace-one guarantee cannot be read as an add/remove one; compose under replace_one")
     stated_eps, stated_delta = group_privacy_replace_one(g.epsilon, g.delta)
-    converted = [_as_replace_one(e) for e in g.events]
+    converted = [accounting.map_leaves(e, _as_replace_one_leaf) for e in g.events]
     if g.events and all(h is not None for h in converted):
         part = _Part(tuple(converted), stated_eps, stated_delta, g.delta_extra)
         return part, ("add/remove Gaussian/Laplace events read as replace-one with half the noise multiplier "
