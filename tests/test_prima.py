@@ -10,7 +10,7 @@ import pytest
 import scipy.sparse as sp
 from scipy import stats
 
-from dpadapt.privacy.guarantee import REPRODUCIBLE_NOISE_REASON
+from dpadapt.privacy.guarantee import PAPER_ADD_REMOVE_REASON, REPRODUCIBLE_NOISE_REASON
 from dpadapt.alignment import CORAL, PRIMA, PRISA, SubspaceAlignment, predict_prima
 from dpadapt.alignment import covariance as cov
 from dpadapt.alignment import prima
@@ -203,14 +203,24 @@ def test_dpsgd_accounting_matches_dp_accounting_and_opacus(rng):
 
 
 def test_source_plan_composes_covariance_and_dpsgd():
+    """Issue 27 item 3: the source's heads Guarantee is replace-one (n public; q and the steps come from n): its ε is
+    dp-accounting's REPLACE_ONE PLD of its events — the second-moment sum (Δ = √2 under replacement, handed to that
+    accountant at twice its multiplier, as a ±1 shift) and the Poisson-subsampled DP-SGD steps."""
     plan = _heads_plan(300, 300, 16, subspace_size=4, epochs=5)
     g = plan.guarantee
-    assert g.valid and g.epsilon <= 2.0 + 1e-3 and g.epsilon == pytest.approx(2.0, abs=0.05)
+    assert g.valid and g.relation == "replace_one" and g.accounting == "pld"
+    assert g.epsilon <= 2.0 and g.epsilon == pytest.approx(2.0, abs=0.01)
     cal = plan.calibration
-    alone = accounting.epsilon(accounting.poisson_gaussian_event(cal["noise_multiplier"], cal["sample_rate"], cal["steps"]), 1e-5)
-    assert alone < 2.0
+    assert cal["cov_noise_multiplier"] == pytest.approx(accounting.analytic_gaussian_sigma(0.2 * 2.0, 1e-5, math.sqrt(2)))
+    steps = accounting.poisson_gaussian_event(cal["noise_multiplier"], cal["sample_rate"], cal["steps"])
+    acc = dp_accounting.pld.PLDAccountant(neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_ONE)
+    acc.compose(accounting.compose([accounting.gaussian_event(2 * cal["cov_noise_multiplier"] / math.sqrt(2)), steps]))
+    assert g.epsilon == pytest.approx(acc.get_epsilon(1e-5), rel=1e-12)
+    assert accounting.epsilon(steps, 1e-5, "replace_one") < 2.0
+    assert accounting.epsilon(steps, 1e-5, "add_remove", "pld") < accounting.epsilon(steps, 1e-5, "replace_one")  # the price
     paper = _heads_plan(300, 300, 16, subspace_size=4, epochs=5, privacy_mode="paper")
     assert not paper.guarantee.valid and not paper.calibration["target_guarantee"].valid
+    assert PAPER_ADD_REMOVE_REASON in paper.guarantee.reasons
     assert _heads_plan(300, 300, 16, epsilon=None).guarantee is None
 
 

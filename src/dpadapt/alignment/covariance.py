@@ -208,16 +208,17 @@ def noisy_sum_second_moments(
 ) -> tuple[list[np.ndarray], float]:
     """Blocks of (XᵀX + E)/n with E Gaussian of std ``noise_multiplier``·row_norm² per packed entry.
 
-    For the *source* party (add/remove relation, composed with DP-SGD by RDP): the unnormalised
-    sum has sensitivity ‖xxᵀ‖_F ≤ row_norm², so this is one Gaussian event of the given noise
-    multiplier, drawn by :func:`dpadapt.privacy.mechanisms.gaussian`. n is treated as public, as
-    in every DP-SGD implementation (q = B/n). Returns (noisy blocks, per-entry σ on the normalised scale).
+    For the *source* party of the heads protocol (replace-one, n public as in its DP-SGD, q = B/n; composed
+    with DP-SGD by dp-accounting): replacing one row moves the packed blocks of the sum by at most
+    ‖aaᵀ − bbᵀ‖_F ≤ √2·row_norm² (:func:`joint_block_sensitivity`), so this is one Gaussian event of multiplier
+    ``noise_multiplier``/√2, drawn by :func:`dpadapt.privacy.mechanisms.gaussian`. Returns (noisy blocks,
+    per-entry σ on the normalised scale).
     """
     _check_clipped(X, row_norm)
     n = X.shape[0]
     exact = pack_upper(block_second_moments(X, partition))
     sigma = noise_multiplier * row_norm**2 / n
-    out = gaussian(exact, sigma=sigma, sensitivity=row_norm**2 / n, noise=noise)
+    out = gaussian(exact, sigma=sigma, sensitivity=joint_block_sensitivity(n, row_norm, "replace_one"), noise=noise)
     return unpack_upper(out.value, [len(p) for p in partition]), sigma
 
 

@@ -11,8 +11,8 @@ protected by "parallel composition" (spec 04, soundness note 4). Two sound optio
 * ``joint=False``: m separate DP-SGD runs; their m events are composed (RDP sum).
 
 Sampling is Poisson with rate q = 1/⌈n/B⌉ (as Opacus' Poisson loader), matching
-:func:`dpadapt.privacy.accounting.poisson_gaussian_event` (add/remove relation; Abadi et al.
-2016; Mironov, Talwar, Zhang 2019). The clipping bound is fixed a priori, except in paper mode
+:func:`dpadapt.privacy.accounting.poisson_gaussian_event` (Abadi et al. 2016), accounted under
+replace-one with n public (:func:`dpadapt.privacy.families.prima.dpsgd_heads_plan`). The clipping bound is fixed a priori, except in paper mode
 (``clip_rule="median"``: each run's median per-example gradient norm of the private data — flagged).
 Noise is Abadi's form g̃ = (Σ clipped g + N(0, σ²c²I)) / B.
 """
@@ -35,7 +35,8 @@ from dpadapt.validation import check_finite_in
 HEAD_TYPES = ("logreg", "mlp")
 CLIP_RULES = ("fixed", "median")
 #: δ at which ``TrainedHeads.opacus_epsilons`` reports ε (the name is kept for compatibility; the
-#: value is dp-accounting's RDP ε of the run, which Opacus' accountant reproduces).
+#: value is dp-accounting's add/remove RDP ε of the run, which Opacus' accountant reproduces — a
+#: comparison figure, not the Guarantee, which is replace-one).
 OPACUS_CHECK_DELTA = 1e-5
 
 

@@ -20,7 +20,7 @@ class PRIMA(ConfigEstimator):
     set ``classes`` is public and required); the target refines the prototypes on its own rows and
     keeps the classifier (it releases nothing: ε = 0). ``source_release="dpsgd_heads"`` runs the
     published design: target's noisy subspace second moments ((ε, δ)-DP, replace-one), CORAL per
-    subspace and DP-SGD heads ((ε, δ)-DP, add/remove), majority vote. ``epsilon=None`` is the
+    subspace and DP-SGD heads ((ε, δ)-DP, replace-one, n public), majority vote. ``epsilon=None`` is the
     non-private counterpart. ``guarantees_`` holds both parties' guarantees.
     """
 

@@ -402,9 +402,8 @@ def release_source_heads(plan_: Plan, target_release: Release, Xs, ys, public: n
     if config.private:
         guarantee = plan_.guarantee
         if trained.events and mode == "sound":
-            spent = accounting.compose([accounting.gaussian_event(z_cov)] + trained.events)
-            delta = guarantee.delta
-            if accounting.epsilon(spent, delta, "add_remove") > guarantee.epsilon + 1e-6:
+            spent = calib.source_heads_event(z_cov, trained.events)
+            if accounting.epsilon(spent, guarantee.delta, guarantee.relation, "pld") > guarantee.epsilon + 1e-6:
                 raise RuntimeError("the DP-SGD run spent more than planned; refusing to release")
     else:
         guarantee = Guarantee.non_private("source", "non-private counterpart (epsilon=None)")

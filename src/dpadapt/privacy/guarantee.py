@@ -279,6 +279,13 @@ ADD_REMOVE_N_PUBLIC = (
     "use replace-one (the default) when the size of the dataset must stay secret"
 )
 
+#: Issue 27, item 3: a paper's DP-SGD σ or step count chosen by an add/remove accountant at the sampling rate B/n.
+PAPER_ADD_REMOVE_REASON = (
+    "the paper's accountant (moments accountant, add/remove neighbours) chose σ and the steps at the sampling rate "
+    "B/n of the true n, which an add/remove guarantee cannot state without revealing n; this library states DP-SGD "
+    "under replace-one (n public), where the same σ costs more"
+)
+
 #: Issue 27: every Guarantee's report points to the one description of who is protected and what the receiver sees.
 THREAT_MODEL_WORDS = (
     "docs/threat-model.md — who is protected, the neighbouring relation, what is public, and what the receiver "

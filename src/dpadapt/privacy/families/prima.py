@@ -8,7 +8,8 @@ Two protocols (``source_release``):
   from the analytic Gaussian at (ε, δ). The target releases nothing: it classifies and refines on
   its own rows, and the model stays with it (its own computation), so its guarantee is ε = 0.
 * ``"dpsgd_heads"`` (the published design): the target releases its noisy subspace second moments
-  (Analyze Gauss, Δ = √2/n replace-one), the source trains DP-SGD heads on CORAL/SA-aligned rows.
+  (Analyze Gauss, Δ = √2/n replace-one), the source trains DP-SGD heads on CORAL/SA-aligned rows
+  (replace-one too, n public: its sampling rate and steps come from n; dp-accounting's replace-one PLD).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 import functools
 
 from dpadapt.privacy import accounting
-from dpadapt.privacy.guarantee import Guarantee
+from dpadapt.privacy.guarantee import PAPER_ADD_REMOVE_REASON, Guarantee
 from dpadapt.privacy.mechanisms import CLASS_STATISTICS_SENSITIVITY
 
 THEOREM_CLASS_STATISTICS = (
@@ -101,24 +102,36 @@ def target_covariances_plan(n_target: int, epsilon: float, delta: float, *, part
     return g, sigma
 
 
+def source_heads_event(z_cov: float, dpsgd_events):
+    """The sound heads protocol's source events under replace-one: the second-moment sum (noise ``z_cov``·r² per
+    packed entry, Δ = √2·r² — :func:`~dpadapt.alignment.covariance.joint_block_sensitivity` at n = 1) and the
+    DP-SGD runs (Poisson-subsampled, replace-one PLD)."""
+    from dpadapt.alignment.covariance import joint_block_sensitivity
+
+    return accounting.compose([accounting.gaussian_event(z_cov / joint_block_sensitivity(1))] + list(dpsgd_events))
+
+
 @functools.lru_cache(maxsize=256)
 def _calibrate(key: tuple, epsilon: float, delta: float) -> float:
+    """The DP-SGD multiplier: sound (``"with_cov"``) under replace-one (PLD); paper (``"alone"``) by the paper's
+    moments accountant (add/remove RDP)."""
     kind, z_cov, q, steps, runs = key
-
-    def make(z: float):
-        parts = [accounting.gaussian_event(z_cov)] if kind == "with_cov" else []
-        return accounting.compose(parts + [accounting.poisson_gaussian_event(z, q, steps)] * runs)
-
-    return accounting.calibrate_noise_multiplier(make, epsilon, delta, "add_remove")
+    if kind == "alone":
+        return accounting.calibrate_noise_multiplier(lambda z: accounting.poisson_gaussian_event(z, q, steps), epsilon,
+                                                     delta, "add_remove", "rdp")
+    return accounting.calibrate_noise_multiplier(
+        lambda z: source_heads_event(z_cov, [accounting.poisson_gaussian_event(z, q, steps)] * runs), epsilon, delta,
+        "replace_one", "pld")
 
 
 def dpsgd_heads_plan(n_heads: int, epsilon: float, delta: float, *, sample_rate: float, steps: int,
                      cov_budget_fraction: float, joint: bool, privacy_mode: str) -> tuple[Guarantee, float | None, float]:
     """(source Guarantee, covariance noise multiplier or None, DP-SGD noise multiplier) of the heads release.
 
-    Sound: the source second-moment sum (Δ = 1, add/remove) with z_cov at (fraction·ε, δ), then the
-    smallest DP-SGD z with RDP(cov ∘ DP-SGD) ≤ (ε, δ). Paper: one per-subspace run at (ε, δ), no
-    covariance noise (the published claim, flagged invalid).
+    Sound (replace-one, n public): the source second-moment sum (Δ = √2 for unit rows) with z_cov at
+    (fraction·ε, δ), then the smallest DP-SGD z with PLD(cov ∘ DP-SGD) ≤ (ε, δ). Paper: one per-subspace run
+    at (ε, δ) by the paper's add/remove moments accountant, no covariance noise (the published claim, flagged
+    invalid).
     """
     q = sample_rate
     if privacy_mode == "paper":
@@ -128,19 +141,22 @@ def dpsgd_heads_plan(n_heads: int, epsilon: float, delta: float, *, sample_rate:
             events=(accounting.poisson_gaussian_event(z, q, steps),), accounting="rdp",
             theorem="PRIMA Thm. 3 as published (moments accountant per model + parallel composition)",
             mode="paper", valid=False,
-            reasons=SOURCE_PAPER_REASONS + ("published procedure reproduced for comparison (paper mode)",),
+            reasons=SOURCE_PAPER_REASONS + (PAPER_ADD_REMOVE_REASON, "published procedure reproduced for comparison (paper mode)"),
             details={"noise_multiplier": z, "sample_rate": q, "steps": steps, "runs": n_heads},
         )
         return g, None, z
-    z_cov = accounting.analytic_gaussian_sigma(cov_budget_fraction * epsilon, delta, 1.0)
+    from dpadapt.alignment.covariance import joint_block_sensitivity
+
+    z_cov = accounting.analytic_gaussian_sigma(cov_budget_fraction * epsilon, delta, joint_block_sensitivity(1))
     runs = 1 if joint else n_heads
     z = _calibrate(("with_cov", z_cov, q, steps, runs), float(epsilon), float(delta))
-    event = accounting.compose([accounting.gaussian_event(z_cov)] + [accounting.poisson_gaussian_event(z, q, steps)] * runs)
+    event = source_heads_event(z_cov, [accounting.poisson_gaussian_event(z, q, steps)] * runs)
     g = Guarantee.from_event(
-        event, party="source", unit="record", relation="add_remove", delta=delta,
+        event, party="source", unit="record", relation="replace_one", delta=delta, method="pld",
         theorem=(
-            "Gaussian mechanism on the source second-moment blocks (Δ = 1 for unit rows, add/remove) composed by RDP "
-            "with Poisson-subsampled DP-SGD (Abadi et al. 2016; Mironov et al. 2019) over all subspace heads"
+            "Gaussian mechanism on the source second-moment blocks (Δ = √2 for unit rows, replace-one, n public) "
+            "composed with Poisson-subsampled DP-SGD (Abadi et al. 2016; a record's clipped gradient replaced, "
+            "dp-accounting's REPLACE_ONE privacy-loss distribution) over all subspace heads"
             + (" trained jointly (one clip of the concatenated per-example gradient)" if joint else f" ({runs} runs composed)")
         ),
         details={"cov_noise_multiplier": z_cov, "noise_multiplier": z, "sample_rate": q, "steps": steps, "runs": runs,
