@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from dpadapt.bench.registry import get_suite
-from dpadapt.bench.runner import format_table, load_rows, run_task, write_rows
+from dpadapt.bench.runner import format_table, load_rows, run_task, with_current_causes, write_rows
 
 OUT = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).parent / "results" / "dpot-paper-mode.json"
 SEEDS = int(sys.argv[2]) if len(sys.argv) > 2 else 5
@@ -56,7 +56,7 @@ def main() -> None:
             write_rows(rows, OUT)
             print(json.dumps({k: row.get(k) for k in ("task", "method", "mode", "seed", "value", "seconds", "error")}),
                   flush=True)
-    print(format_table(rows))
+    print(format_table(with_current_causes(rows, get_suite("dpot").build(False, None))))
 
 
 if __name__ == "__main__":

@@ -289,6 +289,12 @@ def format_paper_table(summary: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
+def with_current_causes(rows: list[dict[str, Any]], tasks: Sequence[BenchTask]) -> list[dict[str, Any]]:
+    """Rows recorded earlier, with the cause each task gives now (a cause is text of the suite, not a result)."""
+    causes = {(t.task, t.method, t.mode): t.cause for t in tasks}
+    return [{**r, "cause": causes.get((r["task"], r["method"], r["mode"]), r.get("cause"))} for r in rows]
+
+
 def load_rows(path: str | Path) -> list[dict[str, Any]]:
     """Read rows written by :func:`write_rows` (JSON), restoring ∞."""
     rows = json.loads(Path(path).read_text())

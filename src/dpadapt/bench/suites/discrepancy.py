@@ -61,7 +61,7 @@ FIG2 = {
 }
 #: Why the private Fig. 2 gains are missing (one line; experiment: benchmarks/issue22/discrepancy_fig2_scale.py,
 #: docs/notes/issue-22.md). Fig. 1 reproduces, so its lines carry none.
-FIG2_CAUSE = ("not the data scale: with σ² up to 9× the spec's (public-only 0.009) single-stage at ε = 16 still "
+FIG2_CAUSE = ("measured: not the data scale: with σ² up to 9× the spec's (public-only 0.009) single-stage at ε = 16 still "
               "gains ≤ 13 % over public-only (paper 35–65 %), with the published σ too; noise swamps q̂")
 CHOICES = {"m": M, "d": D, "K": K, "lam": LAM, "delta": DELTA, "r": R, "Lambda": LAMBDA, "n_test": N_TEST,
            "mu": "sqrt(K log(m+n)/(8 r_hat^4))", "stage2": "exact norm-constrained weighted LS",
