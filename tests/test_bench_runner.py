@@ -157,3 +157,17 @@ def test_paper_table_shows_cause_only_when_paper_mode_is_far_off():
     assert blocked.endswith("blocked on data: no such data")
     percent = format_paper_table([_summary_row("m", "paper", 10.0, 78.0, paper=95.5, cause="c")]).splitlines()[-1]
     assert " 95.5 " in percent and "78.0" in percent and percent.endswith("c")
+
+
+def test_causes_are_labelled_measured_or_candidate():
+    """Issue 31: a cause says whether a run isolates it; an unlabelled one is refused when the row is declared."""
+    from dpadapt.bench.registry import BenchTask
+    from dpadapt.bench.suites.dpswd import build_digits_paper
+
+    with pytest.raises(ValueError, match="measured"):
+        BenchTask("s", "t", "m", "paper", lambda seed: None, cause="the noise")
+    assert BenchTask("s", "t", "m", "paper", lambda seed: None, cause="candidate: the noise").cause
+    rows = {(t.task, t.method, t.mode): t for t in build_digits_paper(False)}
+    m_to_u = rows[("digits-paper:M->U", "dpswd", "paper")]  # the paper's own procedure is a row now
+    assert m_to_u.cause.startswith("candidate: unexplained") and m_to_u.blocked is None
+    assert not any(t.blocked for t in rows.values())
