@@ -228,7 +228,8 @@ def format_paper_table(summary: list[dict[str, Any]]) -> str:
 
     Rows join a line through their ``paper_row``; the paper's number is taken from whichever row
     carries it. For accuracy the cause is printed when paper mode is more than :data:`CAUSE_GAP` off
-    the paper (``MISSING`` when the suite gave none, so that a gap cannot pass unexplained); for other
+    the paper (``MISSING`` when the suite gave none, so that a gap cannot pass unexplained), or, when
+    the line has no paper-mode run, when its no-noise or sound column is and the suite gave one; for other
     metrics (e.g. MSE on a different scale) whenever the suite gives one. A joined non-private row is
     the "no noise" column. A line whose
     paper data is not available here says "blocked on data" with the reason instead.
@@ -280,6 +281,10 @@ def format_paper_table(summary: list[dict[str, Any]]) -> str:
             if paper_value is not None and paper_mode is not None and paper_mode["n"] and \
                     (not accuracy or abs(_points(paper_mode["mean"]) - _points(paper_value)) > 100 * CAUSE_GAP):
                 cause = line["cause"] or ("MISSING" if accuracy else "")
+            elif paper_value is not None and paper_mode is None and accuracy and line["cause"] and any(
+                    r is not None and r["n"] and abs(_points(r["mean"]) - _points(paper_value)) > 100 * CAUSE_GAP
+                    for r in (no_noise, sound)):
+                cause = line["cause"]  # no paper-mode run here, but the gap is in the other columns too
             if line["blocked"]:
                 cause = f"blocked on data: {line['blocked']}"
             paper = "—" if paper_value is None else fmt(paper_value, line["metric"])

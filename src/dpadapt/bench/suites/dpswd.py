@@ -235,7 +235,7 @@ def _da_tasks(suite: str, name: str, data, config: dict, paper: dict, dann: bool
         BenchTask(suite=suite, task=name, method=method, mode=mode, run=run, epsilon=eps,
                   delta=DELTA if mode != "non-private" else None, paper_value=pv,
                   params={k: v for k, v in config.items() if k != "network"},
-                  paper_row=PAPER_ROWS.get((method, mode)), cause=cause if (method, mode) == ("dpswd", "paper") else None)
+                  paper_row=PAPER_ROWS.get((method, mode)), cause=cause if (method, mode) in PAPER_ROWS else None)
         for method, mode, run, pv, eps in rows
     ]
 
