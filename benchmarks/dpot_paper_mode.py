@@ -16,12 +16,11 @@ Usage: python benchmarks/dpot_paper_mode.py [OUT.json] [SEEDS]
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 from dpadapt.bench.registry import get_suite
-from dpadapt.bench.runner import format_table, load_rows, run_task, with_current_causes, write_rows
+from dpadapt.bench.runner import format_table, run_resumable, with_current_causes
 
 OUT = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).parent / "results" / "dpot-paper-mode.json"
 SEEDS = int(sys.argv[2]) if len(sys.argv) > 2 else 5
@@ -44,20 +43,10 @@ def wanted(task) -> int:
 
 
 def main() -> None:
-    tasks = [t for t in get_suite("dpot").build(False, None) if wanted(t)]
-    rows = load_rows(OUT) if OUT.exists() else []
-    done = {(r["task"], r["method"], r["mode"], r["seed"]) for r in rows if r.get("error") is None}
-    for task in sorted(tasks, key=lambda t: (t.task, "mlp" in t.method)):  # cheap rows first
-        for seed in range(wanted(task)):
-            if (task.task, task.method, task.mode, seed) in done:
-                continue
-            row = run_task(task, seed)
-            rows.append(row)
-            write_rows(rows, OUT)
-            print(json.dumps({k: row.get(k) for k in ("task", "method", "mode", "seed", "value", "seconds", "error")}),
-                  flush=True)
+    tasks = sorted((t for t in get_suite("dpot").build(False, None) if wanted(t)),
+                   key=lambda t: (t.task, "mlp" in t.method))  # cheap rows first
+    rows = run_resumable([(t, seed) for t in tasks for seed in range(wanted(t))], OUT)
     print(format_table(with_current_causes(rows, get_suite("dpot").build(False, None))))
-
 
 if __name__ == "__main__":
     main()

@@ -19,12 +19,11 @@ Usage: python benchmarks/prima_paper_readings.py [OUT.json] [SEEDS]
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 from dpadapt.bench.registry import get_suite
-from dpadapt.bench.runner import format_table, load_rows, run_task, with_current_causes, write_rows
+from dpadapt.bench.runner import format_table, load_rows, run_resumable, with_current_causes
 
 HERE = Path(__file__).parent
 OUT = Path(sys.argv[1]) if len(sys.argv) > 1 else HERE / "results" / "prima-paper-readings.json"
@@ -41,22 +40,11 @@ def order(task) -> tuple:
 
 
 def main() -> None:
-    tasks = [t for t in get_suite("prima-decaf-heads").build(False, None) if (t.method, t.mode) in ROWS]
-    rows = load_rows(OUT) if OUT.exists() else []
-    done = {(r["task"], r["method"], r["mode"], r["seed"]) for r in rows if r.get("error") is None}
-    for seed_block in (range(min(SEEDS, 3)), range(3, SEEDS)):  # three seeds of every row first
-        for task in sorted(tasks, key=order):
-            for seed in seed_block:
-                if (task.task, task.method, task.mode, seed) in done:
-                    continue
-                row = run_task(task, seed)
-                rows.append(row)
-                write_rows(rows, OUT)
-                print(json.dumps({k: row.get(k) for k in ("task", "method", "mode", "seed", "value", "seconds", "error")}),
-                      flush=True)
+    tasks = sorted((t for t in get_suite("prima-decaf-heads").build(False, None) if (t.method, t.mode) in ROWS), key=order)
+    seeds = [*range(min(SEEDS, 3)), *range(3, SEEDS)]  # three seeds of every row first
+    rows = run_resumable([(t, seed) for block in (seeds[:3], seeds[3:]) for t in tasks for seed in block], OUT)
     previous = [r for r in load_rows(ISSUE22) if r["mode"] != "sound"] if ISSUE22.exists() else []
     print(format_table(with_current_causes(previous + rows, get_suite("prima-decaf-heads").build(False, None))))
-
 
 if __name__ == "__main__":
     main()

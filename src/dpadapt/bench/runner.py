@@ -118,6 +118,26 @@ def run_suite(
     return rows
 
 
+def run_resumable(jobs: Sequence[tuple[BenchTask, int]], out: str | Path) -> list[dict[str, Any]]:
+    """Run the (task, seed) ``jobs`` whose row is not yet in ``out`` (a file of :func:`write_rows`), in order.
+
+    Rows are written after every run and one JSON line per run is printed, so a long study survives an
+    interruption and restarts where it stopped. Returns every row of ``out``.
+    """
+    out = Path(out)
+    rows = load_rows(out) if out.exists() else []
+    done = {(r["task"], r["method"], r["mode"], r["seed"]) for r in rows if r.get("error") is None}
+    for task, seed in jobs:
+        if (task.task, task.method, task.mode, seed) in done:
+            continue
+        row = run_task(task, seed)
+        rows.append(row)
+        write_rows(rows, out)
+        print(json.dumps(_clean({k: row.get(k) for k in ("task", "method", "mode", "seed", "value", "seconds", "error")})),
+              flush=True)
+    return rows
+
+
 def _clean(value: Any) -> Any:
     if isinstance(value, float) and (math.isinf(value) or math.isnan(value)):
         return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
