@@ -68,6 +68,14 @@ CAUSES = {
                 "nearly all the label histogram)",
     ("dslr", "DPDA-logreg"): "measured: this reading's OT step without noise stops at 90.2; the noise costs 7 (minibatch rows: "
                    "nearly all the label histogram)",
+    ("webcam", "DPDA-mb-logreg"): "measured: this reading's OT step without noise stops at 85.6 (same T, 3 seeds); the label "
+                        "histogram (ε′ = 1 assumed) costs 12.8 (labels-only 72.8), the feature noise none (features-only 86.4)",
+    ("webcam", "DPDA-logreg"): "measured: this reading's OT step without noise stops at 91.0; the noise costs 7 (minibatch "
+                     "rows: nearly all the label histogram)",
+    ("webcam", "DPDA-mb-mlp"): "candidate: not run under this reading (≈ 10 min a run here); the logreg rows' split (OT step "
+                     "without noise ≤ 91, the noise in the label histogram) is the candidate",
+    ("webcam", "DPDA-mlp"): "candidate: not run under this reading; the logreg rows' split (OT step without noise ≤ 91, the "
+                  "noise in the label histogram) is the candidate",
 }
 
 
