@@ -50,6 +50,9 @@ RESULTS = Path(__file__).resolve().parents[4] / "benchmarks" / "results"
 PAPER_SIGMA = 4.0
 PAPER_BATCH = 25
 
+#: The per-class reading's cause (the σ = 4 rule at ε/q; the same epochs without noise score ``no_noise``).
+PER_CLASS_CAUSE = ("measured: the σ = 4 rule at ε/10 leaves one epoch per binary model; the same runs without noise "
+                   "score {no_noise}: the budget's length, not the noise")
 #: Why paper mode misses the paper's number, one line per (source, target, paper row), labelled measured
 #: (a run isolates it: docs/notes/issue-22.md, benchmarks/prima.md "Issue 31") or candidate.
 CAUSES = {
@@ -57,21 +60,18 @@ CAUSES = {
                                  "scores 90.6 (random subspaces: 98.0) and recovers only at ε≈32 (issue-22 note §1.2)",
     ("webcam", "dslr", "PRIMA"): "measured: partition: with forward selection the same code scores 92.6 without noise (noise "
                                  "costs ≈ 2 points); random subspaces reach 100 without noise but 72.8 at ε = 2 (issue-22 note §1.2)",
-}
-CAUSES.update({
     ("dslr", "webcam", "PRIMA σ=Thm.3"): "measured: only σ changed against the PRIMA line (Thm. 3's 2.42 for 3.92): 74.6 vs "
                                           "57.2; the same code without noise scores 90.6, so the noise still costs 16 points",
-    ("webcam", "dslr", "PRIMA σ=Thm.3"): "measured: only σ changed against the PRIMA line (Thm. 3's 2.42 for 3.97); its "
-                                          "no-noise run scores 92.6: the forward-selection partition's own gap (issue 22)",
-    ("dslr", "webcam", "PRIMA per-class ε/q"): "measured: the σ = 4 rule at ε/10 leaves one epoch per binary model; the "
-                                                "same runs without noise score 28.4: the budget's length, not the noise",
-    ("webcam", "dslr", "PRIMA per-class ε/q"): "measured: the σ = 4 rule at ε/10 leaves one epoch per binary model; the "
-                                                "same runs without noise score 19.3: the budget's length, not the noise",
+    ("webcam", "dslr", "PRIMA σ=Thm.3"): "measured: only σ changed against the PRIMA line (Thm. 3's 2.42 for 3.97): 91.4 vs "
+                                          "90.8 (2 seeds); its no-noise run scores 92.6: the forward-selection partition's own "
+                                          "gap (issue 22)",
+    ("dslr", "webcam", "PRIMA per-class ε/q"): PER_CLASS_CAUSE.format(no_noise=28.4),
+    ("webcam", "dslr", "PRIMA per-class ε/q"): PER_CLASS_CAUSE.format(no_noise=19.3),
     ("dslr", "webcam", "PRISA"): "measured: the same code without noise scores 93.6 (paper 96.1); DP-SGD at the paper's "
                                  "σ≈4, B=25 on 157 rows costs 36 points (as PRIMA's)",
     ("webcam", "dslr", "PRISA"): "measured: the same code without noise scores 92.1 (paper 97.9): the forward-selection "
                                  "pipeline's own gap, as PRIMA's W→D (issue 22); the noise costs the rest",
-})
+}
 
 
 def paper_epochs(n_source: int, epsilon: float, delta: float = DELTA) -> int:
