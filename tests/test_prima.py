@@ -517,3 +517,44 @@ def test_clip_rows_any_clips_rows_whose_norm_overflows():
         assert np.all(np.isfinite(Y)) and norms[0] == pytest.approx(1.0) and norms[1] == pytest.approx(1.0)
         np.testing.assert_allclose(Y[0], np.full(6, 1 / np.sqrt(6)))
         np.testing.assert_array_equal(Y[2], X[2])  # inside the ball: unchanged
+
+
+def test_paper_readings_of_the_dp_sgd_budget():
+    """Issue 31: Thm. 3's σ and the per-class split are paper-mode readings with their own noise and reasons."""
+    from dpadapt.privacy.families.prima import PER_CLASS_REASON, THEOREM3_REASON
+
+    base = _heads_plan(157, 295, 12, privacy_mode="paper", epochs=3)
+    thm3 = _heads_plan(157, 295, 12, privacy_mode="paper", epochs=3, paper_calibration="theorem3")
+    split = _heads_plan(157, 295, 12, privacy_mode="paper", epochs=3, per_class_budget=True)
+    assert thm3.calibration["noise_multiplier"] == pytest.approx(math.sqrt(2 * math.log(1.25e5)) / 2.0)  # 2.42
+    assert THEOREM3_REASON in thm3.guarantee.reasons and not thm3.guarantee.valid
+    # each of the 3 one-vs-rest models gets ε/3: more noise than one model at ε, and the split is a reason
+    assert split.calibration["noise_multiplier"] > 1.5 * base.calibration["noise_multiplier"]
+    assert split.guarantee.details["epsilon_per_model"] == pytest.approx(2.0 / 3)
+    assert PER_CLASS_REASON in split.guarantee.reasons
+    with pytest.raises(ConfigError, match="paper mode only"):
+        _heads_plan(157, 295, 12, paper_calibration="theorem3")
+    with pytest.raises(ConfigError, match="logreg"):
+        _heads_plan(157, 295, 12, privacy_mode="paper", per_class_budget=True, head="mlp")
+
+
+def test_one_vs_rest_heads_score_like_their_binary_models(rng):
+    """The stacked one-vs-rest head gives class c the logit difference of class c's binary model."""
+    from dpadapt.alignment.dp_training import head_scores, train_one_vs_rest_heads
+
+    Xs, ys, _, _ = _toy(rng, n=90, d=6)
+    trained = train_one_vs_rest_heads(Xs, ys, [4, 2], 3, epochs=3, batch_size=10, noise_multiplier=None, seed=5)
+    for i, cols in enumerate((slice(0, 4), slice(4, 6))):
+        W, b = trained.params[i]
+        assert W.shape == (3, cols.stop - cols.start) and b.shape == (3,)
+        for c in range(3):
+            binary = train_heads(Xs, (ys == c).astype(int), [4, 2], 2, epochs=3, batch_size=10, noise_multiplier=None,
+                                 seed=5).params[i]
+            logits = head_scores(binary, Xs[:, cols])
+            assert head_scores([W, b], Xs[:, cols])[:, c] == pytest.approx(logits[:, 1] - logits[:, 0])
+    # noisy: one DP-SGD run per class (joint over the subspaces here), each recorded
+    noisy = train_one_vs_rest_heads(Xs, ys, [4, 2], 3, epochs=1, batch_size=10, noise_multiplier=1.0, seed=5)
+    assert len(noisy.events) == 3 and len(noisy.clip_norms) == 3 * 2  # one joint run per class; a bound per head
+    est = PRIMA(epsilon=2.0, delta=1e-5, classes=CLASSES, privacy_mode="paper", partition="random", subspace_size=3,
+                psd_repair="shrink", epochs=1, per_class_budget=True, random_state=0).fit_domains(Xs, ys, Xs)
+    assert est.predict(Xs).shape == (90,) and est.model_release_.params["dpsgd_runs"] == 3 * 2

@@ -5,13 +5,13 @@ Two estimators of :mod:`dpadapt.classstats.baselines` get their defaults here:
 * DP-LR (:class:`~dpadapt.classstats.DPLogisticRegression`), the converged optimiser: T = 300 noisy
   gradient sums, heavy-ball momentum 0.9 and the noise-free step 2 (a gradient-flow time of 6000,
   fixed a priori: the noise-free run then matches scikit-learn's logistic regression on the same
-  features, checked in ``benchmarks/dp_source_only_table.py``, not chosen); chosen here: the clip C and
+  features, checked in ``benchmarks/dp_source_only/dp_source_only_table.py``, not chosen); chosen here: the clip C and
   the ``time_scale`` a that caps the flow time at a/R under noise (R = σ₁/(nC), the public
   per-coordinate noise-to-signal ratio of the mean gradient released once with the whole budget).
 * DP least squares (:class:`~dpadapt.classstats.baselines.DPLeastSquares`): ``ridge_scale`` (1 is AdaSSP's
   own noise bound) and ``ridge_floor`` (the ridge n/d·floor of the noise-free pipeline and of weak noise);
   ``eigen_share`` stays 0 (the public rule; the private λ_min of AdaSSP is measured beside it in
-  ``benchmarks/dp_source_only_table.py``).
+  ``benchmarks/dp_source_only/dp_source_only_table.py``).
 
 Rule (written and committed before any report-pair run):
 
@@ -30,7 +30,7 @@ Rule (written and committed before any report-pair run):
 
 Report pairs (DeCAF6 D↔W, bow5000 K→D, D→B, B→E, E→K) are never read here.
 
-    python benchmarks/dp_source_only_selection.py  # → benchmarks/results/dp-source-only-selection.json
+    python benchmarks/dp_source_only/dp_source_only_selection.py  # → benchmarks/dp_source_only/results/dp-source-only-selection.json
 
 Noise: ``reproducible_noise=True`` (numpy's sampler, the same Gaussian; the guarantees are then marked
 invalid) — the vetted sampler would take ~15 min per bow5000 second-moment release.

@@ -6,7 +6,7 @@ Rows (all read the labelled source only; the target is only scored):
 * ``dp-lr-old`` — :class:`~dpadapt.classstats.DPLogisticRegression` with the pre-issue-28 optimiser
   (100 plain noisy GD steps, step 2, clip 0.5);
 * ``dp-lr`` — the same class with its issue-28 defaults (heavy ball, flow time capped by the public
-  noise level; chosen by ``benchmarks/dp_source_only_selection.py``);
+  noise level; chosen by ``benchmarks/dp_source_only/dp_source_only_selection.py``);
 * ``dp-lsq`` — :class:`~dpadapt.classstats.DPLeastSquares` (AdaSSP ridge with the public λ̃_min = 0);
 * ``dp-lsq-adassp`` — the same with AdaSSP's private λ_min on a third of the budget (``eigen_share=1/3``),
   run only where n ≥ d (elsewhere λ_min = 0 is public and the row is ``dp-lsq`` itself);
@@ -19,8 +19,8 @@ Metrics: accuracy; PhysioNet also ROC-AUC and balanced accuracy (its prevalence 
 rows use ``reproducible_noise=True`` (numpy's sampler: the same Gaussian, guarantees marked invalid) so
 that a 12.5 M-value bow5000 release takes seconds, not the vetted sampler's ~15 minutes.
 
-    python benchmarks/dp_source_only_table.py dev      # → benchmarks/results/dp-source-only-dev.{json,md}
-    python benchmarks/dp_source_only_table.py report   # once, after the selection rule's commit
+    python benchmarks/dp_source_only/dp_source_only_table.py dev      # → benchmarks/results/dp-source-only-dev.{json,md}
+    python benchmarks/dp_source_only/dp_source_only_table.py report   # once, after the selection rule's commit
 """
 
 from __future__ import annotations

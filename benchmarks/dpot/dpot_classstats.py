@@ -2,8 +2,8 @@
 
 Writes benchmarks/results/dpot-classstats.{csv,json} and dpot-classstats-sweep-{DW,WD}.png.
 δ = 1/(1.2 n_s) (the paper's δ; < 1/n_s, so allowed in sound mode). Defaults of the method
-(k = 20, refinement = "ot") were fixed on GoogLeNet1024 and SURF pairs (benchmarks/classstats.md).
-Run: PYTHONPATH=src python benchmarks/dpot_classstats.py [--seeds 5] [--eps 1,2,4,8,20]
+(k = 20, refinement = "ot") were fixed on GoogLeNet1024 and SURF pairs (benchmarks/selection/classstats/README.md).
+Run: PYTHONPATH=src python benchmarks/dpot/dpot_classstats.py [--seeds 5] [--eps 1,2,4,8,20]
 """
 
 from __future__ import annotations

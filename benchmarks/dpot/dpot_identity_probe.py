@@ -1,6 +1,6 @@
 """Sound-mode DPDA with the identity projection (M = I) on DeCAF6 D↔W, logreg, 3 seeds.
 
-Usage: PYTHONPATH=src python benchmarks/dpot_identity_probe.py  (writes benchmarks/results/dpot-identity-probe.json)
+Usage: PYTHONPATH=src python benchmarks/dpot/dpot_identity_probe.py  (writes benchmarks/dpot/results/dpot-identity-probe.json)
 """
 import logging, warnings, json; logging.getLogger("absl").setLevel(logging.ERROR); warnings.simplefilter("ignore")
 import numpy as np

@@ -1,6 +1,6 @@
 """Wall time of DPOT-DA vs OTDA in the same process, split into release / transport / classifier.
 
-Usage: PYTHONPATH=src python benchmarks/dpot_timing.py benchmarks/results/dpot-timing.json
+Usage: PYTHONPATH=src python benchmarks/dpot/dpot_timing.py benchmarks/dpot/results/dpot-timing.json
 """
 import logging, warnings, time, json, sys
 logging.getLogger("absl").setLevel(logging.ERROR); warnings.simplefilter("ignore")

@@ -1,6 +1,6 @@
 """Markdown tables of the PRIMA suites' result rows (mean ± std over seeds, ε, validity, paper, s/run).
 
-Usage: python benchmarks/prima_tables.py benchmarks/results/prima-*.json
+Usage: python benchmarks/prima/prima_tables.py benchmarks/results/prima-*.json
 """
 
 from __future__ import annotations

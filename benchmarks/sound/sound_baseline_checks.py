@@ -1,8 +1,8 @@
-"""Checks behind the issue-23 baseline fixes (outputs recorded in benchmarks/results/sound-baseline-checks.txt).
+"""Checks behind the issue-23 baseline fixes (outputs recorded in benchmarks/sound/results/sound-baseline-checks.txt).
 
-    python benchmarks/sound_baseline_checks.py source-only   # SourceOnly defaults and 1-NN on JDA digits + one pair per dev family
-    python benchmarks/sound_baseline_checks.py dpswd         # DPSWDAdapter(network="mlp") source-only network on JDA digits, 5 seeds
-    python benchmarks/sound_baseline_checks.py ot            # skada CORAL / OT mapping: iteration cap 1e5 vs 1e7
+    python benchmarks/sound/sound_baseline_checks.py source-only   # SourceOnly defaults and 1-NN on JDA digits + one pair per dev family
+    python benchmarks/sound/sound_baseline_checks.py dpswd         # DPSWDAdapter(network="mlp") source-only network on JDA digits, 5 seeds
+    python benchmarks/sound/sound_baseline_checks.py ot            # skada CORAL / OT mapping: iteration cap 1e5 vs 1e7
 
 JDA digits are a held-out case of the issue (nothing is chosen on them); run ``dpswd`` with the code
 before and after the change (commit 937d9cf vs this branch) to compare.

@@ -1,7 +1,7 @@
 """Run the ``sound`` matrix in parts (rows × pairs) and join the parts into one matrix.
 
-    python benchmarks/sound_matrix.py run OUT.json --rows dpot-cs dp-ncm --pairs googlenet surf --seeds 5
-    python benchmarks/sound_matrix.py join OUT.json PART.json [PART.json ...]
+    python benchmarks/sound/sound_matrix.py run OUT.json --rows dpot-cs dp-ncm --pairs googlenet surf --seeds 5
+    python benchmarks/sound/sound_matrix.py join OUT.json PART.json [PART.json ...]
 
 ``run``: the rows named (all when omitted) on the pairs whose task name contains one of ``--pairs``
 (all when omitted), ε ∈ {1, 2, 4, 8} and None, like ``dpadapt bench sound`` (which can select rows or

@@ -35,7 +35,7 @@ import scipy.sparse as sp
 
 from dpadapt.alignment import covariance as cov
 from dpadapt.alignment.coral import coral_matrix
-from dpadapt.alignment.dp_training import dpsgd_schedule, head_scores, train_heads
+from dpadapt.alignment.dp_training import dpsgd_schedule, head_scores, train_heads, train_one_vs_rest_heads
 from dpadapt.alignment.subspace import sa_bases
 from dpadapt.api import ConfigError, Plan
 from dpadapt.classstats.adapt import class_means, normalise_rows, principal_directions, refine
@@ -58,6 +58,10 @@ def plan(config: PrimaConfig, facts: dict[str, Any]) -> Plan:
     """
     if config.privacy_mode == "paper" and config.protocol() == "class_statistics":
         raise ConfigError("source_release='class_statistics' is our protocol; paper mode runs the published heads")
+    if (config.paper_calibration != "accountant" or config.per_class_budget) and config.privacy_mode != "paper":
+        raise ConfigError("paper_calibration and per_class_budget are readings of the published procedure: paper mode only")
+    if config.per_class_budget and config.head != "logreg":
+        raise ConfigError("per_class_budget trains binary logistic-regression heads: head must be 'logreg'")
     n_s, n_t, d = int(facts["n_source"]), int(facts["n_target"]), int(facts["n_features"])
     kind = config.protocol()
     cal: dict[str, Any] = {"protocol": kind}
@@ -78,6 +82,8 @@ def plan(config: PrimaConfig, facts: dict[str, Any]) -> Plan:
     g_s, z_cov, z = calib.dpsgd_heads_plan(
         cal["n_heads"], config.epsilon, delta_s, sample_rate=cal["sample_rate"], steps=cal["steps"],
         cov_budget_fraction=config.cov_budget_fraction, joint=config.joint, privacy_mode=config.privacy_mode,
+        paper_calibration=config.paper_calibration,
+        budget_split=len(config.required_classes()) if config.per_class_budget else 1,
     )
     cal.update(sigma_entry=sigma_t, cov_noise_multiplier=z_cov, noise_multiplier=z, target_guarantee=g_t)
     return Plan(METHOD, kind, config, dict(facts), g_s, cal)
@@ -393,7 +399,8 @@ def release_source_heads(plan_: Plan, target_release: Release, Xs, ys, public: n
     # the DP-SGD engine takes an integer seed for its noise: drawn from the secret stream
     seed = int(noise.torch_generator().initial_seed() % (2**31 - 1)) if config.private else int(public.integers(2**31 - 1))
     z = cal.get("noise_multiplier") if config.private else None
-    trained = train_heads(
+    train = train_one_vs_rest_heads if config.per_class_budget else train_heads
+    trained = train(
         Z, y_idx, sizes, len(classes), head=config.head, hidden=config.hidden, epochs=config.epochs,
         batch_size=config.batch_size, lr=config.lr, momentum=config.momentum, max_grad_norm=config.max_grad_norm,
         noise_multiplier=z, joint=config.joint and mode == "sound", seed=seed, noise=noise,

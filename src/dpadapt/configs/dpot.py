@@ -7,6 +7,9 @@ import dataclasses
 from dpadapt.configs import classstats
 from dpadapt.configs.base import ConfigError, param
 
+#: Scalings of the cost before the OT solver: double-centred / max |·| (ours), or POT's ``norm="max"``.
+COST_NORMS: tuple[str, ...] = ("centred_max", "max")
+
 #: Issue 19, item 2: why sound mode refuses the per-row design. With minibatches its accounting is wrong
 #: (public or randomized-response labels); the whole-batch release is sound but loses everywhere (≈ chance
 #: accuracy), so the estimator and the CLI refuse it too; ``release_dpot_source`` keeps it as a library call.
@@ -45,6 +48,9 @@ class Config(classstats.Config):
     reg_e: float = param(0.01, low=0.0, help="rows design: entropic weight λ_e")
     reg_g: float = param(0.1, low=0.0, help="rows design: group-lasso weight λ_g")
     head: str = param("mlp", choices=("mlp", "logreg"), help="rows design: classifier head")
+    cost_norm: str | None = param(None, optional=True, choices=COST_NORMS, cli=False,
+                                  help="rows design: cost scaling before the solver (None: 'max', POT's norm='max', in "
+                                       "paper mode; 'centred_max' otherwise)")
     target_batch_size: int | None = param(None, optional=True, low=1, help="rows design: target rows per minibatch")
 
     def resolved_design(self) -> str:

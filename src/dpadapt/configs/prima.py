@@ -13,6 +13,8 @@ ALIGNMENTS = ("coral", "sa")
 SOURCE_RELEASES = ("auto", "class_statistics", "dpsgd_heads")
 #: repairs of a noisy covariance block into a PSD one (post-processing)
 PSD_REPAIRS = ("eig_clip", "shrink", "none")
+#: Paper mode's two readings of the DP-SGD noise: Sec. 5.2's accountant protocol, or Thm. 3's bound.
+PAPER_CALIBRATIONS = ("accountant", "theorem3")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -52,6 +54,13 @@ class PrimaConfig(Config):
     joint: bool = param(True, choices=(False, True), help="one DP-SGD run over all heads (else one per subspace)")
     reg: float = param(1.0, low=0.0, help="CORAL ridge on unit-mean-diagonal covariances")
     noise_aware_reg: bool = param(True, choices=(False, True), help="raise the ridge by the noise's spectral scale")
+    paper_calibration: str = param("accountant", choices=PAPER_CALIBRATIONS, cli=False,
+                                   help="paper mode's DP-SGD noise: 'accountant' (σ calibrated so that the run spends ε, "
+                                        "the paper's Sec. 5.2 σ = 4 protocol) or 'theorem3' (σ = √(2 ln(1.25/δ))/ε, "
+                                        "its Thm. 3, at every step)")
+    per_class_budget: bool = param(False, choices=(False, True), cli=False,
+                                   help="paper mode, logreg heads: one binary model per class and subspace, each at ε/q "
+                                        "(the paper's Sec. 5.2 budget split)")
 
     def protocol(self) -> str:
         """The resolved source release: class statistics in sound mode, DP-SGD heads in paper mode."""

@@ -15,7 +15,7 @@ The sufficient-statistics design (SSP):
     public σ) and, where the rule says so, the guarded refinement on its own rows (:mod:`dpadapt.sound.guard`). Post-processing, no further privacy cost.
 
 Which design, space, k, ridge and refinement: :func:`dpadapt.sound.rule.choose`, from public facts only,
-fixed on the development pairs (``benchmarks/sound_selection_rule.md``). The rule may also name another
+fixed on the development pairs (``benchmarks/selection/sound/README.md``). The rule may also name another
 design of the portfolio (issue 23, Build item 1), each its own route: ``classstats``
 (:mod:`dpadapt.sound.classstats_route`, the class-statistics design), ``ncm`` / ``dplr``
 (:mod:`dpadapt.sound.source_only_route`, a DP classifier on the source's full mapped features; the

@@ -8,7 +8,7 @@ criterion on the receiver's rows says it did not drift away from the DP classifi
 (:func:`guarded`): the share of rows on which the refined and the DP classifier agree must be at
 least ``min_agreement``. A refinement that follows clusters which do not line up with the classes
 (topics rather than sentiment) relabels a large share of rows and is rejected; the threshold is
-fixed by the selection rule on the development pairs (``benchmarks/sound_selection_rule.md``).
+fixed by the selection rule on the development pairs (``benchmarks/selection/sound/README.md``).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Fixed on the development pairs only (Office-Caltech GoogLeNet A→D, A→W, D→A, W→A; SURF A→C, C→A, A→D,
 C→W; Amazon bow5000 K→B, D→E, B→K, E→D; UCI Heart Cleveland ↔ Hungary) by
-``benchmarks/sound_select.py`` and written down in ``benchmarks/sound_selection_rule.md`` before any
+``benchmarks/selection/sound/sound_select.py`` and written down in ``benchmarks/selection/sound/README.md`` before any
 report-pair run. It reads only public facts: the declared feature type (``dense``, ``counts``,
 ``table``), ε (None or the grid point at or below it: 1, 2, 4, 8; ε < 1 uses the ε = 1 entry) and the
 feature dimension d (the ``features`` space is allowed only for d ≤ 1100 at a finite ε, where the
@@ -20,7 +20,7 @@ EPSILON_GRID = (1.0, 2.0, 4.0, 8.0)
 MAX_FEATURES_SPACE = 1100
 MAX_FEATURES_SPACE_NOISE_FREE = 8192
 
-#: (feature type, ε grid point or None) → the Choice fields, as printed by benchmarks/sound_select.py
+#: (feature type, ε grid point or None) → the Choice fields, as printed by benchmarks/selection/sound/sound_select.py
 #: (selection round 3 over the portfolio :data:`DESIGNS`, the ``ssp`` receiver classifier ``ncm``, ``lda`` or
 #: ``ridge``; criterion: the worst seed's gap to the best DP source-only mean; no cell names ``ncm``/``dplr``)
 RULE: dict[tuple[str, float | None], dict] = {
@@ -72,7 +72,7 @@ def grid_point(epsilon: float | None) -> float | None:
 
 
 def choose(*, feature_type: str, n: int, n_classes: int, n_features: int, epsilon: float | None) -> Choice:
-    """The rule (see ``benchmarks/sound_selection_rule.md``): public facts in, a :class:`Choice` out."""
+    """The rule (see ``benchmarks/selection/sound/README.md``): public facts in, a :class:`Choice` out."""
     fields = dict(RULE[(feature_type, grid_point(epsilon))])
     limit = MAX_FEATURES_SPACE_NOISE_FREE if epsilon is None else MAX_FEATURES_SPACE
     if fields["design"] == "ssp" and fields["space"] == "features" and n_features > limit:

@@ -1,7 +1,7 @@
 """``dpadapt release sound`` (source) and ``dpadapt adapt sound`` (target): the sound SSP design.
 
 1. target, only when the public rule's space is ``pca`` (dense or count features; see
-   ``benchmarks/sound_selection_rule.md``): ``dpadapt basis --method sound --k K --data target.npz
+   ``benchmarks/selection/sound/README.md``): ``dpadapt basis --method sound --k K --data target.npz
    --out basis.release`` (a disclosure of the unprotected target, not charged to any budget);
 2. source: ``dpadapt release sound [--basis basis.release] --data source.npz --classes 0,...,9
    --epsilon E --delta D --out stats.release`` — ONE Gaussian release of per-class sums, counts and

@@ -15,7 +15,9 @@ Two protocols (``source_release``):
 from __future__ import annotations
 
 import functools
+import math
 
+from dpadapt.configs.prima import PAPER_CALIBRATIONS
 from dpadapt.privacy import accounting
 from dpadapt.privacy.guarantee import PAPER_ADD_REMOVE_REASON, Guarantee
 from dpadapt.privacy.mechanisms import CLASS_STATISTICS_SENSITIVITY
@@ -124,25 +126,46 @@ def _calibrate(key: tuple, epsilon: float, delta: float) -> float:
         "replace_one", "pld")
 
 
+THEOREM3_REASON = ("noise multiplier from Thm. 3's one-shot bound σ ≥ √(2 ln(1.25/δ))/ε, applied at every DP-SGD step "
+                   "with no composition over the steps")
+PER_CLASS_REASON = ("one binary model per class and subspace, each at ε/q, composed by basic composition over the classes "
+                    "(Sec. 5.2) and by 'parallel composition' over the subspaces")
+
+
+def theorem3_noise_multiplier(epsilon: float, delta: float) -> float:
+    """σ = √(2 ln(1.25/δ))/ε, PRIMA's Thm. 3 (2.42 at ε = 2, δ = 1e-5), used by paper mode's 'theorem3' reading."""
+    return math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
+
+
 def dpsgd_heads_plan(n_heads: int, epsilon: float, delta: float, *, sample_rate: float, steps: int,
-                     cov_budget_fraction: float, joint: bool, privacy_mode: str) -> tuple[Guarantee, float | None, float]:
+                     cov_budget_fraction: float, joint: bool, privacy_mode: str, paper_calibration: str = "accountant",
+                     budget_split: int = 1) -> tuple[Guarantee, float | None, float]:
     """(source Guarantee, covariance noise multiplier or None, DP-SGD noise multiplier) of the heads release.
 
     Sound (replace-one, n public): the source second-moment sum (Δ = √2 for unit rows) with z_cov at
     (fraction·ε, δ), then the smallest DP-SGD z with PLD(cov ∘ DP-SGD) ≤ (ε, δ). Paper: one per-subspace run
-    at (ε, δ) by the paper's add/remove moments accountant, no covariance noise (the published claim, flagged
-    invalid).
+    at (ε/``budget_split``, δ) by the paper's add/remove moments accountant — z from the accountant
+    (``paper_calibration="accountant"``) or from Thm. 3's bound (``"theorem3"``) —, no covariance noise (the
+    published claim, flagged invalid). ``budget_split`` = q for the paper's one-vs-rest models (one per class).
     """
     q = sample_rate
     if privacy_mode == "paper":
-        z = _calibrate(("alone", 0.0, q, steps, 1), float(epsilon), float(delta))
+        if paper_calibration not in PAPER_CALIBRATIONS:
+            raise ValueError(f"paper_calibration must be one of {PAPER_CALIBRATIONS}, got {paper_calibration!r}")
+        eps_model = float(epsilon) / int(budget_split)
+        if paper_calibration == "theorem3":
+            z = theorem3_noise_multiplier(eps_model, float(delta))
+        else:
+            z = _calibrate(("alone", 0.0, q, steps, 1), eps_model, float(delta))
+        extra = ((THEOREM3_REASON,) if paper_calibration == "theorem3" else ()) + ((PER_CLASS_REASON,) if budget_split > 1 else ())
         g = Guarantee(
             party="source", unit="record", relation="add_remove", epsilon=float(epsilon), delta=float(delta),
             events=(accounting.poisson_gaussian_event(z, q, steps),), accounting="rdp",
             theorem="PRIMA Thm. 3 as published (moments accountant per model + parallel composition)",
             mode="paper", valid=False,
-            reasons=SOURCE_PAPER_REASONS + (PAPER_ADD_REMOVE_REASON, "published procedure reproduced for comparison (paper mode)"),
-            details={"noise_multiplier": z, "sample_rate": q, "steps": steps, "runs": n_heads},
+            reasons=SOURCE_PAPER_REASONS + extra + (PAPER_ADD_REMOVE_REASON, "published procedure reproduced for comparison (paper mode)"),
+            details={"noise_multiplier": z, "sample_rate": q, "steps": steps, "runs": n_heads * int(budget_split),
+                     "calibration": paper_calibration, "epsilon_per_model": eps_model},
         )
         return g, None, z
     from dpadapt.alignment.covariance import joint_block_sensitivity
