@@ -340,7 +340,7 @@ def _cli_methods() -> list[str]:
 @pytest.fixture(scope="module")
 def cli_files(tmp_path_factory):
     """A labelled source (D), its neighbour D′ with record 0 relabelled so that one class is left, an unlabelled target."""
-    from dpadapt.cli.demo_cmd import make_shifted_blobs
+    from dpadapt.datasets.synthetic import make_shifted_blobs
     from dpadapt.io import save_table
 
     d = tmp_path_factory.mktemp("cli")
@@ -436,13 +436,13 @@ def attack_cli_kill(name: str, folder: Path, env: dict) -> list[str]:
 def test_cli_kill_loop_never_refunds_a_usable_release(name, cli_files):
     import os
 
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(SRC), str(TESTS), str(TESTS.parent / "benchmarks")]),
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(SRC), str(TESTS), str(TESTS.parent / "benchmarks" / "ledger")]),
                DPADAPT_PLUGINS="_hooks_plugin")
-    sys.path.insert(0, str(TESTS.parent / "benchmarks"))
+    sys.path.insert(0, str(TESTS.parent / "benchmarks" / "ledger"))
     try:
         assert attack_cli_kill(name, cli_files, env) == []
     finally:
-        sys.path.remove(str(TESTS.parent / "benchmarks"))
+        sys.path.remove(str(TESTS.parent / "benchmarks" / "ledger"))
 
 
 def test_a_registered_dummy_cli_method_is_attacked_and_a_broken_one_caught(cli_files, monkeypatch):

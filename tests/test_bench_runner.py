@@ -158,3 +158,30 @@ def test_paper_table_shows_cause_only_when_paper_mode_is_far_off():
     assert blocked.endswith("blocked on data: no such data")
     percent = format_paper_table([_summary_row("m", "paper", 10.0, 78.0, paper=95.5, cause="c")]).splitlines()[-1]
     assert " 95.5 " in percent and "78.0" in percent and percent.endswith("c")
+
+
+def test_causes_are_labelled_measured_or_candidate():
+    """Issue 31: a cause says whether a run isolates it; an unlabelled one is refused when the row is declared."""
+    from dpadapt.bench.registry import BenchTask
+    from dpadapt.bench.suites.dpswd import build_digits_paper
+
+    with pytest.raises(ValueError, match="measured"):
+        BenchTask("s", "t", "m", "paper", lambda seed: None, cause="the noise")
+    assert BenchTask("s", "t", "m", "paper", lambda seed: None, cause="candidate: the noise").cause
+    rows = {(t.task, t.method, t.mode): t for t in build_digits_paper(False)}
+    m_to_u = rows[("digits-paper:M->U", "dpswd", "paper")]  # the paper's own procedure is a row now
+    assert m_to_u.cause.startswith("candidate: unexplained") and m_to_u.blocked is None
+    assert not any(t.blocked for t in rows.values())
+
+
+def test_paper_table_gives_the_cause_of_a_line_without_a_paper_mode_run():
+    """A gap in the no-noise or sound column of a line that has no paper-mode run shows the suite's cause."""
+    from dpadapt.bench.runner import format_paper_table
+
+    rows = [_summary_row("swd", "non-private", math.inf, 0.76, paper=0.94, cause="candidate: unexplained"),
+            _summary_row("ours", "sound", 10.0, 0.78, paper=0.94, cause="candidate: unexplained")]
+    assert format_paper_table(rows).splitlines()[-1].endswith("candidate: unexplained")
+    close = [_summary_row("ours", "sound", 10.0, 0.92, paper=0.94, cause="candidate: unexplained")]
+    assert not format_paper_table(close).splitlines()[-1].endswith("unexplained")
+    silent = [_summary_row("ours", "sound", 10.0, 0.50, paper=0.94)]  # no cause and no paper mode: no MISSING
+    assert not format_paper_table(silent).splitlines()[-1].endswith("MISSING")

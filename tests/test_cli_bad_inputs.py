@@ -15,7 +15,7 @@ import pickle
 import numpy as np
 import pytest
 
-from dpadapt.cli.demo_cmd import make_shifted_blobs
+from dpadapt.datasets.synthetic import make_shifted_blobs
 from dpadapt.cli.main import main
 from dpadapt.io import save_table
 from dpadapt.privacy.ledger import Ledger, fingerprint

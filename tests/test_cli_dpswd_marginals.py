@@ -194,10 +194,10 @@ def _redirect(release: Release) -> None:
 
 
 def test_readme_dpswd_block_runs_as_written(tmp_path, monkeypatch, capsys):
-    """The README's DP-SWD block, in order, on the files `dpadapt demo` writes (seed 0)."""
+    """docs/two-party.md's DP-SWD block, in order, on the files `dpadapt demo` writes (seed 0)."""
     import shlex
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[1] / "docs" / "two-party.md").read_text(encoding="utf-8")
     block = next(b for b in re.findall(r"```bash\n(.*?)```", readme, flags=re.S) if "release dpswd-marginals" in b)
     lines = [shlex.split(line, comments=True) for line in block.replace("\\\n", " ").splitlines()]
     monkeypatch.chdir(tmp_path)

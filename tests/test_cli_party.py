@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpadapt.cli.demo_cmd import make_shifted_blobs
+from dpadapt.datasets.synthetic import make_shifted_blobs
 from dpadapt.cli.main import main
 from dpadapt.cli.methods import methods
 from dpadapt.io import load_table, save_table

@@ -116,16 +116,42 @@ def test_plain_gaussian_add_remove_becomes_half_the_multiplier_under_replace_one
     assert accounting.epsilon(accounting.gaussian_event(1.0), DELTA, "replace_one") > add.epsilon
 
 
-def test_subsampled_add_remove_falls_back_to_group_privacy():
-    dpsgd = Guarantee.from_event(accounting.poisson_gaussian_event(1.0, 0.01, 100), party="source", unit="record",
-                                 relation="add_remove", delta=1e-6, theorem="DP-SGD")
+def test_subsampled_gaussian_add_remove_is_read_by_the_replace_one_pld():
+    """An add/remove DP-SGD guarantee (earlier releases) beside a replace-one one: its Poisson event is kept (σ/C, the
+    contribution bound is the same) and accounted by dp-accounting's replace-one PLD — exact, below group privacy."""
+    poisson = accounting.poisson_gaussian_event(1.0, 0.01, 100)
+    dpsgd = Guarantee.from_event(poisson, party="source", unit="record", relation="add_remove", delta=1e-6, theorem="DP-SGD")
     c = composition.compose([dpsgd, gauss(3.0, "replace_one")], delta=DELTA)
-    assert c.relation == "replace_one" and any("group privacy" in s for s in c.conversions)
+    joint = accounting.compose([poisson, accounting.gaussian_event(3.0)])
+    assert c.relation == "replace_one" and c.events == (joint,) and c.accounting == "pld"
+    assert any("replace-one PLD" in s for s in c.conversions)
+    assert c.epsilon == pytest.approx(accounting.epsilon(joint, DELTA, "replace_one", "pld"))
     eps2, delta2 = composition.group_privacy_replace_one(dpsgd.epsilon, dpsgd.delta)
-    assert delta2 == pytest.approx((1 + math.exp(dpsgd.epsilon)) * 1e-6)
+    assert c.epsilon < eps2 + accounting.epsilon(accounting.gaussian_event(3.0), DELTA - delta2, "replace_one")
+
+
+def test_other_subsampled_add_remove_falls_back_to_group_privacy():
+    event = dp_accounting.SelfComposedDpEvent(dp_accounting.PoissonSampledDpEvent(0.01, dp_accounting.LaplaceDpEvent(1.0)), 100)
+    sampled = Guarantee.from_event(event, party="source", unit="record", relation="add_remove", delta=1e-6,
+                                   theorem="subsampled Laplace", method="pld")
+    c = composition.compose([sampled, gauss(3.0, "replace_one")], delta=DELTA)
+    assert c.relation == "replace_one" and any("group privacy" in s for s in c.conversions)
+    eps2, delta2 = composition.group_privacy_replace_one(sampled.epsilon, sampled.delta)
+    assert delta2 == pytest.approx((1 + math.exp(sampled.epsilon)) * 1e-6)
     rest = accounting.epsilon(accounting.gaussian_event(3.0), DELTA - delta2, "replace_one")
     assert c.epsilon == pytest.approx(eps2 + rest)
     assert c.events == ()  # a closed-form part is inside: the events alone no longer describe it
+
+
+def test_events_no_accountant_takes_together_are_composed_as_stated():
+    """A replace-one DP-SGD guarantee (PLD only) beside a Laplace release (no replace-one PLD): basic composition of
+    the stated bounds, never an error."""
+    dpsgd = Guarantee.from_event(accounting.poisson_gaussian_event(1.0, 0.01, 100), party="source", unit="record",
+                                 relation="replace_one", delta=1e-6, theorem="DP-SGD")
+    laplace = Guarantee.from_event(accounting.laplace_event(2.0), party="source", unit="record", relation="replace_one",
+                                   delta=1e-6, theorem="Laplace")
+    c = composition.compose([dpsgd, laplace], delta=DELTA)
+    assert c.accounting == "basic_composition" and c.epsilon == pytest.approx(dpsgd.epsilon + laplace.epsilon)
 
 
 def test_replace_one_is_never_read_as_add_remove():
@@ -178,10 +204,13 @@ def test_compose_is_dp_accountings_builder_with_identical_events_gathered():
 
 def test_unsupported_event_under_a_relation_is_refused():
     poisson = accounting.poisson_gaussian_event(1.0, 0.01, 10)
-    assert not accounting.supports(poisson, "replace_one", "rdp")
-    with pytest.raises(ValueError, match="cannot account"):
-        accounting.epsilon(poisson, DELTA, "replace_one")
+    assert not accounting.supports(poisson, "replace_one", "rdp")  # RDP has no replace-one Poisson analysis: PLD does
+    assert accounting.supports(poisson, "replace_one", "pld") and accounting.resolve_method(poisson, "replace_one", "rdp") == "pld"
     assert accounting.supports(poisson, "add_remove", "pld")
+    sampled_laplace = dp_accounting.PoissonSampledDpEvent(0.01, dp_accounting.LaplaceDpEvent(1.0))
+    assert not accounting.supports(sampled_laplace, "replace_one", "pld")
+    with pytest.raises(ValueError, match="cannot account"):
+        accounting.epsilon(sampled_laplace, DELTA, "replace_one")
 
 
 def test_event_dicts_are_dp_accountings_named_tuples():

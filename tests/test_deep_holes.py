@@ -172,7 +172,7 @@ def test_prima_dpsgd_matches_opacus_per_sample_clipped_sums(rng):
 def test_families_plan_release_adapt(rng):
     """The dpswd and dpda families run plan → release → adapt; no raw row released; shared U, fresh noise."""
     from dpadapt.deep import families as fam
-    from dpadapt.deep.configs import DPDAConfig, DPSWDConfig
+    from dpadapt.configs.deep import DPDAConfig, DPSWDConfig
     from dpadapt.release import assert_no_raw_rows
 
     X = rng.standard_normal((60, 4))

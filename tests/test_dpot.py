@@ -473,3 +473,36 @@ def test_adapter_routes_paper_mode_to_the_published_rows_and_sound_to_class_stat
     assert not hasattr(paper, "basis_release_") and not paper.guarantee_.valid
     sound = DPOTAdapter(epsilon=4.0, classes=(0, 1, 2, 3), k=5, random_state=0).fit_domains(Xs, ys, Xt)
     assert hasattr(sound, "basis_release_") and not hasattr(sound, "adaptation_") and sound.guarantee_.valid
+
+
+def test_paper_mode_scales_the_cost_by_its_max_as_pot(rng, monkeypatch):
+    """Issue 31: paper mode's cost reading is POT's norm="max" (C / max C); the other paths keep the centred cost."""
+    import ot
+
+    from dpadapt.transport import coupling, da
+    from dpadapt.transport.coupling import normalised_cost
+
+    C = rng.uniform(1.0, 5.0, size=(6, 7))
+    assert np.allclose(normalised_cost(C, "max"), ot.utils.cost_normalization(C.copy(), "max"))
+    with pytest.raises(ValueError, match="cost_norm"):
+        normalised_cost(C, "median")
+    # the scaling sets the effective regularisation: the same λ_e gives another coupling
+    labels = np.array([0, 0, 1, 1, 2, 2])
+    assert not np.allclose(solve_ot(C, "sinkhorn_gl", source_labels=labels).coupling,
+                           solve_ot(C, "sinkhorn_gl", source_labels=labels, cost_norm="max").coupling, atol=1e-4)
+    seen = []
+    real = coupling.solve_ot
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("cost_norm"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(da, "solve_ot", spy)
+    Xs, ys, Xt, _ = make_domains(rng)
+    DPOTAdapter(epsilon=20.0, privacy_mode="paper", random_state=0, head="logreg", batch_size=20).fit_domains(Xs, ys, Xt)
+    assert seen and set(seen) == {"max"}  # every minibatch's cost, scaled on its own
+    seen.clear()
+    DPOTAdapter(epsilon=20.0, privacy_mode="paper", random_state=0, head="logreg",
+                cost_norm="centred_max").fit_domains(Xs, ys, Xt)
+    OTDA(head="logreg", random_state=0).fit_domains(Xs, ys, Xt)
+    assert seen == ["centred_max", "centred_max"]

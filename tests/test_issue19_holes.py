@@ -205,18 +205,21 @@ def _gap_fraction(outputs: np.ndarray) -> float:
 
 
 def test_item11_vetted_samplers_have_no_support_gap():
-    from dpadapt.privacy.mechanisms import NoiseSource, laplace_mechanism, vetted_gaussian
+    from dpadapt.privacy.mechanisms import NoiseSource, lattice, laplace_mechanism, vetted_gaussian
 
     n = 2000
     old = np.random.default_rng(0)  # the old ``value + numpy noise`` samplers
     for draw in (lambda v: v + old.laplace(0.0, 1.0, n), lambda v: v + old.normal(0.0, 1.0, n)):
         assert _gap_fraction(draw(np.zeros(n))) > 0.2 and _gap_fraction(draw(np.ones(n))) == 0.0
-    for draw in (
-        lambda v: laplace_mechanism(v, 1.0, 1.0, NoiseSource(), party="source").value,
-        lambda v: vetted_gaussian(v, 1.0, NoiseSource()),
+    for draw, (scale, sens, spread) in (
+        (lambda v: laplace_mechanism(v, 1.0, 1.0, NoiseSource(), party="source").value, (1.0, 1.0, float(n))),
+        (lambda v: vetted_gaussian(v, 1.0, NoiseSource(), sensitivity=1.0), (1.0, 1.0, n**0.5)),
     ):
-        zero, one = _gap_fraction(draw(np.zeros(n))), _gap_fraction(draw(np.ones(n)))
-        assert zero > 0.1 and one > 0.1  # the outputs that betrayed input 0 now come from input 1 too
+        step, _ = lattice(scale, sens, spread)  # public: from the scale, the sensitivity and the size only
+        for value in (0.0, 1.0, 0.3):
+            out = draw(np.full(n, value))
+            assert np.array_equal(out / step, np.round(out / step))  # every output, whatever the input, on gℤ
+            assert np.unique(out).size > n // 2
 
 
 def test_item11_vetted_gaussian_audit_passes_and_undernoised_control_fails():
@@ -232,8 +235,8 @@ def test_item11_vetted_gaussian_audit_passes_and_undernoised_control_fails():
     eps, delta, n, sens = 1.0, 1e-5, 20_000, 2.0
     for stated, should_pass in ((sens, True), (sens / 3, False)):
         sigma = accounting.analytic_gaussian_sigma(eps, delta, stated)
-        a = vetted_gaussian(np.zeros(n), sigma, NoiseSource())
-        b = vetted_gaussian(np.full(n, sens), sigma, NoiseSource())
+        a = vetted_gaussian(np.zeros(n), sigma, NoiseSource(), sensitivity=stated)
+        b = vetted_gaussian(np.full(n, sens), sigma, NoiseSource(), sensitivity=stated)
         assert abs(a.std() / sigma - 1) < 0.03
         assert epsilon_lower_bound(a, b, delta=delta).passes(eps) == should_pass
 
@@ -243,7 +246,7 @@ def test_item11_one_release_mechanisms_use_the_vetted_sampler(monkeypatch):
 
     calls = []
     real = mech.vetted_gaussian
-    monkeypatch.setattr(mech, "vetted_gaussian", lambda v, s, n: calls.append(np.size(v)) or real(v, s, n))
+    monkeypatch.setattr(mech, "vetted_gaussian", lambda v, s, n, **kw: calls.append(np.size(v)) or real(v, s, n, **kw))
     noise = mech.NoiseSource()
     Z = np.eye(3)
     mech.class_statistics(Z, np.array([0, 1, 1]), 2, sigma=1.0, relation="replace_one", noise=noise)

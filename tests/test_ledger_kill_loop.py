@@ -1,7 +1,6 @@
 """Issue 19, item 5: SIGKILL ``dpadapt release`` at random moments; no usable release is ever refunded.
 
-Runs :mod:`benchmarks/ledger_kill_loop.py` with 8 kills (the benchmark runs 30; its results are in
-``docs/notes/issue-19.md``).
+Runs :mod:`benchmarks/ledger/ledger_kill_loop.py` with 8 kills (the benchmark runs 30).
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).parents[1] / "benchmarks" / "ledger_kill_loop.py"
+SCRIPT = Path(__file__).parents[1] / "benchmarks" / "ledger" / "ledger_kill_loop.py"
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")

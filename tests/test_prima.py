@@ -10,7 +10,7 @@ import pytest
 import scipy.sparse as sp
 from scipy import stats
 
-from dpadapt.privacy.guarantee import REPRODUCIBLE_NOISE_REASON
+from dpadapt.privacy.guarantee import PAPER_ADD_REMOVE_REASON, REPRODUCIBLE_NOISE_REASON
 from dpadapt.alignment import CORAL, PRIMA, PRISA, SubspaceAlignment, predict_prima
 from dpadapt.alignment import covariance as cov
 from dpadapt.alignment import prima
@@ -203,14 +203,24 @@ def test_dpsgd_accounting_matches_dp_accounting_and_opacus(rng):
 
 
 def test_source_plan_composes_covariance_and_dpsgd():
+    """Issue 27 item 3: the source's heads Guarantee is replace-one (n public; q and the steps come from n): its ε is
+    dp-accounting's REPLACE_ONE PLD of its events — the second-moment sum (Δ = √2 under replacement, handed to that
+    accountant at twice its multiplier, as a ±1 shift) and the Poisson-subsampled DP-SGD steps."""
     plan = _heads_plan(300, 300, 16, subspace_size=4, epochs=5)
     g = plan.guarantee
-    assert g.valid and g.epsilon <= 2.0 + 1e-3 and g.epsilon == pytest.approx(2.0, abs=0.05)
+    assert g.valid and g.relation == "replace_one" and g.accounting == "pld"
+    assert g.epsilon <= 2.0 and g.epsilon == pytest.approx(2.0, abs=0.01)
     cal = plan.calibration
-    alone = accounting.epsilon(accounting.poisson_gaussian_event(cal["noise_multiplier"], cal["sample_rate"], cal["steps"]), 1e-5)
-    assert alone < 2.0
+    assert cal["cov_noise_multiplier"] == pytest.approx(accounting.analytic_gaussian_sigma(0.2 * 2.0, 1e-5, math.sqrt(2)))
+    steps = accounting.poisson_gaussian_event(cal["noise_multiplier"], cal["sample_rate"], cal["steps"])
+    acc = dp_accounting.pld.PLDAccountant(neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_ONE)
+    acc.compose(accounting.compose([accounting.gaussian_event(2 * cal["cov_noise_multiplier"] / math.sqrt(2)), steps]))
+    assert g.epsilon == pytest.approx(acc.get_epsilon(1e-5), rel=1e-12)
+    assert accounting.epsilon(steps, 1e-5, "replace_one") < 2.0
+    assert accounting.epsilon(steps, 1e-5, "add_remove", "pld") < accounting.epsilon(steps, 1e-5, "replace_one")  # the price
     paper = _heads_plan(300, 300, 16, subspace_size=4, epochs=5, privacy_mode="paper")
     assert not paper.guarantee.valid and not paper.calibration["target_guarantee"].valid
+    assert PAPER_ADD_REMOVE_REASON in paper.guarantee.reasons
     assert _heads_plan(300, 300, 16, epsilon=None).guarantee is None
 
 
@@ -495,3 +505,56 @@ def test_paper_mode_median_clip_is_each_runs_own(rng):
     assert tr.clip_norms[1] < 0.5 * joined
     with pytest.raises(ValueError, match="clip_rule"):
         train_heads(Z, y, [3, 3], 2, epochs=1, batch_size=10, clip_rule="mean")
+
+
+def test_clip_rows_any_clips_rows_whose_norm_overflows():
+    """A finite row whose ℓ2 norm overflows float64 is clipped onto the sphere (dense and CSR), never zeroed or NaN:
+    the receiver's own hostile row once turned PRIMA's class-statistics model into NaN (the attack suite, CI)."""
+    big = np.finfo(np.float64).max / 2
+    X = np.array([[big] * 6, [3.0, 4.0, 0, 0, 0, 0], [0.1] * 6])
+    for Y in (cov.clip_rows_any(X), cov.clip_rows_any(sp.csr_matrix(X)).toarray()):
+        norms = np.linalg.norm(Y, axis=1)
+        assert np.all(np.isfinite(Y)) and norms[0] == pytest.approx(1.0) and norms[1] == pytest.approx(1.0)
+        np.testing.assert_allclose(Y[0], np.full(6, 1 / np.sqrt(6)))
+        np.testing.assert_array_equal(Y[2], X[2])  # inside the ball: unchanged
+
+
+def test_paper_readings_of_the_dp_sgd_budget():
+    """Issue 31: Thm. 3's σ and the per-class split are paper-mode readings with their own noise and reasons."""
+    from dpadapt.privacy.families.prima import PER_CLASS_REASON, THEOREM3_REASON
+
+    base = _heads_plan(157, 295, 12, privacy_mode="paper", epochs=3)
+    thm3 = _heads_plan(157, 295, 12, privacy_mode="paper", epochs=3, paper_calibration="theorem3")
+    split = _heads_plan(157, 295, 12, privacy_mode="paper", epochs=3, per_class_budget=True)
+    assert thm3.calibration["noise_multiplier"] == pytest.approx(math.sqrt(2 * math.log(1.25e5)) / 2.0)  # 2.42
+    assert THEOREM3_REASON in thm3.guarantee.reasons and not thm3.guarantee.valid
+    # each of the 3 one-vs-rest models gets ε/3: more noise than one model at ε, and the split is a reason
+    assert split.calibration["noise_multiplier"] > 1.5 * base.calibration["noise_multiplier"]
+    assert split.guarantee.details["epsilon_per_model"] == pytest.approx(2.0 / 3)
+    assert PER_CLASS_REASON in split.guarantee.reasons
+    with pytest.raises(ConfigError, match="paper mode only"):
+        _heads_plan(157, 295, 12, paper_calibration="theorem3")
+    with pytest.raises(ConfigError, match="logreg"):
+        _heads_plan(157, 295, 12, privacy_mode="paper", per_class_budget=True, head="mlp")
+
+
+def test_one_vs_rest_heads_score_like_their_binary_models(rng):
+    """The stacked one-vs-rest head gives class c the logit difference of class c's binary model."""
+    from dpadapt.alignment.dp_training import head_scores, train_one_vs_rest_heads
+
+    Xs, ys, _, _ = _toy(rng, n=90, d=6)
+    trained = train_one_vs_rest_heads(Xs, ys, [4, 2], 3, epochs=3, batch_size=10, noise_multiplier=None, seed=5)
+    for i, cols in enumerate((slice(0, 4), slice(4, 6))):
+        W, b = trained.params[i]
+        assert W.shape == (3, cols.stop - cols.start) and b.shape == (3,)
+        for c in range(3):
+            binary = train_heads(Xs, (ys == c).astype(int), [4, 2], 2, epochs=3, batch_size=10, noise_multiplier=None,
+                                 seed=5).params[i]
+            logits = head_scores(binary, Xs[:, cols])
+            assert head_scores([W, b], Xs[:, cols])[:, c] == pytest.approx(logits[:, 1] - logits[:, 0])
+    # noisy: one DP-SGD run per class (joint over the subspaces here), each recorded
+    noisy = train_one_vs_rest_heads(Xs, ys, [4, 2], 3, epochs=1, batch_size=10, noise_multiplier=1.0, seed=5)
+    assert len(noisy.events) == 3 and len(noisy.clip_norms) == 3 * 2  # one joint run per class; a bound per head
+    est = PRIMA(epsilon=2.0, delta=1e-5, classes=CLASSES, privacy_mode="paper", partition="random", subspace_size=3,
+                psd_repair="shrink", epochs=1, per_class_budget=True, random_state=0).fit_domains(Xs, ys, Xs)
+    assert est.predict(Xs).shape == (90,) and est.model_release_.params["dpsgd_runs"] == 3 * 2

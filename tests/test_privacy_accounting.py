@@ -205,3 +205,47 @@ def test_two_stage_calibration_matches_all_orders_and_is_valid(q, steps, eps):
     reference = _calibrate(make, eps, 1e-5, "add_remove", "rdp", 1e-4, RDP_ORDERS, 1.0)
     assert A.epsilon(make(z), 1e-5) <= eps
     assert z == pytest.approx(reference, rel=1e-3)
+
+
+# --- Poisson subsampling under replace-one (issue 27 item 3: the DP-SGD routes) ----------------------------
+
+
+def _replace_one_pld(event, delta=1e-5):
+    acc = dp_accounting.pld.PLDAccountant(neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_ONE,
+                                          value_discretization_interval=A.PLD_INTERVAL)
+    acc.compose(event)
+    return acc.get_epsilon(delta)
+
+
+def test_replace_one_poisson_is_dp_accountings_replace_one_pld_and_costs_more():
+    """σ/C of a Poisson-subsampled Gaussian means the same under both relations; replace-one is dp-accounting's
+    REPLACE_ONE PLD (RDP has none), larger than add/remove at the same σ — the price of stating n public."""
+    event = A.poisson_gaussian_event(1.0, 0.01, 1000)
+    assert A.resolve_method(event, "replace_one", "rdp") == "pld"
+    eps = A.epsilon(event, 1e-5, "replace_one")
+    assert eps == pytest.approx(_replace_one_pld(event), rel=1e-12)
+    assert eps == pytest.approx(2.84, abs=0.01)
+    assert eps > 1.5 * A.epsilon(event, 1e-5, "add_remove", "pld")  # 1.83
+    # a plain Gaussian composed with it keeps σ/Δ_replace: handed to REPLACE_ONE PLD (a ±1 shift) with 2σ/Δ_replace,
+    # so alone it gives the add/remove PLD of σ/Δ_replace, as every replace-one Gaussian here
+    small = A.poisson_gaussian_event(1.0, 0.05, 20)
+    assert A.epsilon(A.compose([small, A.gaussian_event(3.0)]), 1e-5, "replace_one") == pytest.approx(
+        _replace_one_pld(A.compose([small, A.gaussian_event(6.0)])), rel=1e-12)
+    assert _replace_one_pld(A.gaussian_event(6.0)) == pytest.approx(A.epsilon(A.gaussian_event(3.0), 1e-5, "replace_one", "pld"))
+
+
+def test_replace_one_poisson_calibration_is_valid_at_the_stated_accountant():
+    make = lambda z: A.poisson_gaussian_event(z, 0.05, 200)  # noqa: E731
+    z = A.calibrate_noise_multiplier(make, 2.0, 1e-5, "replace_one", "pld")
+    assert _replace_one_pld(make(z)) <= 2.0
+    assert _replace_one_pld(make(0.99 * z)) > 2.0  # smallest, to about the last search stage's tolerance
+    assert z > A.calibrate_noise_multiplier(make, 2.0, 1e-5, "add_remove", "pld")
+
+
+def test_replace_one_poisson_max_steps():
+    make = lambda t: A.poisson_gaussian_event(2.0, 0.1, t)  # noqa: E731
+    t = A.max_steps(make, 2.0, 1e-5, "replace_one", "pld", upper=500)
+    assert 0 < t < 500
+    assert A.epsilon(make(t), 1e-5, "replace_one") <= 2.0
+    assert A.epsilon(make(t + 1), 1e-5, "replace_one") > 2.0 - 1e-3  # maximal up to the search discretisation
+    assert t < A.max_steps(make, 2.0, 1e-5, "add_remove", "pld", upper=500)

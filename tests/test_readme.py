@@ -1,5 +1,6 @@
-"""The README's commands parse, and its two-party workflows run as written (in-process): the demo's files, and
-the hospital example on the UCI heart exports (two folders, two ledgers, the key exchange)."""
+"""The commands of the README and of the user guide (docs/*.md) parse, and their two-party workflows run as
+written (in-process): the README's on the demo's files, and docs/tables.md's hospital example on the UCI heart
+exports (two folders, two ledgers, the key exchange)."""
 
 from __future__ import annotations
 
@@ -18,11 +19,12 @@ from dpadapt.datasets.synthetic import make_shifted_blobs
 from dpadapt.io import save_table
 
 README = Path(__file__).resolve().parents[1] / "README.md"
+PAGES = [README, *sorted((README.parent / "docs").glob("**/*.md"))]
 
 
-def _bash_blocks() -> list[list[str]]:
-    """The README's ```bash blocks as lists of logical lines (continuations joined, comments dropped)."""
-    blocks = re.findall(r"```bash\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S)
+def _bash_blocks(pages=PAGES) -> list[list[str]]:
+    """The ```bash blocks of ``pages`` as lists of logical lines (continuations joined, comments dropped)."""
+    blocks = [b for page in pages for b in re.findall(r"```bash\n(.*?)```", page.read_text(encoding="utf-8"), flags=re.S)]
     out = []
     for block in blocks:
         text = block.replace("\\\n", " ")
@@ -36,7 +38,7 @@ def _dpadapt_lines() -> list[list[str]]:
 
 
 def test_readme_has_dpadapt_commands():
-    lines = _dpadapt_lines()
+    lines = [line[1:] for block in _bash_blocks([README]) for line in block if line[0] == "dpadapt"]
     assert len(lines) >= 15
     assert {line[0] for line in lines if not line[0].startswith("-")} >= {"demo", "basis", "release", "adapt", "report"}
 
@@ -54,7 +56,7 @@ def test_every_readme_command_parses(argv):
 
 def test_readme_two_party_workflow_runs_as_written(tmp_path, monkeypatch, capsys):
     """Every command of the workflow block, in order, exit status 0, on the files `dpadapt demo` writes."""
-    block = next(b for b in _bash_blocks() if any(line[:3] == ["dpadapt", "release", "dpot"] for line in b))
+    block = next(b for b in _bash_blocks([README]) if any(line[:3] == ["dpadapt", "release", "dpot"] for line in b))
     monkeypatch.chdir(tmp_path)
     Xs, ys, Xt, yt = make_shifted_blobs(np.random.default_rng(0))  # what `dpadapt demo` generates (seed 0)
     half = Xt.shape[0] // 2
@@ -128,8 +130,8 @@ class Shell:
 
 
 def test_readme_hospital_example_runs_as_written(data_root, tmp_path, monkeypatch, capsys):
-    """The README's Cleveland → Hungary block as written: two folders, two ledgers, the key exchange."""
-    block = next(b for b in _bash_blocks() if any(line[:2] == ["dpadapt", "keys"] for line in b)
+    """docs/tables.md's Cleveland → Hungary block as written: two folders, two ledgers, the key exchange."""
+    block = next(b for b in _bash_blocks([README.parent / "docs" / "tables.md"]) if any(line[:2] == ["dpadapt", "keys"] for line in b)
                  and any("heart.schema.toml" in " ".join(line) for line in b))
     repo = README.parent
     monkeypatch.chdir(tmp_path)
@@ -150,7 +152,7 @@ def test_readme_hospital_example_runs_as_written(data_root, tmp_path, monkeypatc
     assert "294 labelled rows" in out and "signed by" in out
     balanced = float(re.search(r"balanced accuracy\s+(\d\.\d+) \[", out).group(1))
     accuracy = float(re.search(r"\naccuracy\s+(\d\.\d+) \[", out).group(1))
-    assert accuracy > 0.75 and balanced > 0.7  # README: 0.816 ± 0.007 at ε = 1 (5 runs); all-healthy would score 0.64
+    assert accuracy > 0.75 and balanced > 0.7  # docs/tables.md: 0.816 ± 0.007 at ε = 1 (5 runs); all-healthy would score 0.64
     rows = list(csv.reader(open(tmp_path / "hungary" / "heart-predictions.csv")))
     assert rows[0] == ["row", "predicted_num", "p_healthy", "p_disease"] and len(rows) == 295
     page = (tmp_path / "hungary" / "heart-report.html").read_text()

@@ -133,7 +133,7 @@ def test_marginals_design_has_no_paper_mode():
 
 
 def test_auto_design_is_marginals_when_private_and_sound_only():
-    from dpadapt.deep.configs import DPSWDConfig
+    from dpadapt.configs.deep import DPSWDConfig
 
     assert DPSWDConfig(epsilon=2.0).resolved_design() == "marginals"
     assert DPSWDConfig(epsilon=2.0, privacy_mode="paper").resolved_design() == "per-step"

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from dpadapt import keys, modelio
-from dpadapt.cli.demo_cmd import make_shifted_blobs
+from dpadapt.datasets.synthetic import make_shifted_blobs
 from dpadapt.cli.main import main
 from dpadapt.container import digest
 from dpadapt.io import save_table

@@ -146,7 +146,10 @@ def decode(
     if signature is not None:
         from dpadapt import keys
 
-        signer = keys.verify(signature, _SIGNED_PREFIX + computed.encode(), where)
+        try:
+            signer = keys.verify(signature, _SIGNED_PREFIX + computed.encode(), where)
+        except keys.SignatureError as exc:
+            raise ContainerError(str(exc)) from None
     trusted_ids = {_key_id(k) for k in trusted}
     if trusted_ids:
         if signer is None:

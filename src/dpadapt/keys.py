@@ -102,12 +102,14 @@ def sign(private_key: Any, message: bytes) -> dict[str, str]:
     }
 
 
+class SignatureError(ValueError):
+    """A signature record that does not verify (forged, modified or malformed); the message is one line."""
+
+
 def verify(record: Any, message: bytes, where: str) -> str:
-    """Check a signature record; returns the signer's key id or raises ``ContainerError``."""
+    """Check a signature record; returns the signer's key id or raises :class:`SignatureError`."""
     from cryptography.exceptions import InvalidSignature
     from cryptography.hazmat.primitives.asymmetric import ed25519
-
-    from dpadapt.container import ContainerError
 
     try:
         if record["algorithm"] != "ed25519":
@@ -115,7 +117,7 @@ def verify(record: Any, message: bytes, where: str) -> str:
         raw = bytes.fromhex(record["public_key"])
         ed25519.Ed25519PublicKey.from_public_bytes(raw).verify(bytes.fromhex(record["value"]), message)
     except InvalidSignature:
-        raise ContainerError(f"{where}: the signature does not match the content — forged or modified; refused") from None
+        raise SignatureError(f"{where}: the signature does not match the content — forged or modified; refused") from None
     except (KeyError, TypeError, ValueError) as exc:
-        raise ContainerError(f"{where}: malformed signature ({exc}); refused") from None
+        raise SignatureError(f"{where}: malformed signature ({exc}); refused") from None
     return key_id(raw)

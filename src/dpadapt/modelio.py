@@ -74,7 +74,7 @@ class Kind:
 
 
 _KINDS: list[Kind] = []
-_ARCHITECTURES: dict[str, Callable[..., Any]] = {}
+_ARCHITECTURES: dict[str, Callable[..., Any] | str] = {}
 
 
 def register_kind(kind: Kind) -> Kind:
@@ -84,8 +84,12 @@ def register_kind(kind: Kind) -> Kind:
     return kind
 
 
-def register_architecture(name: str, builder: Callable[..., Any]) -> None:
-    """A torch architecture: ``builder(**params)`` returns an untrained ``nn.Module``."""
+def register_architecture(name: str, builder: Callable[..., Any] | str) -> None:
+    """A torch architecture: ``builder(**params)`` returns an untrained ``nn.Module``.
+
+    ``builder`` may be a ``"module:function"`` reference, imported when such a network is first loaded
+    (for builders in modules that themselves use this one).
+    """
     _ARCHITECTURES[name] = builder
 
 
@@ -436,13 +440,7 @@ def _dann_mlp(n_features: int, n_classes: int, hidden: list[int], activation: st
 register_architecture("dann-mlp", _dann_mlp)
 
 
-def _dpswd_net(network: str, n_features: int, n_classes: int) -> Any:
-    from dpadapt.deep.swd_publicmap import build_network
-
-    return build_network(network, n_features, n_classes)
-
-
-register_architecture("dpswd-net", _dpswd_net)
+register_architecture("dpswd-net", "dpadapt.deep.swd_publicmap:build_network")
 
 
 def _is_dann_mlp(o: Any) -> bool:
@@ -469,6 +467,11 @@ def _load_torch(s: dict[str, Any], get: Get) -> Any:
     builder = _ARCHITECTURES.get(s["architecture"])
     if builder is None:
         raise ModelFileError(f"network architecture {s['architecture']!r} is not known to this dpadapt installation")
+    if isinstance(builder, str):
+        import importlib
+
+        module, _, name = builder.partition(":")
+        builder = getattr(importlib.import_module(module), name)
     net = builder(**s["params"])
     state = {k: torch.as_tensor(get(v)) for k, v in s["state"].items()}
     missing, unexpected = net.load_state_dict(state, strict=False)

@@ -173,16 +173,6 @@ def axis_rows(data: dict) -> tuple[dict, dict]:
     return {**data, "Xs": Xs, "ys": ys}, {**data, "Xs": X2, "ys": y2}
 
 
-#: Issue 27, item 3, left open: DP-SGD's add/remove Guarantee computes its sampling rate q = B/n (and its steps) from
-#: the private n and states q in its events, so D and D minus a record are told apart by the Guarantee itself.
-DPSGD_ADD_REMOVE_GAP = (
-    "DP-SGD's add/remove Guarantee is computed at the sampling rate q = B/n of the private n and carries q in its "
-    "events; the fix (a replace-one Guarantee by dp-accounting's replace-one PLD of the same Poisson events, about "
-    "1.5x the add/remove ε at the same σ, or q from a declared public size) changes the DPDA/PRIMA calibration and "
-    "the accounting conventions, and is left to its own issue"
-)
-
-
 # --- the built-in routes --------------------------------------------------------------------------------
 
 
@@ -238,11 +228,10 @@ def _prima_routes() -> list[Route]:
 
     common = {"epsilon": 1.0, "delta": 1e-5, "classes": CLASSES}
     heads = {**common, "source_release": "dpsgd_heads", "subspace_size": 3, "epochs": 1, "batch_size": 59, "sa_dim": 2}
-    gaps = {"add_remove": DPSGD_ADD_REMOVE_GAP}
     return [
         Route("prima/class_statistics", PRIMA, {**common, "basis_dim": 4}, blobs, ("source", "target"), worst_pair=relabel_first),
-        Route("prima/dpsgd_heads", PRIMA, heads, blobs, ("source", "target"), dtype=np.float32, known_gaps=gaps),
-        Route("prisa/dpsgd_heads", PRISA, heads, blobs, ("source", "target"), dtype=np.float32, known_gaps=gaps),
+        Route("prima/dpsgd_heads", PRIMA, heads, blobs, ("source", "target"), dtype=np.float32),
+        Route("prisa/dpsgd_heads", PRISA, heads, blobs, ("source", "target"), dtype=np.float32),
     ]
 
 
@@ -268,13 +257,12 @@ def _deep_routes() -> list[Route]:
            "adapt_steps": 3, "classes": CLASSES}
     dpsgd = ("a DP-SGD step: the noisy sum of per-example gradients clipped to C (torch), on a secret Poisson sample; "
              "its sensitivity is the clip, tested in tests/test_deep_mechanisms.py")
-    gaps = {"add_remove": DPSGD_ADD_REMOVE_GAP}
     return [
         Route("dpda/dpsgd", DPDA, {**net, "epsilon": 8.0, "delta": 1e-5, "noise_multiplier": 2.0}, blobs, ("target",),
-              labelled=False, dtype=np.float32, unobserved=dpsgd, known_gaps=gaps),
+              labelled=False, dtype=np.float32, unobserved=dpsgd),
         Route("gdpda/dpsgd", GDPDA, {**net, "epsilon": 8.0, "delta": 1e-5, "noise_multiplier": 2.0,
                                      "source_noise_multiplier": 2.0}, blobs, ("source", "target"), dtype=np.float32,
-              unobserved=dpsgd, known_gaps=gaps),
+              unobserved=dpsgd),
         Route("dpswd/per-step", DPSWDAdapter, {**swd, "design": "per-step"}, blobs, ("target",), labelled=False,
               dtype=np.float32, unobserved="noisy projections of a secret subsample (Δ = 2R‖U‖op, tests/test_dpswd.py)"),
         Route("dpswd/marginals", DPSWDAdapter, {**swd, "design": "marginals"}, blobs, ("target",), labelled=False,

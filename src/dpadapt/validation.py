@@ -270,6 +270,19 @@ def check_released_size(params, key: str = "n_source") -> float | None:
     return n
 
 
+def check_class_statistics(release, shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, float]:
+    """The noisy class sums (K, k) and counts (K,) of a class-statistics ``release`` from the other party, as
+    untrusted input: finite float64 of the planned ``shape``, a σ equal to its Guarantee's
+    (:func:`check_declared_sigma`) and values its declared mechanism can produce from the n rows it states
+    (:func:`check_plausible_statistics`). Returns (sums, counts, σ); raises ``ValueError`` (one line) otherwise."""
+    params = release.params
+    sums = check_untrusted_array(release["sums"], "the released 'sums'", shape)
+    counts = check_untrusted_array(release["counts"], "the released 'counts'", shape[:1])
+    sigma = check_declared_sigma(params.get("sigma") or 0.0, release.guarantee)
+    sums, counts, _ = check_plausible_statistics(sums, counts, sigma=sigma, n=check_released_size(params))
+    return sums, counts, sigma
+
+
 def _implausible(name: str, what: str, false_refusal: float) -> None:
     raise ValueError(f"the released {name} cannot come from the declared mechanism: {what} (an honest release is "
                      f"refused with probability ≤ {false_refusal:g}); refused")

@@ -21,8 +21,9 @@ from collections.abc import Sequence
 import numpy as np
 import scipy.sparse as sp
 
+from dpadapt.configs.prima import PSD_REPAIRS
 from dpadapt.privacy.guarantee import Guarantee
-from dpadapt.privacy.mechanisms import NoiseSource, gaussian
+from dpadapt.privacy.mechanisms import NoiseSource, clip_rows, gaussian
 from dpadapt.validation import check_delta, check_epsilon, check_positive
 
 Partition = list[np.ndarray]
@@ -32,16 +33,11 @@ Partition = list[np.ndarray]
 
 
 def clip_rows_any(X, max_norm: float = 1.0):
-    """Scale rows with ℓ2 norm above ``max_norm`` down to it; dense or CSR (per-record, public bound)."""
-    check_positive(max_norm, "max_norm")
-    if sp.issparse(X):
-        X = sp.csr_matrix(X, dtype=np.float64)
-        norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
-        scale = np.minimum(1.0, max_norm / np.maximum(norms, np.finfo(float).tiny))
-        return sp.csr_matrix(sp.diags(scale) @ X)
-    X = np.asarray(X, dtype=np.float64)
-    norms = np.linalg.norm(X, axis=1, keepdims=True)
-    return X * np.minimum(1.0, max_norm / np.maximum(norms, np.finfo(float).tiny))
+    """Scale rows with ℓ2 norm above ``max_norm`` down to it; dense or CSR (per-record, public bound).
+
+    :func:`dpadapt.privacy.mechanisms.clip_rows`: overflow-free (a finite row whose norm overflows float64
+    is clipped, never turned into NaN), a non-finite entry refused."""
+    return clip_rows(X, max_norm)
 
 
 def random_partition(n_features: int, subspace_size: int, rng: np.random.Generator) -> Partition:
@@ -212,16 +208,17 @@ def noisy_sum_second_moments(
 ) -> tuple[list[np.ndarray], float]:
     """Blocks of (XᵀX + E)/n with E Gaussian of std ``noise_multiplier``·row_norm² per packed entry.
 
-    For the *source* party (add/remove relation, composed with DP-SGD by RDP): the unnormalised
-    sum has sensitivity ‖xxᵀ‖_F ≤ row_norm², so this is one Gaussian event of the given noise
-    multiplier, drawn by :func:`dpadapt.privacy.mechanisms.gaussian`. n is treated as public, as
-    in every DP-SGD implementation (q = B/n). Returns (noisy blocks, per-entry σ on the normalised scale).
+    For the *source* party of the heads protocol (replace-one, n public as in its DP-SGD, q = B/n; composed
+    with DP-SGD by dp-accounting): replacing one row moves the packed blocks of the sum by at most
+    ‖aaᵀ − bbᵀ‖_F ≤ √2·row_norm² (:func:`joint_block_sensitivity`), so this is one Gaussian event of multiplier
+    ``noise_multiplier``/√2, drawn by :func:`dpadapt.privacy.mechanisms.gaussian`. Returns (noisy blocks,
+    per-entry σ on the normalised scale).
     """
     _check_clipped(X, row_norm)
     n = X.shape[0]
     exact = pack_upper(block_second_moments(X, partition))
     sigma = noise_multiplier * row_norm**2 / n
-    out = gaussian(exact, sigma=sigma, sensitivity=row_norm**2 / n, noise=noise)
+    out = gaussian(exact, sigma=sigma, sensitivity=joint_block_sensitivity(n, row_norm, "replace_one"), noise=noise)
     return unpack_upper(out.value, [len(p) for p in partition]), sigma
 
 
@@ -241,7 +238,6 @@ def _check_clipped(X, row_norm: float) -> None:
 
 # --- PSD repair (post-processing) -------------------------------------------------------------
 
-PSD_REPAIRS = ("eig_clip", "shrink", "none")
 
 
 def eig_clip(C: np.ndarray, floor: float = 0.0) -> np.ndarray:

@@ -11,8 +11,8 @@ protected by "parallel composition" (spec 04, soundness note 4). Two sound optio
 * ``joint=False``: m separate DP-SGD runs; their m events are composed (RDP sum).
 
 Sampling is Poisson with rate q = 1/⌈n/B⌉ (as Opacus' Poisson loader), matching
-:func:`dpadapt.privacy.accounting.poisson_gaussian_event` (add/remove relation; Abadi et al.
-2016; Mironov, Talwar, Zhang 2019). The clipping bound is fixed a priori, except in paper mode
+:func:`dpadapt.privacy.accounting.poisson_gaussian_event` (Abadi et al. 2016), accounted under
+replace-one with n public (:func:`dpadapt.privacy.families.prima.dpsgd_heads_plan`). The clipping bound is fixed a priori, except in paper mode
 (``clip_rule="median"``: each run's median per-example gradient norm of the private data — flagged).
 Noise is Abadi's form g̃ = (Σ clipped g + N(0, σ²c²I)) / B.
 """
@@ -35,7 +35,8 @@ from dpadapt.validation import check_finite_in
 HEAD_TYPES = ("logreg", "mlp")
 CLIP_RULES = ("fixed", "median")
 #: δ at which ``TrainedHeads.opacus_epsilons`` reports ε (the name is kept for compatibility; the
-#: value is dp-accounting's RDP ε of the run, which Opacus' accountant reproduces).
+#: value is dp-accounting's add/remove RDP ε of the run, which Opacus' accountant reproduces — a
+#: comparison figure, not the Guarantee, which is replace-one).
 OPACUS_CHECK_DELTA = 1e-5
 
 
@@ -206,6 +207,28 @@ def train_heads(
             opacus_eps.append(eps)
     return TrainedHeads(params, events, noise_multiplier, None if noise_multiplier is None else max_grad_norm, q, steps,
                         opacus_eps, clip_norms=None if noise_multiplier is None else clips)
+
+
+def train_one_vs_rest_heads(Z: np.ndarray, y: np.ndarray, sizes: Sequence[int], n_classes: int, **options) -> TrainedHeads:
+    """One binary logistic-regression head per class and subspace (PRIMA Sec. 5.2: "one binary model per class").
+
+    For each class c, :func:`train_heads` fits two-logit heads on the labels ``y == c`` (``options``
+    as there; ``head`` must be "logreg"); class c's score in subspace i is the binary logit difference
+    (w₁ − w₀)·z + (b₁ − b₀), stacked into one q-way linear head per subspace, so the vote reads the
+    arg max over the one-vs-rest scores. The events of all q·m runs are returned (composed by the caller).
+    """
+    if options.get("head", "logreg") != "logreg":
+        raise ValueError("one-vs-rest heads are binary logistic regressions: head must be 'logreg'")
+    per_class = [train_heads(Z, (np.asarray(y) == c).astype(np.int64), sizes, 2, **options) for c in range(n_classes)]
+    params = []
+    for i in range(len(sizes)):
+        W = np.stack([t.params[i][0][1] - t.params[i][0][0] for t in per_class])
+        b = np.array([t.params[i][1][1] - t.params[i][1][0] for t in per_class])
+        params.append([W, b])
+    first = per_class[0]
+    clips = None if first.clip_norms is None else [c for t in per_class for c in t.clip_norms]
+    return TrainedHeads(params, [e for t in per_class for e in t.events], first.noise_multiplier, first.max_grad_norm,
+                        first.sample_rate, first.steps, [e for t in per_class for e in t.opacus_epsilons], clip_norms=clips)
 
 
 def _train_one(Z, y, sizes, n_classes, head, hidden, epochs, batch_size, lr, momentum, max_grad_norm, noise_multiplier,

@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import ClassVar
 
 from sklearn.utils.validation import check_is_fitted
 
 from dpadapt.alignment import prima
-from dpadapt.api import ConfigEstimator, Family, param, register
+from dpadapt.api import ConfigEstimator, Family, register
+from dpadapt.configs.prima import PrisaConfig
 from dpadapt.privacy.mechanisms import random_streams
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class PrisaConfig(prima.PrimaConfig):
-    """PRISA: the heads protocol with Subspace Alignment (``sa_dim`` eigenvectors per subspace)."""
-
-    source_release: str = param("dpsgd_heads", choices=prima.SOURCE_RELEASES,
-                                help="PRISA is the published subspace-alignment heads protocol")
-    alignment: str = param("sa", choices=prima.ALIGNMENTS, help="per-subspace alignment of the heads protocol")
 
 
 class PRIMA(ConfigEstimator):
@@ -29,7 +20,7 @@ class PRIMA(ConfigEstimator):
     set ``classes`` is public and required); the target refines the prototypes on its own rows and
     keeps the classifier (it releases nothing: ε = 0). ``source_release="dpsgd_heads"`` runs the
     published design: target's noisy subspace second moments ((ε, δ)-DP, replace-one), CORAL per
-    subspace and DP-SGD heads ((ε, δ)-DP, add/remove), majority vote. ``epsilon=None`` is the
+    subspace and DP-SGD heads ((ε, δ)-DP, replace-one, n public), majority vote. ``epsilon=None`` is the
     non-private counterpart. ``guarantees_`` holds both parties' guarantees.
     """
 

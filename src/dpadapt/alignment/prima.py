@@ -28,82 +28,26 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from dpadapt.alignment import covariance as cov
 from dpadapt.alignment.coral import coral_matrix
-from dpadapt.alignment.dp_training import dpsgd_schedule, head_scores, train_heads
+from dpadapt.alignment.dp_training import dpsgd_schedule, head_scores, train_heads, train_one_vs_rest_heads
 from dpadapt.alignment.subspace import sa_bases
-from dpadapt.api import Config, ConfigError, Plan, param
-from dpadapt.classstats.adapt import REFINEMENTS, class_means, normalise_rows, principal_directions, refine
+from dpadapt.api import ConfigError, Plan
+from dpadapt.classstats.adapt import class_means, normalise_rows, principal_directions, refine
+from dpadapt.configs.prima import PrimaConfig
 from dpadapt.privacy import accounting
 from dpadapt.privacy.families import prima as calib
 from dpadapt.privacy.guarantee import Guarantee
 from dpadapt.privacy.mechanisms import NoiseSource, class_statistics, gaussian
 from dpadapt.release import Release, ReleaseError
-from dpadapt.validation import (
-    check_declared_sigma,
-    check_features,
-    check_labels,
-    check_plausible_statistics,
-    check_released_size,
-    check_untrusted_array,
-)
+from dpadapt.validation import check_class_statistics, check_features, check_labels, check_untrusted_array
 
 METHOD = "prima"
-PARTITIONS = ("random", "forward", "full")
-ALIGNMENTS = ("coral", "sa")
-SOURCE_RELEASES = ("auto", "class_statistics", "dpsgd_heads")
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class PrimaConfig(Config):
-    """Hyper-parameters of PRIMA / PRISA (ε and δ are each party's budget)."""
-
-    family: ClassVar[str] = "prima"
-
-    source_release: str = param("auto", choices=SOURCE_RELEASES,
-                                help="what the source releases: class statistics (sound default) or DP-SGD heads "
-                                     "(the published design; 'auto' = class statistics in sound mode, heads in paper mode)")
-    log_counts: bool = param(False, choices=(False, True), help="log(1 + x) before normalising (count features)")
-    basis_dim: int | None = param(1024, optional=True, low=1,
-                                  help="columns of the public random basis the source's rows are projected on (None: none)")
-    center: bool = param(True, choices=(False, True),
-                         help="centre prototypes on the released source mean and target rows on the target's own mean")
-    target_pca: int | None = param(None, optional=True, low=1,
-                                   help="target-side denoising: work in the top principal directions of the target's own "
-                                        "centred rows (its own computation; the isotropic release noise outside them is dropped)")
-    refinement: str = param("ot+st", choices=REFINEMENTS,
-                            help="target-side refinement of the prototypes on its own rows (default fixed on "
-                                 "GoogLeNet A→D, A→W, D→A, W→A: benchmarks/classstats.md, round 4)")
-    subspace_size: int = param(512, low=1, help="public subspace size p of the random partition (dpsgd_heads)")
-    partition: str = param("random", choices=PARTITIONS, help="feature partition (forward selection is NOT private)")
-    psd_repair: str = param("eig_clip", choices=cov.PSD_REPAIRS, help="repair of the noisy blocks (post-processing)")
-    alignment: str = param("coral", choices=ALIGNMENTS, help="per-subspace alignment of the heads protocol")
-    sa_dim: int = param(64, low=1, help="SA eigenvectors per subspace (PRISA)")
-    head: str = param("logreg", choices=("logreg", "mlp"), help="subspace head")
-    hidden: tuple = param((256, 128), help="hidden widths of the mlp head")
-    epochs: int = param(30, low=1, help="DP-SGD epochs")
-    batch_size: int = param(25, low=1, help="expected DP-SGD batch size")
-    lr: float = param(1.0, low=0.0, low_open=True, help="SGD learning rate")
-    momentum: float = param(0.0, low=0.0, high=1.0, help="SGD momentum")
-    max_grad_norm: float = param(1.0, low=0.0, low_open=True, help="DP-SGD clipping bound (public)")
-    cov_budget_fraction: float = param(0.2, low=0.0, high=1.0, low_open=True,
-                                       help="share of the source ε for its covariance (dpsgd_heads, sound)")
-    joint: bool = param(True, choices=(False, True), help="one DP-SGD run over all heads (else one per subspace)")
-    reg: float = param(1.0, low=0.0, help="CORAL ridge on unit-mean-diagonal covariances")
-    noise_aware_reg: bool = param(True, choices=(False, True), help="raise the ridge by the noise's spectral scale")
-
-    def protocol(self) -> str:
-        """The resolved source release: class statistics in sound mode, DP-SGD heads in paper mode."""
-        if self.source_release != "auto":
-            return self.source_release
-        return "dpsgd_heads" if self.privacy_mode == "paper" else "class_statistics"
-
-
 # --- public facts, plan ---------------------------------------------------------------------
 
 
@@ -114,6 +58,10 @@ def plan(config: PrimaConfig, facts: dict[str, Any]) -> Plan:
     """
     if config.privacy_mode == "paper" and config.protocol() == "class_statistics":
         raise ConfigError("source_release='class_statistics' is our protocol; paper mode runs the published heads")
+    if (config.paper_calibration != "accountant" or config.per_class_budget) and config.privacy_mode != "paper":
+        raise ConfigError("paper_calibration and per_class_budget are readings of the published procedure: paper mode only")
+    if config.per_class_budget and config.head != "logreg":
+        raise ConfigError("per_class_budget trains binary logistic-regression heads: head must be 'logreg'")
     n_s, n_t, d = int(facts["n_source"]), int(facts["n_target"]), int(facts["n_features"])
     kind = config.protocol()
     cal: dict[str, Any] = {"protocol": kind}
@@ -134,6 +82,8 @@ def plan(config: PrimaConfig, facts: dict[str, Any]) -> Plan:
     g_s, z_cov, z = calib.dpsgd_heads_plan(
         cal["n_heads"], config.epsilon, delta_s, sample_rate=cal["sample_rate"], steps=cal["steps"],
         cov_budget_fraction=config.cov_budget_fraction, joint=config.joint, privacy_mode=config.privacy_mode,
+        paper_calibration=config.paper_calibration,
+        budget_split=len(config.required_classes()) if config.per_class_budget else 1,
     )
     cal.update(sigma_entry=sigma_t, cov_noise_multiplier=z_cov, noise_multiplier=z, target_guarantee=g_t)
     return Plan(METHOD, kind, config, dict(facts), g_s, cal)
@@ -289,9 +239,7 @@ def adapt_class_statistics(release: Release, Xt, config: PrimaConfig) -> ClassSt
         classes = release["classes"]
         if K is not None and list(np.asarray(classes).tolist()) != list(config.classes):
             raise ValueError(f"the release is for the label set {np.asarray(classes).tolist()}, the receiver expects {list(config.classes)}")
-        sums = check_untrusted_array(release["sums"], "the released 'sums'", (len(classes), p["basis_dim"] or d))
-        sigma = check_declared_sigma(p.get("sigma") or 0.0, release.guarantee)
-        sums, counts, _ = check_plausible_statistics(sums, release["counts"], sigma=sigma, n=check_released_size(p))
+        sums, counts, _ = check_class_statistics(release, (len(classes), p["basis_dim"] or d))
     except (KeyError, ValueError) as exc:
         raise ReleaseError(f"class-statistics release: {exc}") from None
     means, pooled = class_means(sums, counts)
@@ -451,7 +399,8 @@ def release_source_heads(plan_: Plan, target_release: Release, Xs, ys, public: n
     # the DP-SGD engine takes an integer seed for its noise: drawn from the secret stream
     seed = int(noise.torch_generator().initial_seed() % (2**31 - 1)) if config.private else int(public.integers(2**31 - 1))
     z = cal.get("noise_multiplier") if config.private else None
-    trained = train_heads(
+    train = train_one_vs_rest_heads if config.per_class_budget else train_heads
+    trained = train(
         Z, y_idx, sizes, len(classes), head=config.head, hidden=config.hidden, epochs=config.epochs,
         batch_size=config.batch_size, lr=config.lr, momentum=config.momentum, max_grad_norm=config.max_grad_norm,
         noise_multiplier=z, joint=config.joint and mode == "sound", seed=seed, noise=noise,
@@ -460,9 +409,8 @@ def release_source_heads(plan_: Plan, target_release: Release, Xs, ys, public: n
     if config.private:
         guarantee = plan_.guarantee
         if trained.events and mode == "sound":
-            spent = accounting.compose([accounting.gaussian_event(z_cov)] + trained.events)
-            delta = guarantee.delta
-            if accounting.epsilon(spent, delta, "add_remove") > guarantee.epsilon + 1e-6:
+            spent = calib.source_heads_event(z_cov, trained.events)
+            if accounting.epsilon(spent, guarantee.delta, guarantee.relation, "pld") > guarantee.epsilon + 1e-6:
                 raise RuntimeError("the DP-SGD run spent more than planned; refusing to release")
     else:
         guarantee = Guarantee.non_private("source", "non-private counterpart (epsilon=None)")

@@ -35,3 +35,16 @@ def domain_pairs(dataset: str) -> list[tuple[str, str]]:
 def amazon_pairs() -> list[tuple[str, str]]:
     """The 12 ordered Amazon pairs."""
     return list(itertools.permutations(AMAZON_DOMAINS, 2))
+
+
+def source_only_runner(dataset: str, source: str, target: str, head: str):
+    """A run of non-private source-only ``head`` on the pair: target test accuracy."""
+    from dpadapt.baselines import SourceOnly
+    from dpadapt.bench.registry import RunOutcome
+
+    def run(seed: int) -> RunOutcome:
+        pair = cached_pair(dataset, source, target)
+        model = SourceOnly(head=head, random_state=seed).fit_domains(pair.Xs, pair.ys)
+        return RunOutcome(model.score(pair.Xt_test, pair.yt_test))
+
+    return run

@@ -43,6 +43,10 @@ class RunOutcome:
         return bool(self.guarantees) and all(g.valid for g in self.guarantees.values())
 
 
+#: How a cause is labelled: measured (a run isolates it) or a candidate (no run isolates it yet).
+CAUSE_LABELS = ("measured: ", "candidate: ")
+
+
 @dataclasses.dataclass
 class BenchTask:
     """One benchmark row: suite × task × method × mode × (ε, δ)."""
@@ -60,12 +64,17 @@ class BenchTask:
     #: The paper's table row this row stands beside (e.g. "PRIMA"): rows of one task sharing it form
     #: one line of the paper comparison (paper, paper mode, paper mode without noise, sound mode).
     paper_row: str | None = None
-    #: One line: why paper mode misses the paper's number (shown when it is > 5 points off),
-    #: backed by an experiment in the suite's note.
+    #: One line: why paper mode misses the paper's number (shown when it is > 5 points off). It starts
+    #: with "measured: " (backed by a run that isolates it, named in the suite's write-up) or
+    #: "candidate: " (not isolated by a run); anything else is refused (:data:`CAUSE_LABELS`).
     cause: str | None = None
     #: Why this row cannot be compared with the paper here (e.g. the paper's data is not available);
     #: printed as "blocked on data: ..." in both tables.
     blocked: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.cause is not None and not self.cause.startswith(CAUSE_LABELS):
+            raise ValueError(f"a cause must start with one of {CAUSE_LABELS}: {self.cause!r}")
 
     @property
     def key(self) -> tuple:

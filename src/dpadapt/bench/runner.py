@@ -118,6 +118,26 @@ def run_suite(
     return rows
 
 
+def run_resumable(jobs: Sequence[tuple[BenchTask, int]], out: str | Path) -> list[dict[str, Any]]:
+    """Run the (task, seed) ``jobs`` whose row is not yet in ``out`` (a file of :func:`write_rows`), in order.
+
+    Rows are written after every run and one JSON line per run is printed, so a long study survives an
+    interruption and restarts where it stopped. Returns every row of ``out``.
+    """
+    out = Path(out)
+    rows = load_rows(out) if out.exists() else []
+    done = {(r["task"], r["method"], r["mode"], r["seed"]) for r in rows if r.get("error") is None}
+    for task, seed in jobs:
+        if (task.task, task.method, task.mode, seed) in done:
+            continue
+        row = run_task(task, seed)
+        rows.append(row)
+        write_rows(rows, out)
+        print(json.dumps(_clean({k: row.get(k) for k in ("task", "method", "mode", "seed", "value", "seconds", "error")})),
+              flush=True)
+    return rows
+
+
 def _clean(value: Any) -> Any:
     if isinstance(value, float) and (math.isinf(value) or math.isnan(value)):
         return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
@@ -228,7 +248,8 @@ def format_paper_table(summary: list[dict[str, Any]]) -> str:
 
     Rows join a line through their ``paper_row``; the paper's number is taken from whichever row
     carries it. For accuracy the cause is printed when paper mode is more than :data:`CAUSE_GAP` off
-    the paper (``MISSING`` when the suite gave none, so that a gap cannot pass unexplained); for other
+    the paper (``MISSING`` when the suite gave none, so that a gap cannot pass unexplained), or, when
+    the line has no paper-mode run, when its no-noise or sound column is and the suite gave one; for other
     metrics (e.g. MSE on a different scale) whenever the suite gives one. A joined non-private row is
     the "no noise" column. A line whose
     paper data is not available here says "blocked on data" with the reason instead.
@@ -280,6 +301,10 @@ def format_paper_table(summary: list[dict[str, Any]]) -> str:
             if paper_value is not None and paper_mode is not None and paper_mode["n"] and \
                     (not accuracy or abs(_points(paper_mode["mean"]) - _points(paper_value)) > 100 * CAUSE_GAP):
                 cause = line["cause"] or ("MISSING" if accuracy else "")
+            elif paper_value is not None and paper_mode is None and accuracy and line["cause"] and any(
+                    r is not None and r["n"] and abs(_points(r["mean"]) - _points(paper_value)) > 100 * CAUSE_GAP
+                    for r in (no_noise, sound)):
+                cause = line["cause"]  # no paper-mode run here, but the gap is in the other columns too
             if line["blocked"]:
                 cause = f"blocked on data: {line['blocked']}"
             paper = "—" if paper_value is None else fmt(paper_value, line["metric"])
@@ -287,6 +312,12 @@ def format_paper_table(summary: list[dict[str, Any]]) -> str:
             out.append(f"{task:<22} {row:<20} {e:>5} {paper:>6} {cell(paper_mode):>13} {cell(no_noise):>13} "
                        f"{cell(sound):>13}  {cause}".rstrip())
     return "\n".join(out)
+
+
+def with_current_causes(rows: list[dict[str, Any]], tasks: Sequence[BenchTask]) -> list[dict[str, Any]]:
+    """Rows recorded earlier, with the cause each task gives now (a cause is text of the suite, not a result)."""
+    causes = {(t.task, t.method, t.mode): t.cause for t in tasks}
+    return [{**r, "cause": causes.get((r["task"], r["method"], r["mode"]), r.get("cause"))} for r in rows]
 
 
 def load_rows(path: str | Path) -> list[dict[str, Any]]:

@@ -25,43 +25,19 @@ import warnings
 
 import numpy as np
 
-from dpadapt import api
-from dpadapt.api import ConfigEstimator, Family, Plan, param, register
-from dpadapt.classstats.adapt import REFINEMENTS, ClassStatsModel, fit_basis, project, prototypes_from_release, refine, row_map
+from dpadapt.api import ConfigEstimator, Family, Plan, register
+from dpadapt.classstats.adapt import ClassStatsModel, fit_basis_source, project, prototypes_from_release, refine, row_map
+from dpadapt.configs.classstats import Config
 from dpadapt.privacy.families.classstats import basis_disclosure, class_statistics_plan
 from dpadapt.privacy.guarantee import Guarantee
 from dpadapt.privacy.mechanisms import random_streams
-from dpadapt.stream.readers import ChunkedSource, from_arrays
+from dpadapt.stream.readers import ChunkedSource, from_arrays, labelled_source
 from dpadapt.stream.sums import ClassSums, RowMap, accumulate, label_indices
 from dpadapt.release import Release, ReleaseError
-from dpadapt.validation import (
-    check_basis,
-    check_declared_sigma,
-    check_features,
-    check_labels,
-    check_plausible_statistics,
-    check_released_size,
-    check_untrusted_array,
-)
+from dpadapt.validation import check_basis, check_class_statistics, check_features
 
 BASIS_KIND = "target_basis"
 STATS_KIND = "class_statistics"
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class Config(api.Config):
-    """Hyper-parameters of the class-statistics design (defaults fixed on pairs other than DeCAF6 D↔W)."""
-
-    family = "classstats"
-
-    k: int = param(20, low=0, help="dimension of the receiver's basis (top-k PCA); 0 = no basis, release in the mapped feature space")
-    feature_type: str = param("dense", choices=("dense", "counts"), help="public feature type: 'counts' (bag of words) turns on log1p under log1p='auto'")
-    log1p: str = param("auto", choices=("auto", "true", "false"), help="log1p of counts before normalising; 'auto' decides from the public feature_type, never from the data")
-    relation: str = param("replace_one", choices=("replace_one", "add_remove"), help="neighbouring relation of the guarantee")
-    refinement: str = param("ot", choices=REFINEMENTS, help="receiver-side refinement from the DP prototypes")
-
-    def use_log1p(self) -> bool:
-        return self.log1p == "true" or (self.log1p == "auto" and self.feature_type == "counts")
 
 
 def _digest(*arrays: np.ndarray) -> str:
@@ -87,15 +63,20 @@ def plan(config: Config, facts: dict) -> Plan:
 
 
 def basis(Xt, config: Config, *, family: str | None = None) -> Release:
-    """The unprotected receiver's basis: mean and top-k principal directions of its mapped rows."""
+    """The unprotected receiver's basis: mean and top-k principal directions of its mapped rows.
+
+    ``Xt``: an array / sparse matrix, or a :class:`~dpadapt.stream.ChunkedSource` (read in a few passes,
+    chunk by chunk: :func:`~dpadapt.classstats.adapt.fit_basis_source`).
+    """
     if config.k < 1:
         raise ValueError("k=0 means no basis; nothing to send")
-    M = row_map(check_features(Xt, "Xt (target)", allow_sparse=True), config.use_log1p())
-    mean, components = fit_basis(M, config.k)
+    source = Xt if isinstance(Xt, ChunkedSource) else from_arrays(
+        check_features(Xt, "Xt (target)", allow_sparse=True), name="Xt (target)")
+    mean, components = fit_basis_source(source, config.k, lambda X: row_map(X, config.use_log1p()))
     return Release(
         method=family or config.family, kind=BASIS_KIND, owner="target",
         arrays={"mean": mean, "components": components}, guarantee=basis_disclosure("target"),
-        params={"k": int(components.shape[1]), "log1p": config.use_log1p(), "n_features": int(M.shape[1]),
+        params={"k": int(components.shape[1]), "log1p": config.use_log1p(), "n_features": int(source.n_features),
                 "sha256": _digest(mean, components), "disclosure": basis_disclosure("target").reasons[0]},
     )
 
@@ -143,15 +124,8 @@ def release(plan_: Plan, Xs, ys=None, noise=None, *, basis_release: Release | No
     """
     config: Config = plan_.config
     n_plan = int(plan_.facts["n_source"])
-    if isinstance(Xs, ChunkedSource):
-        if ys is not None:
-            raise ValueError("a chunked source carries its labels; pass ys=None")
-        if not Xs.labelled:
-            raise ValueError(f"{Xs.name}: the source's rows need labels")
-    elif not hasattr(Xs, "__dask_graph__"):
-        source = from_arrays(Xs, None, name="Xs (source)")  # features are checked chunk by chunk
-        ys = check_labels(ys, source.n_rows, "ys (source labels)", classes=config.classes)
-        Xs = from_arrays(Xs, ys, name="Xs (source)")
+    if not hasattr(Xs, "__dask_graph__"):
+        Xs, ys = labelled_source(Xs, ys, classes=config.classes), None
     n_rows = getattr(Xs, "n_rows", None) or (Xs.shape[0] if not hasattr(Xs, "columns") else None)
     if n_rows is not None and int(n_rows) != n_plan:
         raise ValueError(f"the plan is for {n_plan} source rows, got {n_rows}")
@@ -236,10 +210,7 @@ def adapt(release_: Release, Xt, config: Config, *, basis_release: Release | Non
     K, k = len(p["classes"]), (comp.shape[1] if comp is not None else int(p["n_features"]))
     try:  # the source's statistics are untrusted input: finite float64 of the planned shapes, and what the
         # declared mechanism can produce (issue 27, item 7), before any target row is mapped
-        sums = check_untrusted_array(release_["sums"], "the released 'sums'", (K, k))
-        counts = check_untrusted_array(release_["counts"], "the released 'counts'", (K,))
-        sigma = check_declared_sigma(p.get("sigma", 0.0), release_.guarantee)
-        sums, counts, _ = check_plausible_statistics(sums, counts, sigma=sigma, n=check_released_size(p))
+        sums, counts, sigma = check_class_statistics(release_, (K, k))
     except (KeyError, ValueError) as exc:
         raise ReleaseError(f"class-statistics release: {exc}") from None
     M = row_map(Xt, bool(p["log1p"]))

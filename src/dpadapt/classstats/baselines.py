@@ -121,6 +121,11 @@ class _SourceOnly(ConfigEstimator):
         classes = c.required_classes() if c.private else (c.classes or tuple(np.unique(ys).tolist()))
         return Xs, encode_labels(ys, classes), classes
 
+    def _mapped_source(self, Xs, ys, feature_map) -> tuple[object, np.ndarray, tuple]:
+        """:meth:`_source` with the rows through the public per-row ``feature_map(X, log1p)``."""
+        Xs, idx, classes = self._source(Xs, ys)
+        return feature_map(Xs, self.config_.use_log1p()), idx, classes
+
     def _rows(self, X):
         from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -145,16 +150,15 @@ class DPNearestClassMean(_SourceOnly):
     config_class = SourceOnlyConfig
 
     def fit_domains(self, Xs, ys, Xt=None, yt=None):
-        from dpadapt.classstats import Config, plan, release
-
+        family = api.family("classstats")  # the family's own steps (its package imports this module)
         Xs, idx, classes = self._source(Xs, ys)
         c = self.config_
-        cfg = Config(epsilon=c.epsilon, delta=c.delta, privacy_mode=c.privacy_mode, classes=tuple(range(len(classes))),
+        cfg = family.config(epsilon=c.epsilon, delta=c.delta, privacy_mode=c.privacy_mode, classes=tuple(range(len(classes))),
                      random_state=c.random_state, reproducible_noise=c.reproducible_noise, k=0,
                      feature_type=c.feature_type, log1p=c.log1p, relation=c.relation, refinement="none")
         _, noise = random_streams(c.random_state, reproducible_noise=c.reproducible_noise)
-        the_plan = plan(cfg, {"n_source": Xs.shape[0], "n_features": Xs.shape[1], "k": 0})
-        self.release_ = release(the_plan, Xs, idx, noise)
+        the_plan = family.plan(cfg, {"n_source": Xs.shape[0], "n_features": Xs.shape[1], "k": 0})
+        self.release_ = family.release(the_plan, Xs, idx, noise)
         centers, _ = prototypes_from_release(self.release_["sums"], self.release_["counts"])
         self.classes_ = np.asarray(classes)
         self.model_ = ClassStatsModel(self.classes_, cfg.use_log1p(), None, None, centers)
@@ -186,8 +190,8 @@ class GDConfig(SourceOnlyConfig):
 
     T = 300, β = 0.9 and the noise-free step 2 were fixed a priori; clip 0.5 and time_scale 1 were chosen
     on the issue-28 development pairs only (GoogLeNet, SURF, bow5000, Heart, PhysioNet; families weighted
-    equally, ε ∈ {1, 2, 4, 8, ∞}) by the rule in ``benchmarks/dp_source_only_selection.py``, committed
-    before any report run (results: ``benchmarks/results/dp-source-only-selection.json``).
+    equally, ε ∈ {1, 2, 4, 8, ∞}) by the rule in ``benchmarks/dp_source_only/dp_source_only_selection.py``, committed
+    before any report run (results: ``benchmarks/dp_source_only/results/dp-source-only-selection.json``).
     """
 
     steps: int = param(300, low=1, help="number of full-batch gradient steps T (each a Gaussian release)")
@@ -258,9 +262,8 @@ class DPLogisticRegression(_SourceOnly):
     config_class = GDConfig
 
     def fit_domains(self, Xs, ys, Xt=None, yt=None):
-        Xs, idx, classes = self._source(Xs, ys)
+        F, idx, classes = self._mapped_source(Xs, ys, _features)
         c = self.config_
-        F = _features(Xs, c.use_log1p())
         n, d = F.shape
         K = len(classes)
         _, noise = random_streams(c.random_state, reproducible_noise=c.reproducible_noise)
@@ -305,7 +308,7 @@ class LSQConfig(SourceOnlyConfig):
     any private estimate of it (σ ≥ 2 at ε = 8), so AdaSSP's λ equals the public bound there and the budget is
     better spent on the moments. A positive share restores AdaSSP's private λ_min (worth it when n ≫ d
     makes λ_min large). ``ridge_scale = 1`` and ``ridge_floor = 1`` were chosen on the issue-28 development
-    pairs only by the rule in ``benchmarks/dp_source_only_selection.py`` (committed before any report run).
+    pairs only by the rule in ``benchmarks/dp_source_only/dp_source_only_selection.py`` (committed before any report run).
     """
 
     eigen_share: float = param(0.0, low=0.0, high=0.99, help="share of the budget (in Gaussian-DP μ²) for AdaSSP's private λ_min(Σxxᵀ); 0 = public rule λ̃_min = 0")
@@ -372,9 +375,8 @@ class DPLeastSquares(_SourceOnly):
     config_class = LSQConfig
 
     def fit_domains(self, Xs, ys, Xt=None, yt=None):
-        Xs, idx, classes = self._source(Xs, ys)
+        Z, idx, classes = self._mapped_source(Xs, ys, row_map)
         c = self.config_
-        Z = row_map(Xs, c.use_log1p())
         n, d = Z.shape
         sums, counts, second = class_moment_sums(Z, idx, len(classes))
         lam = c.ridge_floor * n / d

@@ -12,18 +12,18 @@ from __future__ import annotations
 
 import argparse
 
-from dpadapt import classstats
 from dpadapt.cli.agreement import owner_params
 from dpadapt.cli.main import add_command
 from dpadapt.cli.party_cmd import N_FEATURES_PARAM, _check_out, add_disclosure_arguments, check_disclosure
 from dpadapt.cli.table_options import add_table_arguments, load_data
+from dpadapt.configs.classstats import Config
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p, _ = add_command(sub, "basis", __doc__.split("\n\n")[1])
     p.add_argument("--data", required=True, help="your (target) data file; labels, if any, are not used")
     p.add_argument("--label-column", default="y", help="label column of a .csv/.parquet file (default y)")
-    p.add_argument("--k", type=int, default=classstats.Config.__dataclass_fields__["k"].default, help="basis dimension (default 20)")
+    p.add_argument("--k", type=int, default=Config.__dataclass_fields__["k"].default, help="basis dimension (default 20)")
     p.add_argument("--feature-type", choices=("dense", "counts"), default="dense", help="public feature type ('counts': log1p before normalising)")
     p.add_argument("--method", default="dpot", choices=("dpot", "classstats"), help="the method the basis is for (default dpot)")
     p.add_argument("--out", required=True, help="basis Release file to give the other party")
@@ -34,14 +34,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dpadapt import classstats
+
     table = load_data(args)
     check_disclosure(args, args.data, "target")
     out = _check_out(args.out, args.force)
-    config = classstats.Config(k=args.k, feature_type=args.feature_type)
-    release = classstats.basis(table.X, config, family=args.method)
-    release.params[N_FEATURES_PARAM] = int(table.X.shape[1])
+    config = Config(k=args.k, feature_type=args.feature_type)
+    release = classstats.basis(table.source, config, family=args.method)  # a few passes over the file, chunk by chunk
+    release.params[N_FEATURES_PARAM] = table.n_features
     release.params.update(owner_params(table, args))
     release.save(out)
-    print(f"wrote {out}: {release.method}/{release.kind} ({release.params['k']} directions of {table.X.shape[1]} features)")
+    print(f"wrote {out}: {release.method}/{release.kind} ({release.params['k']} directions of {table.n_features} features)")
     print(f"  disclosure, not a DP release: {release.params['disclosure']}")
     return 0

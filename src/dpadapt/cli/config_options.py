@@ -1,9 +1,9 @@
-"""CLI options generated from a family's :class:`~dpadapt.api.Config` (each hyper-parameter declared once).
+"""CLI options generated from a family's :class:`~dpadapt.configs.base.Config` (each hyper-parameter declared once).
 
 :func:`add_config_options` adds one ``--name`` option per declared parameter (``name`` with ``_`` →
-``-``), its help, default and choices taken from :func:`dpadapt.api.param`; :func:`config_from_args`
+``-``), its help, default and choices taken from :func:`dpadapt.configs.base.param`; :func:`config_from_args`
 builds the Config back from the parsed arguments, so validation and its one-line errors come from
-the Config (:class:`~dpadapt.api.ConfigError`). The driver's own options (``--epsilon``, ``--delta``,
+the Config (:class:`~dpadapt.configs.base.ConfigError`). The driver's own options (``--epsilon``, ``--delta``,
 ``--seed``) map to ``epsilon``, ``delta`` and ``random_state``; :func:`add_option` adds a hand-written
 option unless the parser already has it (the generic driver defines some first).
 """
@@ -15,7 +15,7 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from dpadapt.api import Config
+from dpadapt.configs.base import Config
 
 #: Config fields the driver provides under its own option names (``--seed`` for ``random_state``).
 DRIVER_FIELDS = {"epsilon": "epsilon", "delta": "delta", "random_state": "seed"}

@@ -7,8 +7,6 @@ import os
 
 import numpy as np
 
-from dpadapt.datasets import DATASETS, available_datasets, dataset_info, find_data_root, load_domain
-
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("datasets", help="list / describe the benchmark datasets")
@@ -35,6 +33,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _shape_line(name: str, domain: str, root) -> str:
+    from dpadapt.datasets import load_domain
+
     d = load_domain(name, domain, root)
     counts = np.bincount(d.y)
     kind = "sparse CSR" if hasattr(d.X, "tocsr") else str(d.X.dtype)
@@ -42,6 +42,8 @@ def _shape_line(name: str, domain: str, root) -> str:
 
 
 def run_list(args) -> int:
+    from dpadapt.datasets import DATASETS, available_datasets, find_data_root
+
     root = find_data_root(args.root, required=False)
     present = available_datasets(args.root)
     print(f"data root: {root if root else '(not found: set $DPADAPT_DATA or pass --root)'}")
@@ -56,6 +58,8 @@ def run_list(args) -> int:
 
 
 def run_info(args) -> int:
+    from dpadapt.datasets import available_datasets, dataset_info
+
     info = dataset_info(args.name)
     print(f"{info.name}: {info.description}")
     print(f"aliases: {', '.join(info.aliases)}; classes: {info.n_classes}")

@@ -29,8 +29,6 @@ from pathlib import Path
 import numpy as np
 
 from dpadapt.cli.main import add_command
-from dpadapt.datasets.synthetic import make_shifted_blobs
-from dpadapt.io import save_table
 
 #: Method arguments the demo uses unless --release-args / --adapt-args are given: small,
 #: fast settings for the generated 20-feature problem (not tuned on the held-out rows).
@@ -55,6 +53,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args) -> int:
+    from dpadapt.datasets.synthetic import make_shifted_blobs
+    from dpadapt.io import save_table
+
     from dpadapt.cli.methods import methods
 
     registered = methods()
@@ -107,7 +108,7 @@ def run(args) -> int:
         print("  (below a DP source-only baseline at the same budget: adaptation did not pay here)")
     if accuracy < baseline:
         print("  (below the non-private baseline: a record-level guarantee for every source row costs more noise than\n"
-              "   this small problem can absorb at this ε — the price measured in benchmarks/*.md, not hidden here)")
+              "   this small problem can absorb at this ε — the price measured in benchmarks/*/README.md, not hidden here)")
     second = ["release", args.method, "--data", "source.npz", "--epsilon", f"{args.epsilon:g}", "--delta",
               f"{args.delta:g}", "--out", "../exchange/source-2.release", *method_release]
     print("\n== A second release by the source exceeds its budget and is refused ==")

@@ -2,9 +2,11 @@
 
 Each sub-command lives in a module of :mod:`dpadapt.cli` exposing ``add_parser(subparsers)``; the
 parser's ``func`` default runs it and returns the exit status. Only the module of the command
-being run is imported (the others appear in ``--help`` from :data:`COMMANDS`), and every help page
-(``dpadapt release dpot --help`` too) comes from a snapshot of the parser
-(:mod:`dpadapt.cli.help_snapshot`), so no ``--help`` imports torch or dp-accounting.
+being run is imported (the others appear in ``--help`` from :data:`COMMANDS`), and the command
+modules import their method families only when a command runs: every help page (``dpadapt release
+dpot --help`` too) is printed by the real parser, built from the light Config declarations of
+:mod:`dpadapt.configs`, without torch, dp-accounting, scikit-learn, SciPy or pandas
+(``tests/test_cli_startup.py`` times every page).
 
 Errors on bad input end in one line on stderr and exit status 1 (2 for usage errors); set
 ``DPADAPT_DEBUG=1`` to see the traceback of an unexpected error.
@@ -19,7 +21,6 @@ import sys
 import warnings
 
 from dpadapt import __version__
-from dpadapt.cli.help_snapshot import print_help_page
 
 #: Sub-command → (module of :mod:`dpadapt.cli` that defines it, one-line help), in help order.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -146,7 +147,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(argv: list[str]) -> int:
-    print_help_page(argv)  # a help page from the parser snapshot (exits); otherwise the real parser runs
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

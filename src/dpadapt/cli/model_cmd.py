@@ -66,8 +66,9 @@ def _class_names(model, table) -> list | None:
 def run_predict(args) -> int:
     out = _check_out(args.out, args.force) if args.out else None
     model, table = _load(args)
-    labels = model.predict(table.X)
-    proba = _proba(model, table.X) if args.proba else None
+    parts = [(np.asarray(model.predict(X)), _proba(model, X) if args.proba else None) for X, _ in table.source]  # by chunk
+    labels = np.concatenate([p[0] for p in parts])
+    proba = np.concatenate([p[1] for p in parts]) if args.proba and all(p[1] is not None for p in parts) else None
     if args.proba and proba is None:
         raise ValueError(f"{args.model}: this {model.meta.get('method', '')} model gives no probabilities; drop --proba")
     if isinstance(table, SchemaTable):
@@ -121,7 +122,8 @@ def _prediction_csv(table: SchemaTable, labels: np.ndarray, schema_path: str, pr
 
     schema = load_schema(schema_path)
     names = np.asarray(table.classes, dtype=object)[np.asarray(labels, dtype=np.int64)]
-    ids = table.ids if table.ids is not None else np.arange(1, len(labels) + 1)
+    ids = table.ids  # read from the file, chunk by chunk
+    ids = ids if ids is not None else np.arange(1, len(labels) + 1)
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     header = [schema.id_column or "row", f"predicted_{schema.label.column}" if schema.label else "predicted"]

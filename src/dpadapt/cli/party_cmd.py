@@ -24,18 +24,19 @@ import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dpadapt import keys, modelio
 from dpadapt.cli.agreement import CLASS_NAMES_PARAM, check_agreement, owner_params
 from dpadapt.cli.main import add_command
 from dpadapt.cli.methods import MethodCommands, PlannedRelease, load_plugins, methods
 from dpadapt.cli.table_options import add_table_arguments, load_data, step
-from dpadapt.io import Table
-from dpadapt.privacy.guarantee import LARGE_EPSILON, LARGE_EPSILON_WORDS, Guarantee, compose_guarantees
-from dpadapt.privacy.ledger import Ledger, default_path, file_release_id, fingerprint, short_id
-from dpadapt.release import Release
-from dpadapt.validation import check_delta, check_epsilon
+
+if TYPE_CHECKING:  # the privacy core, the ledger and the readers are imported when a command runs, not for --help
+    from dpadapt.cli.table_options import StreamTable as Table
+    from dpadapt.privacy.guarantee import Guarantee
+    from dpadapt.privacy.ledger import Ledger
+    from dpadapt.release import Release
 
 SEED_HELP = ("seed of the PUBLIC randomness (projections, partitions; default: fresh); "
              "privacy noise comes from fresh OS entropy")
@@ -109,6 +110,8 @@ def check_disclosure(args: argparse.Namespace, data: str, party: str) -> None:
     """Refuse an un-noised disclosure (ε = ∞) of a dataset the ledger holds a privacy budget for, unless
     ``--declare-public`` (issue 19, item 9): like ``release``, nothing without a guarantee leaves a
     protected dataset silently. A missing ledger file holds no budget (and is not created)."""
+    from dpadapt.privacy.ledger import Ledger, default_path, fingerprint, short_id
+
     if getattr(args, "declare_public", False):
         return
     path = Path(args.ledger) if getattr(args, "ledger", None) else default_path()
@@ -140,7 +143,7 @@ def sign_key(args: argparse.Namespace) -> Any:
 
 
 def _add_release_common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--data", required=True, help="your data file (.npz dense/CSR, .csv, .parquet)")
+    p.add_argument("--data", required=True, help="your data file (.npz dense/CSR, .npy with --label-file, .csv, .parquet), read chunk by chunk")
     p.add_argument("--label-column", default="y", help="label column of a .csv/.parquet file (default y)")
     p.add_argument("--epsilon", type=float, required=True, help="ε of this release")
     p.add_argument("--delta", type=float, required=True, help="δ of this release (≪ 1/n)")
@@ -157,7 +160,7 @@ def _add_adapt_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--own-release", action="append", default=[], metavar="RELEASE",
                    help="a Release file you wrote yourself, e.g. your basis from `dpadapt basis` (repeatable): "
                         "integrity-checked, but not required to be signed by a --trust key")
-    p.add_argument("--data", required=True, help="your data file (.npz dense/CSR, .csv, .parquet)")
+    p.add_argument("--data", required=True, help="your data file (.npz dense/CSR, .npy with --label-file, .csv, .parquet), read chunk by chunk")
     p.add_argument("--label-column", default="y", help="label column of a .csv/.parquet file (default y)")
     p.add_argument("--out", required=True, help="model file to write (arrays + JSON; read it with dpadapt predict/score/report)")
     p.add_argument("--return-release", default=None, help="Release file for the return leg (methods that send one back)")
@@ -178,6 +181,9 @@ MAX_EPSILON = 1e4
 
 def check_release_epsilon(epsilon: float) -> float:
     """ε of a release: finite, > 0 and at most :data:`MAX_EPSILON` (one line saying what to do otherwise)."""
+    from dpadapt.privacy.guarantee import LARGE_EPSILON
+    from dpadapt.validation import check_epsilon
+
     check_epsilon(epsilon)
     if epsilon > MAX_EPSILON:
         raise ValueError(f"--epsilon {epsilon:g} is more than dpadapt calibrates noise for (ε ≤ {MAX_EPSILON:g}); above "
@@ -187,6 +193,10 @@ def check_release_epsilon(epsilon: float) -> float:
 
 
 def run_release(args: argparse.Namespace) -> int:
+    from dpadapt.privacy.guarantee import LARGE_EPSILON, LARGE_EPSILON_WORDS
+    from dpadapt.release import Release
+    from dpadapt.validation import check_delta
+
     commands = methods()[args.method_name]
     check_release_epsilon(args.epsilon)
     check_delta(args.delta)
@@ -251,7 +261,7 @@ def bound_rows_per_patient(table: Table, rows_per_patient: int | None) -> Table:
     if dropped:
         print(f"note: {table.path}: kept the first {rows_per_patient} row(s) of each of "
               f"{int((counts > rows_per_patient).sum())} patient(s) with more; {dropped} row(s) left out", file=sys.stderr)
-        return dataclasses.replace(table, X=table.X[keep], y=None if table.y is None else table.y[keep], ids=ids[keep])
+        return table.subset(keep)
     return table
 
 
@@ -262,6 +272,8 @@ def group_plan(commands: MethodCommands, args: argparse.Namespace, table: Table,
     noise is drawn); the release is executed at that plan and carries the per-patient Guarantee
     (:func:`dpadapt.privacy.group.group_guarantee`), which the ledger charges.
     """
+    from dpadapt.release import Release
+
     from dpadapt.privacy.group import group_guarantee, per_row_epsilon
 
     def at(e: float) -> PlannedRelease:
@@ -294,6 +306,8 @@ def _interrupted_after(words: str) -> Iterator[None]:
 
 def _interrupted_words(ledger: Ledger, release_id: str, party: str, dataset_id: str, guarantee: Guarantee, out: Path) -> str:
     """What a Ctrl-C during a reserved release cost: the ledger's settled state of that reservation (issue 27, item 8)."""
+    from dpadapt.privacy.ledger import file_release_id, short_id
+
     state = next((e.state for e in ledger.history(party, dataset_id) if e.release_id == release_id), "missing")
     cost = f"ε = {guarantee.epsilon:.4g}, δ = {guarantee.delta:.3g}"
     where = f"the {party} party's dataset {short_id(dataset_id)} in the ledger {ledger.path}"
@@ -310,7 +324,9 @@ def check_release_delta(args: argparse.Namespace, table: Table) -> None:
     Not compared with n under ``--relation add_remove``: there n is private, and a refusal that depends on
     it would reveal it (issue 27, item 3); δ is then the owner's choice from a public bound on n.
     """
-    n = int(table.X.shape[0])
+    from dpadapt.validation import check_delta
+
+    n = table.n_rows
     check_delta(args.delta)
     if getattr(args, "relation", "replace_one") == "add_remove":
         return
@@ -342,6 +358,10 @@ def budgeted_release(
     requested: tuple[float | None, float | None] = (None, None),
 ) -> Release:
     """Charge ``plan`` to the owner's ledger, execute it and write the Release (two-phase; see the ledger)."""
+    from dpadapt.privacy.guarantee import Guarantee
+    from dpadapt.privacy.ledger import Ledger, fingerprint, short_id
+    from dpadapt.release import Release
+
     guarantee = plan.guarantee
     if not isinstance(guarantee, Guarantee):
         raise TypeError(f"method {method!r} planned a release without a Guarantee")
@@ -366,7 +386,7 @@ def budgeted_release(
             if release.guarantee.to_dict() != guarantee.to_dict():
                 raise ValueError(f"method {method!r} released under a guarantee other than the one it planned; refused")
             release.release_id = release_id
-            release.params[N_FEATURES_PARAM] = int(table.X.shape[1])
+            release.params[N_FEATURES_PARAM] = table.n_features
             release.params.update(owner_params(table, args))
             reservation.kind = release.kind
             # the spend was marked final before the first noise draw (and again before any byte is written)
@@ -385,6 +405,8 @@ def budgeted_release(
 
 def _public_release(plan: PlannedRelease, table: Table, args: argparse.Namespace, out: Path, method: str) -> Release:
     """A release without privacy guarantee: only of data declared public, and never charged to a budget."""
+    from dpadapt.release import Release
+
     if not getattr(args, "declare_public", False):
         raise ValueError(
             f"method {method!r} planned a release without privacy guarantee (ε = ∞); refused. "
@@ -393,7 +415,7 @@ def _public_release(plan: PlannedRelease, table: Table, args: argparse.Namespace
     release = plan.execute()
     if not isinstance(release, Release) or release.guarantee.to_dict() != plan.guarantee.to_dict():
         raise ValueError(f"method {method!r} released something other than it planned; refused")
-    release.params[N_FEATURES_PARAM] = int(table.X.shape[1])
+    release.params[N_FEATURES_PARAM] = table.n_features
     release.params.update(owner_params(table, args))
     release.save(out, sign_key=getattr(args, "sign_key", None))
     print(f"warning: {out} carries no privacy guarantee (data declared public); nothing was charged to a budget", file=sys.stderr)
@@ -404,6 +426,8 @@ def _public_release(plan: PlannedRelease, table: Table, args: argparse.Namespace
 
 
 def run_adapt(args: argparse.Namespace) -> int:
+    from dpadapt.release import Release
+
     commands = methods()[args.method_name]
     if not args.release:
         raise ValueError("give the other party's --release FILE")
@@ -432,7 +456,7 @@ def run_adapt(args: argparse.Namespace) -> int:
         agreement[CLASS_NAMES_PARAM] = next((r.params[CLASS_NAMES_PARAM] for r in releases
                                              if r.params.get(CLASS_NAMES_PARAM) is not None), None)
     save_model(out, outcome.model, commands.name, guarantees, outcome.metrics, releases, sign_key=args.sign_key,
-               n_features=int(table.X.shape[1]), agreement=agreement)
+               n_features=table.n_features, agreement=agreement)
     print(f"wrote {out}: {commands.name} model trained from {', '.join(r.release_id[:12] for r in releases)}")
     for path, r in zip(args.release, releases):
         print(f"  {path}: {r.authenticity()}")
@@ -493,7 +517,7 @@ def check_basis_given(paths: list[str], releases: list[Release]) -> None:
 
 def check_release_dimensions(releases: list[Release], table: Table) -> None:
     """Reject data whose feature dimension differs from the release owner's."""
-    d = int(table.X.shape[1])
+    d = table.n_features
     for r in releases:
         expected = r.params.get(N_FEATURES_PARAM)
         if expected is not None and int(expected) != d:
@@ -508,6 +532,8 @@ def model_guarantees(given: dict[str, Guarantee], releases: list[Release]) -> di
 
     The receiver's own data, used without noise, is reported as non-private unless the method says otherwise.
     """
+    from dpadapt.privacy.guarantee import Guarantee, compose_guarantees
+
     out = dict(given)
     by_party: dict[str, list[Guarantee]] = {}
     for g in [r.guarantee for r in releases]:

@@ -19,8 +19,6 @@ from dpadapt import container
 from dpadapt.cli.main import add_command
 from dpadapt.cli.party_cmd import add_trust_argument, load_model, trusted_keys
 from dpadapt.cli.table_options import add_table_arguments
-from dpadapt.release import FORMAT as RELEASE_FORMAT
-from dpadapt.release import Release
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -45,11 +43,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _is_release(path: Path) -> bool:
+    from dpadapt.release import FORMAT as RELEASE_FORMAT
+
     return container.read(path).meta.get("format") == RELEASE_FORMAT
 
 
 def describe(path: str | Path, trusted: list[Any] | tuple = ()) -> dict[str, Any]:
     """JSON-able description of a Release or model file."""
+    from dpadapt.release import Release
+
     path = Path(path)
     if _is_release(path):
         r = Release.load(path, trusted=trusted)
@@ -85,6 +87,8 @@ def describe(path: str | Path, trusted: list[Any] | tuple = ()) -> dict[str, Any
 
 def words(path: str | Path, trusted: list[Any] | tuple = ()) -> str:
     """The guarantee(s) of a Release or model file, in words."""
+    from dpadapt.release import Release
+
     path = Path(path)
     if _is_release(path):
         return Release.load(path, trusted=trusted).report()
@@ -149,11 +153,12 @@ def _local_data(args, bundles):
     table = load_data(args)
     for path, b in zip(args.file, bundles):
         check_agreement(b["meta"], table, args, path, "model", b["version"])
+    rows = int(table.X.shape[0])  # the first full read of a streamed table: the schema's counts come with it
+    labelled = 0 if table.y is None else int(np.sum(np.asarray(table.y) != -1))
     notes, warns = [], []
     counts = getattr(table, "counts", None)
     if counts is not None:
         notes, warns = counts.summary(load_schema(args.schema), Path(args.data).name)
-    labelled = 0 if table.y is None else int(np.sum(np.asarray(table.y) != -1))
     evaluations, corrected = [], {}
     for i, b in enumerate(bundles):
         ev = None
@@ -168,5 +173,5 @@ def _local_data(args, bundles):
                     corrected = {label: evaluate(y, adjusted, names, **kw)
                                  for label, adjusted in label_shift_variants(b["loaded"], proba).items()}
         evaluations.append(ev)
-    return LocalData(path=str(args.data), rows=int(table.X.shape[0]), labelled=labelled, schema=args.schema,
+    return LocalData(path=str(args.data), rows=rows, labelled=labelled, schema=args.schema,
                      notes=notes, warnings=warns, evaluations=evaluations, corrected=corrected)

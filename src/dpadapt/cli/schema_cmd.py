@@ -16,8 +16,6 @@ from pathlib import Path
 
 from dpadapt.cli.main import add_command
 from dpadapt.cli.party_cmd import _check_out
-from dpadapt.tables.readers import _detect_delimiter, _first_line, header_cells
-from dpadapt.tables.rowmap import TableError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -50,6 +48,9 @@ def _public_columns(path: Path) -> tuple[list[str], dict[str, str], str | None]:
     A CSV whose first line has a numeric cell is refused: it is a record of a header-less file, and its
     cells must never become column names of a shared schema (issue 27, item 5).
     """
+    from dpadapt.tables.readers import _detect_delimiter, _first_line, header_cells
+    from dpadapt.tables.rowmap import TableError
+
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file")
     if path.suffix.lower() == ".parquet":

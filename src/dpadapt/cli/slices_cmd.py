@@ -19,15 +19,13 @@ from dpadapt.cli.config_options import add_config_options, config_from_args
 from dpadapt.cli.main import add_command
 from dpadapt.cli.agreement import CLASS_NAMES_PARAM, owner_params
 from dpadapt.cli.party_cmd import N_FEATURES_PARAM, _check_out, add_disclosure_arguments, check_disclosure, sign_key
-from dpadapt.io import load_table
+from dpadapt.configs.deep import DPSWDConfig
 
-#: the source's options, declared once in :class:`~dpadapt.deep.configs.DPSWDConfig`
+#: the source's options, declared once in :class:`~dpadapt.configs.deep.DPSWDConfig`
 OPTIONS = ("network", "epochs", "min_steps", "batch_size", "lr", "k", "bins", "classes")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from dpadapt.deep.configs import DPSWDConfig
-
     p, _ = add_command(sub, "slices", __doc__.split("\n\n")[1])
     p.add_argument("--data", required=True, help="your (source) labelled data file")
     p.add_argument("--label-column", default="y", help="label column of a .csv/.parquet file (default y)")
@@ -43,7 +41,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from dpadapt.classstats import label_indices
     from dpadapt.deep import swd_publicmap as pm
-    from dpadapt.deep.configs import DPSWDConfig
+    from dpadapt.io import load_table
     from dpadapt.privacy.mechanisms import random_streams
     from dpadapt.validation import check_features, check_labels
 

@@ -1,10 +1,14 @@
-"""``--schema FILE`` and ``--quiet`` for the commands that read a party's table, and progress on stderr.
+"""``--schema FILE``, ``--label-file FILE`` and ``--quiet`` for the commands that read a party's table, and progress on stderr.
 
-With ``--schema`` a CSV / Parquet file is read through the declared public schema
-(:mod:`dpadapt.tables`): its fixed per-row map gives the features, the label column is mapped to
-indices into the public label set, and the ID column is carried to predictions. The public label set
-then also fills a method's ``--classes`` (as indices; ``--classes`` naming the schema's classes is
-accepted). Without ``--schema`` the plain reader (:func:`dpadapt.io.load_table`) is used.
+Every table is read through :mod:`dpadapt.stream` (:func:`load_data`): a :class:`StreamTable` holds the
+file's :class:`~dpadapt.stream.ChunkedSource` (its shape is known before any row is read) and gives the
+whole ``X`` / ``y`` only to a method that asks for them; a method that streams (``sound``, ``dpot``,
+``basis``) reads ``table.source`` chunk by chunk and never holds the file. With ``--schema`` a CSV /
+Parquet file is read through the declared public schema (:mod:`dpadapt.tables`): its fixed per-row map
+gives the features, the label column is mapped to indices into the public label set, and the ID column
+is carried to predictions. The public label set then also fills a method's ``--classes`` (as indices;
+``--classes`` naming the schema's classes is accepted). ``.npy`` features take their labels from
+``--label-file FILE.npy``.
 
 Progress bars (tqdm) go to stderr, only when stderr is a terminal and ``--quiet`` is not given, so
 they are never in a pipe's way.
@@ -13,43 +17,118 @@ they are never in a pipe's way.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dpadapt.io import Table, load_table
+from dpadapt.io import Table
+
+if TYPE_CHECKING:
+    from dpadapt.stream import ChunkedSource
 
 SCHEMA_HELP = ("declared PUBLIC table schema (TOML/JSON; draft one with `dpadapt schema draft`): label column and "
                "label set, ID column, numeric ranges, category lists, missing-value codes")
 
 
-@dataclasses.dataclass
-class SchemaTable(Table):
+class StreamTable(Table):
+    """A party's table read through a :class:`~dpadapt.stream.ChunkedSource`: ``n_rows`` × ``n_features``
+    known up front; ``X`` and ``y`` (``None`` when unlabelled or all ``-1``) assembled on first use."""
+
+    def __init__(self, source: ChunkedSource, path: str | os.PathLike):
+        self.source, self.path = source, Path(path)
+        self._whole: tuple | None = None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self.path)!r}, {self.n_rows} rows × {self.n_features} features)"
+
+    @property
+    def n_rows(self) -> int:
+        return self.source.n_rows
+
+    @property
+    def n_features(self) -> int:
+        return self.source.n_features
+
+    def _load(self) -> tuple:
+        if self._whole is None:
+            from dpadapt.stream import materialize
+
+            X, y = materialize(self.source)
+            if y is not None and y.dtype.kind in "iu" and np.all(y == -1):
+                y = None
+            self._whole = (X, y)
+        return self._whole
+
+    def subset(self, keep: np.ndarray) -> StreamTable:
+        """The rows where ``keep`` (one boolean a row, in file order) is true, still read chunk by chunk."""
+        import copy
+        import dataclasses
+
+        keep = np.asarray(keep, dtype=bool)
+        if keep.shape != (self.n_rows,):
+            raise ValueError(f"{self.path}: a row selection of {keep.shape} for {self.n_rows} rows")
+        whole = self.source
+
+        def chunks():
+            start = 0
+            for X, y in whole.chunks():
+                mask = keep[start:start + X.shape[0]]
+                start += X.shape[0]
+                yield X[mask], None if y is None else y[mask]
+
+        table = copy.copy(self)
+        table.source, table._whole = dataclasses.replace(whole, n_rows=int(keep.sum()), chunks=chunks), None
+        if getattr(self, "_ids", None) is not None and self._ids[0] is not None:
+            table._ids = (self._ids[0][keep],)
+        return table
+
+    @property
+    def X(self):  # noqa: N802 - the Table field's name
+        return self._load()[0]
+
+    @property
+    def y(self):
+        return self._load()[1]
+
+
+class SchemaTable(StreamTable):
     """A table read through a schema: ``y`` holds indices into ``classes``; ``ids`` the ID column (or ``None``).
 
     ``fingerprint``: the schema's public fingerprint (releases and models carry it); ``counts``: what the
-    map imputed and clipped per column (from these rows: printed for this party, never released).
+    map imputed and clipped per column (from these rows: printed for this party, never released), known
+    once a pass has read every row (``None`` before).
     """
 
-    ids: np.ndarray | None = None
-    classes: tuple | None = None
-    feature_names: list[str] | None = None
-    fingerprint: dict | None = None
-    counts: Any = None
-    id_column: str | None = None
+    def __init__(self, source: ChunkedSource, path: str | os.PathLike, schema):
+        super().__init__(source, path)
+        self.schema, self.classes, self.feature_names = schema, schema.classes, schema.feature_names
+        self.fingerprint, self.id_column, self.counts = schema.fingerprint(), schema.id_column, None
+        self._ids: tuple | None = None
+
+    @property
+    def ids(self) -> np.ndarray | None:
+        """The ID column in row order (read chunk by chunk, once), or ``None`` when the table has none."""
+        if self._ids is None:
+            from dpadapt.tables import iter_chunks
+
+            parts = [ids for _, _, ids in iter_chunks(self.path, self.schema)]
+            self._ids = (None if not parts or parts[0] is None else np.concatenate(parts),)
+        return self._ids[0]
 
 
 def add_table_arguments(p: argparse.ArgumentParser) -> None:
-    """``--schema FILE`` and ``--quiet`` (unless the parser has them already)."""
+    """``--schema FILE``, ``--label-file FILE`` and ``--quiet`` (unless the parser has them already)."""
     if "--schema" not in p._option_string_actions:
         p.add_argument("--schema", metavar="FILE", default=None, help=SCHEMA_HELP)
+    if "--label-file" not in p._option_string_actions:
+        p.add_argument("--label-file", metavar="FILE", default=None,
+                       help="labels of .npy data: a .npy file of one label a row (other formats carry a label column)")
     if "--quiet" not in p._option_string_actions:
         p.add_argument("--quiet", "-q", action="store_true", help="no progress output on stderr")
 
@@ -59,24 +138,36 @@ def show_progress(args: argparse.Namespace) -> bool:
     return not getattr(args, "quiet", False) and sys.stderr.isatty()
 
 
-def load_data(args: argparse.Namespace, path: str | None = None) -> Table:
-    """The party's table: through ``--schema`` when given, else the plain reader with ``--label-column``."""
+def load_data(args: argparse.Namespace, path: str | None = None) -> StreamTable:
+    """The party's table, read chunk by chunk: through ``--schema`` when given, else by file type with
+    ``--label-column`` (``.npz``, ``.npy`` with ``--label-file``, ``.csv``, ``.parquet``)."""
+    from dpadapt.stream import open_schema_table, open_source
+
     path = path or args.data
     schema_path = getattr(args, "schema", None)
     if not schema_path:
-        return load_table(path, getattr(args, "label_column", "y"))
-    from dpadapt.tables import load_schema, read_table
+        source = open_source(path, getattr(args, "label_column", "y"), labels=getattr(args, "label_file", None))
+        _first_chunk(source)
+        return StreamTable(_with_progress(args, source), path)
+    from dpadapt.tables import load_schema
 
     if getattr(args, "label_column", "y") != "y":
         raise ValueError("give --schema or --label-column, not both (the schema names the label column)")
+    if getattr(args, "label_file", None):
+        raise ValueError("give --schema or --label-file, not both (the schema names the label column)")
     schema = load_schema(schema_path)
-    with progress_bar(args, f"reading {Path(path).name}", unit="rows") as tick:
-        mapped = read_table(path, schema, progress=tick)
+    tables: list[SchemaTable] = []
+
+    def counted(counts) -> None:  # after the first pass that read every row: what the map imputed and clipped
+        if tables and tables[0].counts is None:
+            tables[0].counts = counts
+            report_counts(counts, schema, Path(path).name)
+
+    source = open_schema_table(path, schema, on_complete=counted)
+    _first_chunk(source)
+    tables.append(SchemaTable(_with_progress(args, source), path, schema))
     _schema_classes(args, schema.classes)
-    report_counts(mapped.counts, schema, Path(path).name)
-    return SchemaTable(X=mapped.X, y=mapped.y, path=Path(path), ids=mapped.ids, classes=mapped.classes,
-                       feature_names=mapped.feature_names, fingerprint=schema.fingerprint(), counts=mapped.counts,
-                       id_column=schema.id_column)
+    return tables[0]
 
 
 def report_counts(counts: Any, schema: Any, where: str) -> None:
@@ -92,6 +183,31 @@ def report_counts(counts: Any, schema: Any, where: str) -> None:
         print(f"note: {line}", file=sys.stderr)
     for line in warns:
         warnings.warn(line, stacklevel=2)
+
+
+def _first_chunk(source: ChunkedSource) -> None:
+    """Read (and drop) the first chunk: a bad header or first rows are reported before any ledger or
+    budget step; a bad row further on is reported when the rows are read, still before any noise."""
+    chunks = source.chunks()
+    try:
+        next(chunks, None)
+    finally:
+        chunks.close()
+
+
+def _with_progress(args: argparse.Namespace, source: ChunkedSource) -> ChunkedSource:
+    """``source`` whose every pass advances a progress bar on stderr (when progress is shown)."""
+    if not show_progress(args):
+        return source
+    import dataclasses
+
+    def chunks():
+        with progress_bar(args, f"reading {Path(source.name).name}", unit="rows", total=source.n_rows) as tick:
+            for X, y in source.chunks():
+                tick(X.shape[0])
+                yield X, y
+
+    return dataclasses.replace(source, chunks=chunks)
 
 
 def _schema_classes(args: argparse.Namespace, classes: tuple | None) -> None:

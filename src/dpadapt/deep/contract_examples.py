@@ -1,6 +1,7 @@
 """The family contract's examples of ``dpswd`` and ``dpda`` (``api.Family.example`` / ``run_parties``).
 
-Each runs the family's party steps (:mod:`dpadapt.deep.families`) on 60 + 40 rows of small shifted
+Each runs the registered family's party steps (:func:`dpadapt.api.family`, defined in
+:mod:`dpadapt.deep.families`, which imports this module) on 60 + 40 rows of small shifted
 blobs in well under a second; ``tests/test_family_contract.py`` checks them.
 """
 
@@ -8,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from dpadapt.api import family as family_steps
 from dpadapt.datasets.synthetic import contract_blobs
-from dpadapt.deep.configs import DPDAConfig, DPSWDConfig
+from dpadapt.configs.deep import DPDAConfig, DPSWDConfig
 from dpadapt.privacy.mechanisms import random_streams
 from dpadapt.release import Release
 
@@ -21,12 +23,11 @@ def dpswd_example(random_state: int) -> tuple[DPSWDConfig, dict[str, Any]]:
 
 def dpswd_run(config: DPSWDConfig, data: dict[str, Any]) -> tuple[list[Release], float]:
     """plan on public facts → the target's release ``clip(X_t) U + V`` → the source's DP-SWD (a float)."""
-    from dpadapt.deep.families import adapt_dpswd, plan_dpswd, release_dpswd
-
+    family = family_steps("dpswd")
     _, noise = random_streams(config.random_state, reproducible_noise=config.reproducible_noise)
     Xt = data["Xt"]
-    rel = release_dpswd(plan_dpswd(config, {"n": Xt.shape[0], "d": Xt.shape[1]}), Xt, noise)
-    return [rel], adapt_dpswd(rel, data["Xs"], config)
+    rel = family.release(family.plan(config, {"n": Xt.shape[0], "d": Xt.shape[1]}), Xt, noise)
+    return [rel], family.adapt(rel, data["Xs"], config)
 
 
 def dpda_example(random_state: int) -> tuple[DPDAConfig, dict[str, Any]]:
@@ -38,9 +39,8 @@ def dpda_example(random_state: int) -> tuple[DPDAConfig, dict[str, Any]]:
 
 def dpda_run(config: DPDAConfig, data: dict[str, Any]) -> tuple[list[Release], Any]:
     """plan on public sizes → the target trains by DP-SGD and releases the network → the receiver's model."""
-    from dpadapt.deep.families import adapt_dpda, plan_dpda, release_dpda
-
+    family = family_steps("dpda")
     _, noise = random_streams(config.random_state, reproducible_noise=config.reproducible_noise)
-    plan = plan_dpda(config, {"n_source": len(data["Xs"]), "n_target": len(data["Xt"])})
-    rel = release_dpda(plan, (data["Xs"], data["ys"], data["Xt"]), noise)
-    return [rel], adapt_dpda(rel, data["Xt"], config)
+    plan = family.plan(config, {"n_source": len(data["Xs"]), "n_target": len(data["Xt"])})
+    rel = family.release(plan, (data["Xs"], data["ys"], data["Xt"]), noise)
+    return [rel], family.adapt(rel, data["Xt"], config)

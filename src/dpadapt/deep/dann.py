@@ -28,7 +28,7 @@ import torch
 from torch import nn
 
 from dpadapt.api import ConfigEstimator
-from dpadapt.deep.configs import DANNConfig, training_steps
+from dpadapt.configs.deep import DANNConfig, training_steps
 from dpadapt.deep.dpsgd import PrivacySpec, clipped_block_sums
 from dpadapt.deep.runtime import training_device
 from dpadapt.privacy.mechanisms import NoiseSource, poisson_subsample, random_streams, torch_gaussian_noise
@@ -233,7 +233,7 @@ def train_streams(
 class DANN(ConfigEstimator):
     """Non-private DANN (or, with ``adapt=False``, the source-only network "NN" of the paper).
 
-    Hyper-parameters: :class:`~dpadapt.deep.configs.DANNConfig` (``hidden``, ``activation``,
+    Hyper-parameters: :class:`~dpadapt.configs.deep.DANNConfig` (``hidden``, ``activation``,
     ``network``, ``epochs``, ``min_steps``, ``batch_size``, ``lr``, ``lr_domain``, ``adapt``,
     ``random_state``). The label set is the source's (public) labels unless ``classes`` is given.
 

@@ -2,7 +2,8 @@
 
 Threat model (central DP, spec 05 §1): whoever trains sees the raw data; the *trained model*
 (every parameter, released after the last step) is what the guarantee covers. One individual is
-one record (add/remove neighbours), per protected domain.
+one record (replace-one neighbours, the dataset sizes public: the sampling rates and step counts
+are computed from them and stated), per protected domain.
 
 DPDA — target protected, source public
     Per step: a public source batch gives the label gradient (G_f, G_y) and the source-domain
@@ -10,7 +11,8 @@ DPDA — target protected, source public
     q = M/N_t) gives, per row, the gradient of the target domain loss with respect to *every*
     trainable parameter it reaches — G_d and, through the reversal layer (×−ν), G_f. In sound
     mode that concatenated vector is clipped to C, summed, and one N(0, σ²C²I) draw is added;
-    one Poisson-subsampled Gaussian event (multiplier σ, rate q) per step. The source step reads
+    one Poisson-subsampled Gaussian event (multiplier σ, rate q) per step, accounted by dp-accounting's
+    replace-one privacy-loss distribution. The source step reads
     no target row, so it costs the target nothing.
 
 G-DPDA — both protected, accounted separately
@@ -26,14 +28,15 @@ T steps run (≤ the budget).
 
 Paper mode reproduces the published procedure: separate clipping (and noise) per parameter group
 (Eqs. 14–15; G-DPDA: two source phases on separate samples, Eqs. 19–22) with T chosen by the
-paper's accountant (multiplier σ per phase; basic composition of the two source phases). It is
-charged what it really costs — multiplier σ/√G for G separately clipped groups, the two source
-phases composed in RDP — and marked not valid, with the paper's claimed ε in ``details``.
+paper's accountant (multiplier σ per phase, add/remove RDP; basic composition of the two source
+phases). It is charged what it really costs — multiplier σ/√G for G separately clipped groups, the
+two source phases composed, under replace-one as in sound mode — and marked not valid, with the
+paper's claimed (add/remove) ε in ``details``.
 """
 
 from __future__ import annotations
 
-from dpadapt.deep.configs import DPDAConfig, GDPDAConfig
+from dpadapt.configs.deep import DPDAConfig, GDPDAConfig
 from dpadapt.deep.dann import DANN, DANNNetwork, Stream
 from dpadapt.deep.dpsgd import check_per_example_modules
 from dpadapt.privacy.families.dpda import THEOREM, PrivatePlan, plan_party  # noqa: F401
@@ -42,11 +45,11 @@ from dpadapt.privacy.families.dpda import THEOREM, PrivatePlan, plan_party  # no
 class DPDA(DANN):
     """DANN with the target domain protected by DP-SGD (source public).
 
-    Guarantee: (ε, δ)-DP for every record of the target training set (add/remove neighbours)
+    Guarantee: (ε, δ)-DP for every record of the target training set (replace-one neighbours, n public)
     with respect to the released network, by the DP-SGD theorem (see :data:`THEOREM`); ε is
     the one actually spent, ``guarantee_.details`` holds σ, C, q and the step count.
 
-    Hyper-parameters: :class:`~dpadapt.deep.configs.DPDAConfig`. By default
+    Hyper-parameters: :class:`~dpadapt.configs.deep.DPDAConfig`. By default
     (``noise_multiplier=None``) σ is calibrated so that the configured training length
     (``epochs``, at least ``min_steps`` steps) spends exactly ε; a given ``noise_multiplier``
     makes ε a cap instead (training stops when it is reached).
@@ -96,11 +99,11 @@ class GDPDA(DPDA):
 
     Guarantees: ``guarantees_['target']`` (ε_t, δ_t) for every target training record and
     ``guarantees_['source']`` (ε_s, δ_s) for every source training record (its features *and*
-    label), add/remove neighbours within each domain, with respect to the released network.
+    label), replace-one neighbours within each domain (its size public), with respect to the released network.
     The label set (the label head's width) is the public ``classes`` parameter, required; a
     source label outside it is an error.
 
-    Hyper-parameters: :class:`~dpadapt.deep.configs.GDPDAConfig` (``source_epsilon``,
+    Hyper-parameters: :class:`~dpadapt.configs.deep.GDPDAConfig` (``source_epsilon``,
     ``source_delta``, ``source_noise_multiplier``, ``source_max_grad_norm`` on top of DPDA's).
     """
 

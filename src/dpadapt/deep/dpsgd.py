@@ -9,10 +9,11 @@ gradient-reversal layer does), clips them and adds Gaussian noise once.
 Privacy (sound mode, ``grouping="joint"``)
     Every coordinate of every block that the row's loss reaches is one concatenated per-example
     vector, clipped to ℓ2 norm ``C``; the batch sum is released with one draw of
-    N(0, σ²C²I). Under add/remove-one neighbours that sum has ℓ2 sensitivity ``C``, so one step
-    is the Poisson-subsampled Gaussian mechanism with noise multiplier σ and rate q
-    (Abadi et al., CCS 2016; Mironov, Talwar & Zhang 2019) — one
-    :func:`~dpadapt.privacy.accounting.poisson_gaussian_event` per step.
+    N(0, σ²C²I). One record contributes a vector of norm ≤ ``C`` to that sum (replacing it moves
+    the sum by ≤ 2C when it is sampled), so one step is the Poisson-subsampled Gaussian mechanism
+    with noise multiplier σ and rate q (Abadi et al., CCS 2016) — one
+    :func:`~dpadapt.privacy.accounting.poisson_gaussian_event` per step, accounted under
+    replace-one with n public (:mod:`dpadapt.privacy.families.dpda`).
 
 Paper mode (``grouping="per_group"``)
     The published procedure (Wang et al., TIFS 2020, Eqs. 14–15) clips each parameter group
@@ -382,7 +383,8 @@ def per_example_clipped_sum(
     ``g_i`` is the gradient of ``loss_fn(module(x_i[None]), y_i[None])`` with respect to every
     trainable parameter of ``module`` (one concatenated vector per example, clipped jointly to
     ``clip``), computed with ``torch.func.vmap``. Returns the sums and the per-example norms
-    before clipping. The sum has ℓ2 sensitivity C under add/remove-one (Abadi et al. 2016).
+    before clipping. One example contributes at most C to the sum (ℓ2), so adding or removing one moves it by ≤ C and
+    replacing one by ≤ 2C (Abadi et al. 2016).
     """
     check_per_example_modules(module, "the DP-SGD module")
     params = {n: p.detach() for n, p in module.named_parameters() if p.requires_grad}

@@ -23,7 +23,7 @@ import torch
 
 from dpadapt.api import Family, Plan, register
 from dpadapt.deep import contract_examples
-from dpadapt.deep.configs import DANNConfig, DPDAConfig, DPSWDConfig, GDPDAConfig
+from dpadapt.configs.deep import DANNConfig, DPDAConfig, DPSWDConfig, GDPDAConfig
 from dpadapt.deep.dann import DANN, mlp_network, to_tensor
 from dpadapt.deep.dpda import DPDA, GDPDA
 from dpadapt.deep.swd_da import DPSWDAdapter

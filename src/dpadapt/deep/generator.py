@@ -176,11 +176,11 @@ class MarginalsConfig:
     classes: tuple | None = None
     #: True (default): one histogram per class of the images alone (same sqrt(2k) sensitivity, the
     #: label set public); False: one histogram of the joint rows [x, a·onehot(y)] (round 4). Chosen on a
-    #: USPS dev check by a rule fixed before it ran (benchmarks/dpswd.md, round 5), not on MNIST.
+    #: USPS dev check by a rule fixed before it ran (benchmarks/dpswd/README.md, round 5), not on MNIST.
     per_class: bool = True
     #: counts ≤ floor·σ are read as empty before the quantiles are taken (post-processing, as the DA
     #: receiver does); 0 drops only negative counts. 1 chosen on a USPS dev check by a rule fixed before
-    #: it ran (mean of MLP and LogReg 52.2 vs 41.2; benchmarks/dpswd.md, round 6), not on MNIST.
+    #: it ran (mean of MLP and LogReg 52.2 vs 41.2; benchmarks/dpswd/README.md, round 6), not on MNIST.
     floor: float = 1.0
     device: str = "auto"  # see dpadapt.deep.runtime.training_device
 

@@ -9,7 +9,7 @@
   (‖U‖op, the noisy projections) on every step. Left alone, OpenBLAS sizes its own pool to every
   core and its idle threads keep spinning while torch computes: on 2 cores this made the sound
   per-step design 1.7× slower than non-private SWD, although it does less work (no gradient
-  through the target batch). Measured in ``benchmarks/scripts/deep_overheads.py``.
+  through the target batch). Measured in ``benchmarks/perf/deep_overheads.py``.
 """
 
 from __future__ import annotations
@@ -20,15 +20,7 @@ from collections.abc import Iterator
 import torch
 from threadpoolctl import threadpool_limits
 
-
-def check_device(value: str) -> str:
-    """A config check: ``"auto"`` or a device string torch understands (``"cpu"``, ``"cuda"``, ``"cuda:1"``)."""
-    if value != "auto":
-        try:
-            torch.device(value)
-        except (RuntimeError, TypeError) as exc:
-            raise ValueError(f"must be 'auto' or a torch device such as 'cpu' or 'cuda', got {value!r}") from exc
-    return value
+from dpadapt.configs.deep import check_device
 
 
 def training_device(requested: str = "auto") -> torch.device:

@@ -46,7 +46,7 @@ from torch import nn
 
 from dpadapt.api import ConfigEstimator
 from dpadapt.baselines.source_only import FlooredStandardScaler
-from dpadapt.deep.configs import DPSWDConfig, training_steps
+from dpadapt.configs.deep import DPSWDConfig, training_steps
 from dpadapt.deep.dann import GradientReversal
 from dpadapt.deep.runtime import blas_like_torch, training_device
 from dpadapt.privacy.families.dpswd import rounds_guarantee
@@ -370,7 +370,7 @@ def predict_logits(g: nn.Module, h: nn.Module, X: np.ndarray, chunk: int = 2048)
 class DPSWDAdapter(ConfigEstimator):
     """SWD-DA / DP-SWD-DA classifier (scikit-learn API; both parties simulated in one process).
 
-    Hyper-parameters: :class:`~dpadapt.deep.configs.DPSWDConfig`. ``epsilon=None`` is the
+    Hyper-parameters: :class:`~dpadapt.configs.deep.DPSWDConfig`. ``epsilon=None`` is the
     non-private SWD-DA (no clipping, no noise), and with ``lam=0`` the source-only network.
     ``alignment="adversarial"`` (non-private) trains the paper's DANN row in the same loop.
     ``network="digits"`` is the paper's CNN for 28×28 images (rows of 784 pixels; other sizes are

@@ -202,6 +202,6 @@ def load_map(release: Release, n_features: int | None = None) -> PublicMap:
 
 def steps_for(n_source: int, batch_size: int, epochs: int, min_steps: int) -> int:
     """The a-priori source-only length (as the estimator: ``epochs`` passes, at least ``min_steps``)."""
-    from dpadapt.deep.configs import training_steps
+    from dpadapt.configs.deep import training_steps
 
     return training_steps(epochs, min_steps, math.ceil(n_source / min(int(batch_size), int(n_source))))

@@ -9,20 +9,33 @@ Conventions
 * A :class:`~dp_accounting.GaussianDpEvent` carries the *noise multiplier* σ/Δ, where Δ is the
   ℓ2 sensitivity of the released quantity **under the neighbouring relation declared for it**
   (``"add_remove"`` or ``"replace_one"``). A Laplace event likewise carries b/Δ₁.
-* ``"add_remove"`` goes with Poisson subsampling (DP-SGD sums); ``"replace_one"`` goes with
-  fixed-size sampling without replacement (row-wise releases) and with randomized response on
-  labels (one record's label is replaced).
+* ``"replace_one"`` goes with fixed-size sampling without replacement (row-wise releases), with
+  randomized response on labels (one record's label is replaced) and with Poisson subsampling
+  (DP-SGD); ``"add_remove"`` with Poisson subsampling too.
 * For ``replace_one``, RDP is computed with ``NeighboringRelation.REPLACE_ONE`` (Gaussian and
   Laplace RDP curves do not depend on the relation once Δ is expressed for it; the
   sampled-without-replacement bound of Wang, Balle & Kasiviswanathan, AISTATS 2019, and
-  randomized response need it). PLD is used for ``replace_one`` only when every event is a plain
-  Gaussian/Laplace event (then the relation is already folded into Δ); otherwise ``"auto"``
-  falls back to RDP.
+  randomized response need it). PLD is used for ``replace_one`` when every event is a plain
+  Gaussian/Laplace event (then the relation is already folded into Δ and the add/remove PLD of
+  the same multiplier applies).
+* **Poisson subsampling under ``replace_one``** (DP-SGD, issue 27 item 3): dp-accounting's RDP
+  accountant has no replace-one analysis of it, its PLD accountant has (``REPLACE_ONE``: the
+  record's contribution v to the sampled sum is replaced by v′, ‖v‖, ‖v′‖ ≤ C, each sampled
+  with probability q — the mixtures q·N(C, σ²) + (1−q)·N(0, σ²) against q·N(−C, σ²) + (1−q)·N(0, σ²)).
+  Such an event carries σ/C, C the bound on one record's contribution (DP-SGD's clip), exactly
+  as under add/remove; the plain Gaussian events composed with it keep σ/Δ_replace and are handed
+  to the ``REPLACE_ONE`` PLD with their multiplier doubled (that accountant reads a plain Gaussian
+  as a shift of ±1, i.e. Δ_replace = 2). ``method="rdp"`` falls back to this PLD, since RDP cannot
+  account the event (:func:`resolve_method`).
+* PLD searches (σ, steps) run on coarser discretisations first (:data:`PLD_SEARCH_INTERVALS`; the
+  pessimistic PLD bounds ε from above at every discretisation); the ε stated is the one at
+  :data:`PLD_INTERVAL`, checked against the budget.
 """
 
 from __future__ import annotations
 
 import collections
+import enum
 import math
 from collections.abc import Callable, Sequence
 from typing import Literal
@@ -33,6 +46,22 @@ from dp_accounting import dp_event as _dp_event
 from dp_accounting import pld, rdp
 
 from dpadapt.validation import check_delta, check_epsilon
+
+
+class Accounting(enum.StrEnum):
+    """How the ε of a :class:`~dpadapt.privacy.guarantee.Guarantee` was obtained (a ``str``, so ``g.accounting == "rdp"`` works)."""
+
+    RDP = "rdp"  #: dp-accounting's RDP accountant (Mironov 2017) on the events
+    PLD = "pld"  #: dp-accounting's privacy-loss-distribution accountant on the events
+    ANALYTIC_GAUSSIAN = "analytic_gaussian"  #: exact single Gaussian release (Balle & Wang 2018, Thm. 8)
+    KKMM = "kkmm"  #: Gaussian calibration of Kenthapadi et al. 2013, Thm. 1
+    PURE = "pure"  #: a pure ε-DP mechanism (Laplace, randomized response, report-noisy-min)
+    BASIC_COMPOSITION = "basic_composition"  #: Σε, Σδ (Dwork & Roth, Thm. 3.16)
+    ADVANCED_COMPOSITION = "advanced_composition"  #: Dwork, Rothblum & Vadhan 2010
+    GROUP_PRIVACY = "group_privacy"  #: add/remove (ε, δ) read as replace-one (2ε, (1+e^ε)δ)
+    COMPOSITION = "composition"  #: an accountant on the events plus basic composition of closed-form parts
+    NONE = "none"  #: no guarantee (non-private)
+
 
 Relation = Literal["add_remove", "replace_one"]
 Method = Literal["rdp", "pld", "auto"]
@@ -60,57 +89,113 @@ COARSE_ORDERS: tuple[float, ...] = tuple(
 )
 
 
-def _accountant(relation: str, method: str, orders: tuple[float, ...] = RDP_ORDERS) -> dp_accounting.PrivacyAccountant:
+#: The PLD discretisation of every ε this module states (dp-accounting's default).
+PLD_INTERVAL = 1e-4
+
+
+#: The coarser PLD discretisations a σ or step search runs on, in turn (each from the previous answer): dp-accounting's
+#: pessimistic PLD bounds ε from above at any discretisation, so each stage's answer is valid; the last is then checked
+#: at :data:`PLD_INTERVAL`. A DP-SGD replace-one ε at q = 0.016, T = 1 260 (δ = 1e-5, ε ≈ 9.66) is 0.03 too high at
+#: 1e-2 (~0.03 s), 3e-4 at 1e-3 (~0.2 s), against ~3 s at 1e-4.
+PLD_SEARCH_INTERVALS: tuple[float, ...] = (1e-2, 1e-3)
+
+_NEIGHBOURS = {
+    "add_remove": dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE,
+    "replace_one": dp_accounting.NeighboringRelation.REPLACE_ONE,
+}
+
+
+def _subsampled(event: dp_accounting.DpEvent) -> bool:
+    """Whether ``event`` holds a Poisson-subsampled event."""
+    if isinstance(event, dp_accounting.PoissonSampledDpEvent):
+        return True
+    if isinstance(event, dp_accounting.SelfComposedDpEvent):
+        return _subsampled(event.event)
+    if isinstance(event, dp_accounting.ComposedDpEvent):
+        return any(_subsampled(e) for e in event.events)
+    return False
+
+
+def map_leaves(event: dp_accounting.DpEvent,
+               leaf: Callable[[dp_accounting.DpEvent], dp_accounting.DpEvent | None]) -> dp_accounting.DpEvent | None:
+    """``event`` with every mechanism below its (self-)compositions replaced by ``leaf(mechanism)``; None if ``leaf``
+    gives None for any of them."""
+    if isinstance(event, dp_accounting.SelfComposedDpEvent):
+        inner = map_leaves(event.event, leaf)
+        return None if inner is None else dp_accounting.SelfComposedDpEvent(inner, event.count)
+    if isinstance(event, dp_accounting.ComposedDpEvent):
+        parts = [map_leaves(e, leaf) for e in event.events]
+        return None if any(p is None for p in parts) else dp_accounting.ComposedDpEvent(parts)
+    return leaf(event)
+
+
+def _replace_one_leaf(event: dp_accounting.DpEvent) -> dp_accounting.DpEvent | None:
+    """One mechanism as dp-accounting's ``REPLACE_ONE`` PLD reads it (module docstring), or None if it cannot.
+
+    A plain Gaussian of multiplier σ/Δ_replace becomes one of 2σ/Δ_replace (that accountant shifts a plain Gaussian
+    by ±1); Poisson-subsampled events (σ/C) and randomized response are read as they are.
+    """
+    if isinstance(event, dp_accounting.GaussianDpEvent):
+        return dp_accounting.GaussianDpEvent(2.0 * event.noise_multiplier)
+    if isinstance(event, (dp_accounting.PoissonSampledDpEvent, dp_accounting.RandomizedResponseDpEvent,
+                          dp_accounting.NoOpDpEvent)):
+        return event
+    return None
+
+
+def _prepared(event: dp_accounting.DpEvent, relation: str, method: str, orders: tuple[float, ...] = RDP_ORDERS,
+              interval: float = PLD_INTERVAL) -> tuple[dp_accounting.PrivacyAccountant, dp_accounting.DpEvent] | None:
+    """A fresh dp-accounting accountant for ``event`` under our ``relation`` and the event to give it, or None
+    when it cannot account the event (see the module docstring and :func:`supports`)."""
     if method == "rdp":
-        rel = (
-            dp_accounting.NeighboringRelation.REPLACE_ONE
-            if relation == "replace_one"
-            else dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
-        )
-        return rdp.RdpAccountant(orders=orders, neighboring_relation=rel)
-    # PLD: for replace_one the sensitivity is already expressed under that relation
-    # (see module docstring), so the add/remove PLD of the same noise multiplier applies.
-    return pld.PLDAccountant(
-        neighboring_relation=dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE,
-        value_discretization_interval=1e-4,
-    )
+        acc = rdp.RdpAccountant(orders=orders, neighboring_relation=_NEIGHBOURS[relation])
+        return (acc, event) if acc.supports(event) else None
+    if method != "pld":
+        raise ValueError(f"method must be 'rdp' or 'pld', got {method!r}")
+    if relation == "replace_one" and _subsampled(event):
+        view = map_leaves(event, _replace_one_leaf)
+        acc = pld.PLDAccountant(neighboring_relation=_NEIGHBOURS["replace_one"], value_discretization_interval=interval)
+        return (acc, view) if view is not None and acc.supports(view) else None
+    # add/remove; or replace-one with Δ already expressed under it: the add/remove PLD of the same multiplier
+    acc = pld.PLDAccountant(neighboring_relation=_NEIGHBOURS["add_remove"], value_discretization_interval=interval)
+    if not acc.supports(event):
+        return None
+    if relation == "replace_one" and not rdp.RdpAccountant(neighboring_relation=_NEIGHBOURS["replace_one"]).supports(event):
+        return None
+    return acc, event
 
 
 def supports(event: dp_accounting.DpEvent, relation: Relation, method: str) -> bool:
     """Whether dp-accounting's ``method`` accountant can account ``event`` under our ``relation``.
 
-    This is dp-accounting's own ``PrivacyAccountant.supports``. For ``replace_one`` and PLD the
-    add/remove PLD of the same multiplier is used (Δ is already expressed under replace-one), which
-    is sound only for events whose privacy loss does not depend on the relation beyond Δ: the
-    event must be supported both by the add/remove PLD accountant and by the replace-one RDP
-    accountant (that excludes Poisson subsampling, sampling without replacement and randomized
-    response, whose replace-one analysis differs).
+    This is dp-accounting's own ``PrivacyAccountant.supports``. For ``replace_one`` and PLD, an event
+    without Poisson subsampling is given to the add/remove PLD of the same multiplier (Δ is already
+    expressed under replace-one), which is sound only for events whose privacy loss does not depend on
+    the relation beyond Δ: the event must be supported both by the add/remove PLD accountant and by the
+    replace-one RDP accountant (that excludes sampling without replacement and randomized response,
+    whose replace-one analysis differs). An event with Poisson subsampling goes to the ``REPLACE_ONE``
+    PLD accountant (module docstring).
     """
     _check_relation(relation)
-    if method == "rdp":
-        return _accountant(relation, "rdp").supports(event)
-    if method != "pld":
-        raise ValueError(f"method must be 'rdp' or 'pld', got {method!r}")
-    if relation == "add_remove":
-        return _accountant(relation, "pld").supports(event)
-    return _accountant(relation, "pld").supports(event) and _accountant(relation, "rdp").supports(event)
+    return _prepared(event, relation, method) is not None
 
 
 def resolve_method(event: dp_accounting.DpEvent, relation: Relation, method: Method) -> str:
-    """Return ``"rdp"`` or ``"pld"`` for ``method`` (``"auto"`` prefers PLD when :func:`supports` it)."""
+    """Return ``"rdp"`` or ``"pld"`` for ``method``.
+
+    ``"auto"`` prefers PLD when :func:`supports` it; ``"rdp"`` is RDP wherever dp-accounting's RDP accountant can
+    account the event under ``relation`` and PLD where only PLD can (Poisson subsampling under replace-one);
+    ``"pld"`` is PLD or an error.
+    """
     _check_relation(relation)
     if method == "rdp":
-        return "rdp"
+        return "pld" if not supports(event, relation, "rdp") and supports(event, relation, "pld") else "rdp"
+    if method not in ("pld", "auto"):
+        raise ValueError(f"method must be 'rdp', 'pld' or 'auto', got {method!r}")
     supported = supports(event, relation, "pld")
-    if method == "pld":
-        if not supported:
-            raise ValueError(
-                f"PLD accounting does not support this event under {relation!r}; use method='rdp'"
-            )
-        return "pld"
-    if method == "auto":
-        return "pld" if supported else "rdp"
-    raise ValueError(f"method must be 'rdp', 'pld' or 'auto', got {method!r}")
+    if method == "pld" and not supported:
+        raise ValueError(f"PLD accounting does not support this event under {relation!r}; use method='rdp'")
+    return "pld" if supported else "rdp"
 
 
 def compose(
@@ -138,17 +223,19 @@ def compose(
     return builder.build()
 
 
-def _composed(event: dp_accounting.DpEvent, relation: Relation, method: Method):
-    """A fresh accountant (RDP or PLD, under ``relation``) that has composed ``event``."""
-    acc = _accountant(relation, resolve_method(event, relation, method))
-    if not acc.supports(event):
+def _composed(event: dp_accounting.DpEvent, relation: Relation, method: str, orders: tuple[float, ...] = RDP_ORDERS,
+              interval: float = PLD_INTERVAL):
+    """A fresh accountant (``method`` already resolved: ``"rdp"`` or ``"pld"``) that has composed ``event``."""
+    prepared = _prepared(event, relation, method, orders, interval)
+    if prepared is None:
         raise ValueError(f"dp-accounting cannot account this event under {relation!r}: {event}")
-    acc.compose(event)
+    acc, accounted = prepared
+    acc.compose(accounted)
     return acc
 
 
 def epsilon(event: dp_accounting.DpEvent, delta: float, relation: Relation = "add_remove", method: Method = "rdp") -> float:
-    """ε of ``event`` at ``delta`` under ``relation`` (RDP or PLD via dp-accounting).
+    """ε of ``event`` at ``delta`` under ``relation`` (RDP or PLD via dp-accounting; :func:`resolve_method`).
 
     Memoised on the event's ``repr`` (events are plain values; a Poisson-subsampled RDP curve costs about a second,
     and a fit, its plan and its ledger entry ask for the same ε several times).
@@ -160,7 +247,7 @@ def epsilon(event: dp_accounting.DpEvent, delta: float, relation: Relation = "ad
     if key not in _EPSILONS:
         if len(_EPSILONS) >= 4096:
             _EPSILONS.clear()
-        _EPSILONS[key] = float(_composed(event, relation, method).get_epsilon(delta))
+        _EPSILONS[key] = float(_composed(event, relation, resolve_method(event, relation, method)).get_epsilon(delta))
     return _EPSILONS[key]
 
 
@@ -170,7 +257,7 @@ _EPSILONS: dict[tuple, float] = {}
 def delta_for_epsilon(event: dp_accounting.DpEvent, eps: float, relation: Relation = "add_remove", method: Method = "rdp") -> float:
     """δ of ``event`` at ``eps``."""
     check_epsilon(eps)
-    return float(_composed(event, relation, method).get_delta(eps))
+    return float(_composed(event, relation, resolve_method(event, relation, method)).get_delta(eps))
 
 
 def calibrate_noise_multiplier(
@@ -193,27 +280,45 @@ def calibrate_noise_multiplier(
     within the budget there too — bracketed just below the first result. Any subset of the orders
     gives a valid (upper-bound) ε, so the returned z is (ε, δ)-DP under the full accountant too; it
     equals the all-orders calibration (to ``tol``) whenever the optimal order lies in that window.
+
+    PLD likewise: on each of :data:`PLD_SEARCH_INTERVALS` in turn, the first to a loose tolerance (the
+    pessimistic PLD is an upper bound at every discretisation), then checked at :data:`PLD_INTERVAL`, the
+    accountant every stated ε comes from (raised by ``tol`` until within the budget there, which the finer
+    discretisation almost always is).
     """
     check_epsilon(target_epsilon)
     check_delta(target_delta)
     resolved = resolve_method(make_event(1.0), relation, method)
-    if resolved != "rdp":
-        return _calibrate(make_event, target_epsilon, target_delta, relation, resolved, tol, RDP_ORDERS, 1.0)
+    if resolved == "pld":
+        z = 1.0
+        for interval in PLD_SEARCH_INTERVALS:
+            last = interval == PLD_SEARCH_INTERVALS[-1]
+            z = _calibrate(make_event, target_epsilon, target_delta, relation, "pld", tol if last else max(tol, 1e-2),
+                           RDP_ORDERS, z, interval)
+        while epsilon(make_event(z), target_delta, relation, "pld") > target_epsilon:
+            z *= 1.0 + tol
+        return z
     z = _calibrate(make_event, target_epsilon, target_delta, relation, "rdp", max(tol, 1e-2), COARSE_ORDERS, 1.0)
-    acc = _accountant(relation, "rdp", COARSE_ORDERS)
-    acc.compose(make_event(z))
+    acc = _composed(make_event(z), relation, "rdp", COARSE_ORDERS)
     best = float(acc.get_epsilon_and_optimal_order(target_delta)[1])
     near = tuple(o for o in RDP_ORDERS if abs(o - best) <= (0.25 if best < 6 else best / 4))
     return _calibrate(make_event, target_epsilon, target_delta, relation, "rdp", tol, near, z)
 
 
 def _calibrate(make_event, target_epsilon: float, target_delta: float, relation: Relation, resolved: str, tol: float,
-               orders: tuple[float, ...], start: float) -> float:
-    """Brent's method on a bracket [lo, hi] ∋ z found from ``start`` (the accountant restricted to ``orders``)."""
+               orders: tuple[float, ...], start: float, interval: float = PLD_INTERVAL) -> float:
+    """Brent's method on a bracket [lo, hi] ∋ z found from ``start`` (the accountant restricted to ``orders``, or
+    the PLD at discretisation ``interval``)."""
+
+    def prepared(z: float):
+        out = _prepared(make_event(z), relation, resolved, orders, interval)
+        if out is None:
+            raise ValueError(f"dp-accounting cannot account this event under {relation!r}: {make_event(z)}")
+        return out
 
     def within(z: float) -> bool:
-        acc = _accountant(relation, resolved, orders)
-        acc.compose(make_event(z))
+        acc, event = prepared(z)
+        acc.compose(event)
         return float(acc.get_epsilon(target_delta)) <= target_epsilon
 
     hi = float(start)
@@ -233,8 +338,8 @@ def _calibrate(make_event, target_epsilon: float, target_delta: float, relation:
                 raise ValueError(f"no noise multiplier ≤ 1e6 reaches ε = {target_epsilon} at δ = {target_delta}")
         lo = hi / 2
     z = dp_accounting.calibrate_dp_mechanism(
-        lambda: _accountant(relation, resolved, orders),
-        make_event,
+        lambda: prepared(hi)[0],
+        lambda z_: prepared(z_)[1],
         target_epsilon,
         target_delta,
         bracket_interval=dp_accounting.ExplicitBracketInterval(lo, hi),
@@ -251,18 +356,41 @@ def max_steps(
     method: Method = "rdp",
     upper: int = 10**7,
 ) -> int:
-    """Largest number of steps T with ``make_event(T)`` within (ε, δ) (0 if even one step is not)."""
+    """Largest number of steps T ≤ ``upper`` with ``make_event(T)`` within (ε, δ) (0 if even one step is not).
+
+    Under PLD the search runs on each of :data:`PLD_SEARCH_INTERVALS` in turn (each from the last answer), and
+    the result is checked at :data:`PLD_INTERVAL` (lowered until within the budget there): T is then the largest
+    within the budget at the last search discretisation, and within it at the stated one.
+    """
     check_epsilon(target_epsilon)
     check_delta(target_delta)
-    if epsilon(make_event(1), target_delta, relation, method) > target_epsilon:
-        return 0
-    lo, hi = 1, 2
-    while hi <= upper and epsilon(make_event(hi), target_delta, relation, method) <= target_epsilon:
-        lo, hi = hi, hi * 2
-    hi = min(hi, upper + 1)
+    resolved = resolve_method(make_event(1), relation, method)
+    if resolved == "rdp":
+        return _largest_steps(lambda t: epsilon(make_event(t), target_delta, relation, "rdp") <= target_epsilon, upper)
+    steps = 1
+    for interval in PLD_SEARCH_INTERVALS:
+        steps = _largest_steps(
+            lambda t, interval=interval: _composed(make_event(t), relation, "pld", interval=interval).get_epsilon(
+                target_delta) <= target_epsilon, upper, max(steps, 1))
+    while steps > 0 and epsilon(make_event(steps), target_delta, relation, "pld") > target_epsilon:
+        steps -= 1
+    return steps
+
+
+def _largest_steps(within: Callable[[int], bool], upper: int, start: int = 1) -> int:
+    """The largest T in [0, ``upper``] with ``within(T)`` (monotone; T = 0 always within), from ``start`` (an earlier,
+    coarser answer): steps up that double from 1 (down to a bisection over [0, start] if ``start`` is not within),
+    then a bisection."""
+    if not within(start):
+        lo, hi = 0, start
+    else:
+        lo, step = start, 1
+        while lo + step <= upper and within(lo + step):
+            lo, step = lo + step, step * 2
+        hi = min(lo + step, upper + 1)
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if epsilon(make_event(mid), target_delta, relation, method) <= target_epsilon:
+        if within(mid):
             lo = mid
         else:
             hi = mid
@@ -295,7 +423,8 @@ def randomized_response_event(eps: float, num_classes: int) -> dp_accounting.DpE
 
 
 def poisson_gaussian_event(noise_multiplier: float, sample_rate: float, steps: int) -> dp_accounting.DpEvent:
-    """DP-SGD: ``steps`` Poisson-subsampled (rate q) Gaussian sums; relation ``add_remove``."""
+    """DP-SGD: ``steps`` Poisson-subsampled (rate q) Gaussian sums, σ = ``noise_multiplier``·C with C the bound on one
+    record's contribution (the clip); accounted under either relation (replace-one: PLD only, module docstring)."""
     if not 0 < sample_rate <= 1:
         raise ValueError(f"sample_rate must be in (0, 1], got {sample_rate}")
     return dp_accounting.SelfComposedDpEvent(

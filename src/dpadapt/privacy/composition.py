@@ -8,10 +8,12 @@ Rule, for guarantees gᵢ each counted kᵢ times and a total δ (default Σ k�
 1. **One neighbouring relation.** All add/remove: add/remove. Otherwise replace-one, and each
    add/remove guarantee is converted soundly (the conversions are listed in the result):
 
-   * its events, when every mechanism in them is a plain Gaussian or Laplace release (possibly
-     composed): with Δ the add/remove sensitivity, the replace-one sensitivity is ≤ 2Δ (a
-     replacement is a removal then an addition, triangle inequality), so a multiplier z under
-     add/remove is a multiplier z/2 under replace-one;
+   * its events, when every mechanism in them is a plain Gaussian or Laplace release or a
+     Poisson-subsampled Gaussian (possibly composed): with Δ the add/remove sensitivity, the
+     replace-one sensitivity is ≤ 2Δ (a replacement is a removal then an addition, triangle
+     inequality), so a plain multiplier z under add/remove is a multiplier z/2 under replace-one; a
+     Poisson-subsampled Gaussian keeps its event (σ/C, C one record's contribution bound), which
+     dp-accounting's replace-one PLD accounts as such (:mod:`dpadapt.privacy.accounting`);
    * otherwise its (ε, δ) by group privacy over the two add/remove steps of a replacement:
      (2ε, (1 + e^ε)·δ) (Dwork & Roth, Thm. 2.2 applied twice with the δ terms kept).
 
@@ -20,14 +22,19 @@ Rule, for guarantees gᵢ each counted kᵢ times and a total δ (default Σ k�
 2. **Every term kept.** δ_extra (failure probabilities of high-probability bounds, see
    :class:`~dpadapt.privacy.Guarantee`) and the δ of closed-form parts are subtracted from the total
    δ and added back to the reported δ; the events of all other parts are composed with
-   dp-accounting's ``DpEventBuilder`` and converted to ε at the δ that is left (RDP by default;
-   PLD when dp-accounting's ``supports()`` says so and it is asked for). Closed-form parts add
-   their ε (basic composition, Dwork & Roth Thm. 3.16).
+   dp-accounting's ``DpEventBuilder`` and converted to ε at the δ that is left (RDP by default,
+   PLD where RDP cannot account them — Poisson subsampling under replace-one; PLD when
+   dp-accounting's ``supports()`` says so and it is asked for). Events that no accountant can take
+   together (a Laplace release beside a replace-one Poisson-subsampled one) are read as closed-form
+   parts instead. Closed-form parts add their ε (basic composition, Dwork & Roth Thm. 3.16).
 3. **A second valid bound.** Basic composition of the guarantees as stated (after conversion),
    (Σ kᵢεᵢ, Σ kᵢδᵢ), holds whenever Σ kᵢδᵢ ≤ δ; the smaller ε of the two is reported (this matters
    for a few releases calibrated more tightly than RDP, e.g. by the analytic Gaussian).
 
 The result is ε = ∞ when the closed-form parts and the extra δ already use up the total δ.
+
+The guarantees composed here are :class:`~dpadapt.privacy.guarantee.Guarantee` objects (named in the
+annotations only: that module builds on this one, not the other way round).
 """
 
 from __future__ import annotations
@@ -39,7 +46,7 @@ from collections.abc import Iterable, Sequence
 import dp_accounting
 
 from dpadapt.privacy import accounting
-from dpadapt.privacy.guarantee import Accounting, Guarantee
+from dpadapt.privacy.accounting import Accounting
 
 #: For each unit, the units whose neighbouring datasets it includes (record-level neighbours
 #: include the label- and attribute-level ones), so a guarantee for the key implies one for them.
@@ -75,20 +82,17 @@ def common_unit(units: Iterable[str]) -> str:
     raise ValueError(f"guarantees of units {sorted(units)} hold for no common kind of neighbour; compose them separately")
 
 
-def _halve_plain(event: dp_accounting.DpEvent) -> dp_accounting.DpEvent | None:
-    """``event`` with every Gaussian/Laplace multiplier halved, or None if it holds anything else."""
+def _as_replace_one_leaf(event: dp_accounting.DpEvent) -> dp_accounting.DpEvent | None:
+    """One add/remove mechanism under replace-one: a plain Gaussian/Laplace multiplier halved, a Poisson-subsampled
+    Gaussian kept (module docstring); None for anything else."""
     if isinstance(event, dp_accounting.GaussianDpEvent):
         return dp_accounting.GaussianDpEvent(event.noise_multiplier / 2.0)
     if isinstance(event, dp_accounting.LaplaceDpEvent):
         return dp_accounting.LaplaceDpEvent(event.noise_multiplier / 2.0)
     if isinstance(event, dp_accounting.NoOpDpEvent):
         return event
-    if isinstance(event, dp_accounting.SelfComposedDpEvent):
-        inner = _halve_plain(event.event)
-        return None if inner is None else dp_accounting.SelfComposedDpEvent(inner, event.count)
-    if isinstance(event, dp_accounting.ComposedDpEvent):
-        parts = [_halve_plain(e) for e in event.events]
-        return None if any(p is None for p in parts) else dp_accounting.ComposedDpEvent(parts)
+    if isinstance(event, dp_accounting.PoissonSampledDpEvent):
+        return event if isinstance(event.event, dp_accounting.GaussianDpEvent) else None
     return None
 
 
@@ -116,12 +120,19 @@ def to_relation(g: Guarantee, relation: accounting.Relation) -> tuple[_Part, str
     if relation == "add_remove":
         raise ValueError("a replace-one guarantee cannot be read as an add/remove one; compose under replace_one")
     stated_eps, stated_delta = group_privacy_replace_one(g.epsilon, g.delta)
-    halved = [_halve_plain(e) for e in g.events]
-    if g.events and all(h is not None for h in halved):
-        part = _Part(tuple(halved), stated_eps, stated_delta, g.delta_extra)
-        return part, "add/remove Gaussian/Laplace events read as replace-one with half the noise multiplier (Δ_replace ≤ 2Δ_add)"
+    converted = [accounting.map_leaves(e, _as_replace_one_leaf) for e in g.events]
+    if g.events and all(h is not None for h in converted):
+        part = _Part(tuple(converted), stated_eps, stated_delta, g.delta_extra)
+        return part, ("add/remove Gaussian/Laplace events read as replace-one with half the noise multiplier "
+                      "(Δ_replace ≤ 2Δ_add), Poisson-subsampled ones by dp-accounting's replace-one PLD")
     part = _Part((), stated_eps, stated_delta, 0.0)
     return part, f"add/remove (ε={g.epsilon:.4g}, δ={g.delta:.3g}) read as replace-one (2ε, (1+e^ε)δ) by group privacy"
+
+
+def _accountable(events: Sequence[dp_accounting.DpEvent], relation: accounting.Relation) -> bool:
+    """Whether one dp-accounting accountant takes ``events`` together under ``relation``."""
+    joint = accounting.compose(list(events))
+    return accounting.supports(joint, relation, "rdp") or accounting.supports(joint, relation, "pld")
 
 
 def compose(
@@ -137,7 +148,7 @@ def compose(
     add/remove, else replace-one). Party and unit are not checked here: the ledger composes one
     dataset's releases whatever their unit, :func:`~dpadapt.privacy.compose_guarantees` checks them.
     """
-    weighted = [(g, 1) if isinstance(g, Guarantee) else (g[0], int(g[1])) for g in guarantees]
+    weighted = [(g[0], int(g[1])) if isinstance(g, tuple) else (g, 1) for g in guarantees]
     if any(k < 1 for _, k in weighted):
         raise ValueError("counts must be ≥ 1")
     if relation is None:
@@ -159,6 +170,8 @@ def compose(
 
     closed = [(p, k) for p, k in parts if not p.events]
     accounted = [(p, k) for p, k in parts if p.events]
+    if accounted and not _accountable([e for p, _ in accounted for e in p.events], relation):
+        closed, accounted = closed + accounted, []
     eps = sum(p.epsilon * k for p, k in closed)
     reserved = sum(p.delta * k for p, k in closed) + sum(p.delta_extra * k for p, k in accounted)
     events: tuple[dp_accounting.DpEvent, ...] = ()

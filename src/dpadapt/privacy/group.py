@@ -35,17 +35,13 @@ THEOREM = ("group privacy: each patient contributes at most {k} row(s) (contribu
 def scale_event(event: dp_accounting.DpEvent, k: int) -> dp_accounting.DpEvent | None:
     """``event`` with every Gaussian noise multiplier divided by ``k``; ``None`` if it holds anything else
     (subsampling, Laplace, randomized response ...), whose group loss this does not give."""
-    if isinstance(event, dp_accounting.GaussianDpEvent):
-        return dp_accounting.GaussianDpEvent(event.noise_multiplier / k)
-    if isinstance(event, dp_accounting.NoOpDpEvent):
-        return event
-    if isinstance(event, dp_accounting.SelfComposedDpEvent):
-        inner = scale_event(event.event, k)
-        return None if inner is None else dp_accounting.SelfComposedDpEvent(inner, event.count)
-    if isinstance(event, dp_accounting.ComposedDpEvent):
-        parts = [scale_event(e, k) for e in event.events]
-        return None if any(p is None for p in parts) else dp_accounting.ComposedDpEvent(parts)
-    return None
+
+    def leaf(mechanism: dp_accounting.DpEvent) -> dp_accounting.DpEvent | None:
+        if isinstance(mechanism, dp_accounting.GaussianDpEvent):
+            return dp_accounting.GaussianDpEvent(mechanism.noise_multiplier / k)
+        return mechanism if isinstance(mechanism, dp_accounting.NoOpDpEvent) else None
+
+    return accounting.map_leaves(event, leaf)
 
 
 def _single_gaussian_multiplier(events: tuple) -> float | None:

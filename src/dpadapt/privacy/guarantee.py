@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import enum
 import math
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -12,7 +11,8 @@ from typing import Any, Literal
 import dp_accounting
 
 from dpadapt.jsonutil import to_jsonable
-from dpadapt.privacy import accounting
+from dpadapt.privacy import accounting, composition
+from dpadapt.privacy.accounting import Accounting
 
 Party = Literal["source", "target"]
 Unit = Literal["record", "label", "attribute", "record_features", "patient"]
@@ -22,21 +22,6 @@ PARTIES = ("source", "target")
 UNITS = ("record", "label", "attribute", "record_features", "patient")
 
 PAPER_REASON = "published procedure reproduced for comparison (paper mode)"
-
-
-class Accounting(enum.StrEnum):
-    """How the ε of a :class:`Guarantee` was obtained (a ``str``, so ``g.accounting == "rdp"`` works)."""
-
-    RDP = "rdp"  #: dp-accounting's RDP accountant (Mironov 2017) on the events
-    PLD = "pld"  #: dp-accounting's privacy-loss-distribution accountant on the events
-    ANALYTIC_GAUSSIAN = "analytic_gaussian"  #: exact single Gaussian release (Balle & Wang 2018, Thm. 8)
-    KKMM = "kkmm"  #: Gaussian calibration of Kenthapadi et al. 2013, Thm. 1
-    PURE = "pure"  #: a pure ε-DP mechanism (Laplace, randomized response, report-noisy-min)
-    BASIC_COMPOSITION = "basic_composition"  #: Σε, Σδ (Dwork & Roth, Thm. 3.16)
-    ADVANCED_COMPOSITION = "advanced_composition"  #: Dwork, Rothblum & Vadhan 2010
-    GROUP_PRIVACY = "group_privacy"  #: add/remove (ε, δ) read as replace-one (2ε, (1+e^ε)δ)
-    COMPOSITION = "composition"  #: an accountant on the events plus basic composition of closed-form parts
-    NONE = "none"  #: no guarantee (non-private)
 
 
 _UNIT_WORDS = {
@@ -294,6 +279,13 @@ ADD_REMOVE_N_PUBLIC = (
     "use replace-one (the default) when the size of the dataset must stay secret"
 )
 
+#: Issue 27, item 3: a paper's DP-SGD σ or step count chosen by an add/remove accountant at the sampling rate B/n.
+PAPER_ADD_REMOVE_REASON = (
+    "the paper's accountant (moments accountant, add/remove neighbours) chose σ and the steps at the sampling rate "
+    "B/n of the true n, which an add/remove guarantee cannot state without revealing n; this library states DP-SGD "
+    "under replace-one (n public), where the same σ costs more"
+)
+
 #: Issue 27: every Guarantee's report points to the one description of who is protected and what the receiver sees.
 THREAT_MODEL_WORDS = (
     "docs/threat-model.md — who is protected, the neighbouring relation, what is public, and what the receiver "
@@ -345,8 +337,6 @@ def compose_guarantees(
     stated for the finest unit present (record-level neighbours include label- and
     attribute-level ones); label- with attribute-level guarantees are refused.
     """
-    from dpadapt.privacy import composition
-
     if not guarantees:
         raise ValueError("nothing to compose")
     parties = {g.party for g in guarantees}

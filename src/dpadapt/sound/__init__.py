@@ -27,7 +27,8 @@ import warnings
 import numpy as np
 
 from dpadapt import api
-from dpadapt.api import ConfigEstimator, Family, Plan, param, register
+from dpadapt.api import ConfigEstimator, Family, Plan, register
+from dpadapt.configs.sound import Config
 from dpadapt.privacy.mechanisms import random_streams
 from dpadapt.release import Release, ReleaseError
 from dpadapt.sound import design as rule
@@ -39,30 +40,12 @@ from dpadapt.sound.source import KIND as STATS_KIND
 from dpadapt.validation import check_features
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class Config(api.Config):
-    """Hyper-parameters of the sound default; the design itself comes from the receiver's rows (:mod:`~dpadapt.sound.design`)."""
-
-    family = "sound"
-
-    feature_type: str = param("auto", choices=("auto", "dense", "counts"),
-                              help="'auto': log1p exactly when the receiver's rows are counts (non-negative whole numbers); "
-                                   "'counts' / 'dense' declare it (a declaration the rows contradict is warned about)")
-    relation: str = param("replace_one", choices=("replace_one", "add_remove"), help="neighbouring relation of the guarantee")
-    n_design: int | None = param(None, optional=True, low=1,
-                                 help="under add/remove, the public size of each source the receiver designs for (n itself is "
-                                      "private there and never read); ignored under replace-one, where n is public")
-
-    def source_facts(self, n_source: int) -> SourceFacts:
-        """This configuration's public facts for a source of ``n_source`` rows (under add/remove: ``n_design``, never n)."""
-        if self.relation == "add_remove":
-            if self.n_design is None:
-                raise api.ConfigError("relation='add_remove' needs n_design, a public estimate of each source's size: "
-                                      "n is private under add/remove and the receiver's design may not depend on it")
-            n_source = self.n_design
-        if not self.private:
-            return SourceFacts(int(n_source), None, None, self.relation)
-        return SourceFacts(int(n_source), float(self.epsilon), self.resolved_delta(n_source), self.relation)
+def source_facts(config: Config, n_source: int) -> SourceFacts:
+    """The public facts of a source of ``n_source`` rows under ``config`` (under add/remove: ``n_design``, never n)."""
+    n = config.design_size(n_source)
+    if not config.private:
+        return SourceFacts(n, None, None, config.relation)
+    return SourceFacts(n, float(config.epsilon), config.resolved_delta(n), config.relation)
 
 
 class NoiseDominatedWarning(UserWarning):
@@ -75,7 +58,7 @@ def request(Xt, config: Config, n_sources) -> Release:
     classes = config.required_classes() if config.private else config.classes
     if classes is None:
         raise api.ConfigError("classes= must be given: the request names the public label set")
-    facts = rule.Facts(tuple(classes), tuple(config.source_facts(n) for n in sizes))
+    facts = rule.Facts(tuple(classes), tuple(source_facts(config, n) for n in sizes))
     return rule.design(check_features(Xt, "Xt (target)", allow_sparse=True), facts, feature_type=config.feature_type).to_release()
 
 
@@ -88,10 +71,9 @@ def plan(config: Config, facts: dict) -> Plan:
 
 
 def release(plan_: Plan, request_: Release | Request, Xs, ys=None, noise=None) -> Release:
-    """(b) One source's release; ``ys`` any labels of the public label set (or a ChunkedSource with indices)."""
-    req = request_ if isinstance(request_, Request) else Request.from_release(request_, n_features=Xs.shape[1] if hasattr(Xs, "shape") else None)
-    if ys is not None:
-        ys = source.label_index(ys, req.classes)
+    """(b) One source's release; ``ys`` labels of the public label set (or ``Xs`` a ChunkedSource that carries them)."""
+    d = Xs.n_features if hasattr(Xs, "n_features") else Xs.shape[1]
+    req = request_ if isinstance(request_, Request) else Request.from_release(request_, n_features=d)
     return source.release(plan_, req, Xs, ys, noise)
 
 

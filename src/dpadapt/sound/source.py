@@ -25,7 +25,7 @@ from dpadapt.privacy.families.sound import class_moments_plan
 from dpadapt.privacy.guarantee import Guarantee
 from dpadapt.release import Release
 from dpadapt.sound.request import METHOD, Request
-from dpadapt.stream.readers import ChunkedSource, from_arrays
+from dpadapt.stream.readers import labelled_source
 from dpadapt.stream.sums import ClassMomentSums, ClassSums, accumulate
 
 KIND = "class_statistics"
@@ -61,18 +61,16 @@ def plan(request: Request, config, n_source: int) -> Plan:
 
 
 def _accumulator(request: Request):
-    classes = tuple(range(len(request.classes)))  # rows arrive with label indices into the public label set
-    return (ClassMomentSums if request.statistics == "moments" else ClassSums)(classes, request.row_map())
+    """The exact sums the request names, of rows labelled with values of its public label set."""
+    return (ClassMomentSums if request.statistics == "moments" else ClassSums)(tuple(request.classes), request.row_map())
 
 
 def release(plan_: Plan, request: Request, Xs, ys=None, noise=None) -> Release:
-    """The source's release. ``Xs``: rows with label indices ``ys`` (into ``request.classes``), or a
+    """The source's release. ``Xs``: rows with labels ``ys`` (values of ``request.classes``), or a
     :class:`~dpadapt.stream.ChunkedSource` whose chunks carry them; read once, chunk by chunk."""
     if request.digest() != plan_.facts["request_sha256"]:
         raise ValueError("the plan was made for another release request")
-    source = Xs if isinstance(Xs, ChunkedSource) else from_arrays(Xs, ys, name="Xs (source)")
-    if not source.labelled:
-        raise ValueError(f"{source.name}: the source's rows need labels")
+    source = labelled_source(Xs, ys, classes=tuple(request.classes))
     if source.n_features != request.n_features:
         raise ValueError(f"the request is for {request.n_features} features; the source has {source.n_features}")
     acc = accumulate(_accumulator(request), source)
@@ -95,10 +93,3 @@ def release(plan_: Plan, request: Request, Xs, ys=None, noise=None) -> Release:
     if config.relation == "replace_one":  # n is public under replace-one; under add/remove it is not released
         params["n_source"] = int(acc.n_rows)
     return Release(method=METHOD, kind=KIND, owner="source", arrays=arrays, guarantee=guarantee, params=params)
-
-
-def label_index(ys, classes: tuple) -> np.ndarray:
-    """Positions of the labels ``ys`` (any hashable values) in the public label set (error outside it)."""
-    from dpadapt.classstats.baselines import encode_labels
-
-    return encode_labels(np.asarray(ys).ravel(), tuple(classes))

@@ -1,14 +1,30 @@
 """Sources larger than memory: chunked readers, exact sums per chunk, one noise draw at the end (issue 20).
 
 * :mod:`dpadapt.stream.readers` — ``(X_chunk, y_chunk)`` iterators over arrays, memory maps, sparse
-  matrices and Parquet row batches;
+  matrices, ``.npz`` members, CSV and Parquet files, and tables read through a declared schema;
 * :mod:`dpadapt.stream.sums` — accumulators of the sound releases' exact sums (class statistics,
   moments, class moments, sliced histograms), released by ONE Gaussian from :mod:`dpadapt.privacy.mechanisms`;
 * :mod:`dpadapt.stream.dask_engine` — the same sums computed per partition on a Dask cluster.
+
+The names below are imported on first use (reading a file does not import the privacy core).
 """
 
-from dpadapt.stream.readers import ChunkedSource, chunk_rows, from_arrays, open_npy, open_parquet, open_source
-from dpadapt.stream.sums import ClassMomentSums, ClassSums, MomentSums, RowMap, SlicedCounts, accumulate, label_indices
+from __future__ import annotations
 
-__all__ = ["ChunkedSource", "ClassMomentSums", "ClassSums", "MomentSums", "RowMap", "SlicedCounts", "accumulate",
-           "chunk_rows", "from_arrays", "label_indices", "open_npy", "open_parquet", "open_source"]
+import importlib
+from typing import Any
+
+_READERS = ("ChunkedSource", "chunk_rows", "from_arrays", "materialize", "open_csv", "open_npy", "open_npz",
+            "open_parquet", "open_schema_table", "open_source")
+_SUMS = ("ClassMomentSums", "ClassSums", "MomentSums", "RowMap", "SlicedCounts", "accumulate", "label_indices")
+
+__all__ = sorted(_READERS + _SUMS)
+
+
+def __getattr__(name: str) -> Any:
+    module = "readers" if name in _READERS else "sums" if name in _SUMS else None
+    if module is None:
+        raise AttributeError(f"module 'dpadapt.stream' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"dpadapt.stream.{module}"), name)
+    globals()[name] = value
+    return value

@@ -51,11 +51,25 @@ class RowMap:
     def __call__(self, X):
         from dpadapt.classstats.adapt import project, row_map  # here: dpadapt.classstats imports this module
 
-        return project(row_map(X, self.log1p), self.mean, self.components)
+        M = row_map(X, self.log1p)
+        if self.components is None and not hasattr(M, "tocsr"):
+            return M  # already ℓ2-normalised: no basis, nothing to re-normalise
+        return project(M, self.mean, self.components)
 
     @property
     def dim(self) -> int | None:
         return None if self.components is None else int(self.components.shape[1])
+
+
+def _plus(total: np.ndarray | None, part: np.ndarray) -> np.ndarray:
+    """``total + part``, where ``None`` is the empty sum."""
+    return part if total is None else total + part
+
+
+def _required_labels(y, classes: tuple) -> np.ndarray:
+    if y is None:
+        raise ValueError("class statistics need labels")
+    return label_indices(y, classes)
 
 
 @dataclasses.dataclass
@@ -70,14 +84,11 @@ class ClassSums:
 
     def add(self, X, y) -> ClassSums:
         """Map one chunk and add its exact class sums (rows clipped in :func:`mechanisms.class_sums`)."""
-        if y is None:
-            raise ValueError("class statistics need labels")
-        s, c = mechanisms.class_sums(self.row_map(X), label_indices(y, self.classes), len(self.classes))
+        s, c = mechanisms.class_sums(self.row_map(X), _required_labels(y, self.classes), len(self.classes))
         return self._add(s, c, X.shape[0])
 
     def _add(self, s: np.ndarray, c: np.ndarray, n: int) -> ClassSums:
-        self.sums = s if self.sums is None else self.sums + s
-        self.counts = c if self.counts is None else self.counts + c
+        self.sums, self.counts = _plus(self.sums, s), _plus(self.counts, c)
         self.n_rows += int(n)
         return self
 
@@ -104,8 +115,7 @@ class MomentSums:
     def add(self, X, y=None) -> MomentSums:
         n, t, s = mechanisms.moment_sums(self.row_map(X))
         self.count += n
-        self.total = t if self.total is None else self.total + t
-        self.second = s if self.second is None else self.second + s
+        self.total, self.second = _plus(self.total, t), _plus(self.second, s)
         return self
 
     def release(self, *, sigma: float, relation, noise) -> mechanisms.MomentStatistics:
@@ -131,12 +141,8 @@ class ClassMomentSums:
 
     def add(self, X, y) -> ClassMomentSums:
         """Map one chunk and add its exact sums (rows checked finite and clipped in :func:`mechanisms.class_moment_sums`)."""
-        if y is None:
-            raise ValueError("class statistics need labels")
-        s, c, m = mechanisms.class_moment_sums(self.row_map(X), label_indices(y, self.classes), len(self.classes))
-        self.sums = s if self.sums is None else self.sums + s
-        self.counts = c if self.counts is None else self.counts + c
-        self.second = m if self.second is None else self.second + m
+        s, c, m = mechanisms.class_moment_sums(self.row_map(X), _required_labels(y, self.classes), len(self.classes))
+        self.sums, self.counts, self.second = _plus(self.sums, s), _plus(self.counts, c), _plus(self.second, m)
         self.n_rows += int(X.shape[0])
         return self
 
@@ -164,7 +170,7 @@ class SlicedCounts:
     def add(self, F, y=None) -> SlicedCounts:
         labels = None if self.classes is None else label_indices(y, self.classes)
         c = mechanisms.sliced_histogram(F, self.U, self.edges, labels, None if self.classes is None else len(self.classes))
-        self.counts = c if self.counts is None else self.counts + c
+        self.counts = _plus(self.counts, c)
         return self
 
     def release(self, *, sigma: float, noise) -> mechanisms.Noised:

@@ -26,7 +26,7 @@ from .schema import DELIMITERS, Schema
 
 Chunk = tuple[np.ndarray, np.ndarray | None, np.ndarray | None]
 CSV_SUFFIXES = (".csv", ".tsv", ".txt", ".data")
-DEFAULT_CHUNK_BYTES = 1 << 22
+DEFAULT_CHUNK_BYTES = 1 << 20  # CSV text parsed at a time: larger pyarrow blocks cost far more memory
 DEFAULT_CHUNK_ROWS = 65536
 
 
@@ -185,8 +185,8 @@ def _csv_chunks(path: Path, schema: Schema):
         problems.append(f"{path}: line {row.number}: {row.actual_columns} columns, expected {row.expected_columns}")
         return "error"
 
-    try:
-        reader = pacsv.open_csv(
+    def open_reader():
+        return pacsv.open_csv(
             path,
             read_options=pacsv.ReadOptions(column_names=names, skip_rows=skip, use_threads=False,
                                            block_size=DEFAULT_CHUNK_BYTES, encoding="utf8"),
@@ -196,16 +196,9 @@ def _csv_chunks(path: Path, schema: Schema):
                                                  strings_can_be_null=False, quoted_strings_can_be_null=False,
                                                  include_columns=use),
         )
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise TableError(problems[0] if problems else _csv_problem(path, skip, exc)) from None
+
     line = skip
-    while True:
-        try:
-            batch = reader.read_next_batch()
-        except StopIteration:
-            break
-        except (pa.ArrowInvalid, OSError) as exc:
-            raise TableError(problems[0] if problems else _csv_problem(path, line, exc)) from None
+    for batch in csv_batches(open_reader, lambda exc: TableError(problems[0] if problems else _csv_problem(path, line, exc))):
         n = batch.num_rows
         if n == 0:
             continue
@@ -220,6 +213,23 @@ def _csv_chunks(path: Path, schema: Schema):
         line += n
     if line == skip:
         raise TableError(f"{path}: no data rows")
+
+
+def csv_batches(open_reader: Callable[[], Any], failure: Callable[[Exception], Exception]) -> Iterator[Any]:
+    """The record batches of the pyarrow streaming CSV reader ``open_reader()`` returns; an error of pyarrow's
+    while opening or reading (a parse error, a ragged row, an unreadable file) is raised as ``failure(exc)``."""
+    try:
+        reader = open_reader()
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise failure(exc) from None
+    while True:
+        try:
+            batch = reader.read_next_batch()
+        except StopIteration:
+            return
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise failure(exc) from None
+        yield batch
 
 
 #: The longest first line (a header) read, in bytes.
@@ -290,13 +300,13 @@ def _parquet_chunks(path: Path, schema: Schema, chunk_rows: int):
     import pyarrow.parquet as pq
 
     try:
-        pf = pq.ParquetFile(path)
+        pf = pq.ParquetFile(path, pre_buffer=False)  # only the pages being decoded are in memory
     except (pa.ArrowInvalid, OSError) as exc:
         raise TableError(f"{path}: not a readable Parquet file ({_short(exc)})") from None
     use = _resolve(schema, list(pf.schema_arrow.names), str(path))
     row = 0
     try:
-        for batch in pf.iter_batches(batch_size=chunk_rows, columns=use):
+        for batch in pf.iter_batches(batch_size=chunk_rows, columns=use, use_threads=False):
             n = batch.num_rows
             base = row
 

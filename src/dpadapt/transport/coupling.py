@@ -9,9 +9,12 @@ the source no privacy.
 * :func:`solve_ot` — balanced OT with uniform marginals via POT: exact (``ot.emd``), entropic
   (log-domain ``ot.sinkhorn``) or entropic + class group-lasso (``ot.da.sinkhorn_l1l2_gl``,
   Courty et al. 2017). Adding u_i + v_j to the cost changes none of these couplings (the extra
-  term is constant on Π(a, b)), so the solvers see the *double-centred* cost divided by its largest
-  absolute entry; this removes the noisy row constants ‖Z_i‖² before the regularisation scale is
-  set. W̃ = ⟨γ̃, C̃⟩ is always evaluated on the uncentred debiased cost.
+  term is constant on Π(a, b)), so by default the solvers see the *double-centred* cost divided by
+  its largest absolute entry; this removes the noisy row constants ‖Z_i‖² before the regularisation
+  scale is set. ``cost_norm="max"`` is POT's ``norm="max"`` instead (C / max C, the OT-DA classes'
+  convention; DPOT paper mode's reading, ``benchmarks/dpot/dpot_paper_reading.md``): the same coupling
+  without regularisation, a stronger effective λ_e, λ_g with it. W̃ = ⟨γ̃, C̃⟩ is always evaluated
+  on the unnormalised debiased cost.
 * :func:`barycentric_map` — X̂_s,i = Σ_j γ_ij X_t,j / Σ_j γ_ij (n_s γ X_t for exact marginals).
 """
 
@@ -24,8 +27,11 @@ from typing import Literal
 import numpy as np
 import ot
 
+from dpadapt.configs.dpot import COST_NORMS
+
 OTMethod = Literal["exact", "sinkhorn", "sinkhorn_gl"]
 OT_METHODS: tuple[str, ...] = ("exact", "sinkhorn", "sinkhorn_gl")
+CostNorm = Literal["centred_max", "max"]
 #: Cost (in units of the normalised cost, whose entries lie in [−1, 1]) that forbids a pair.
 FORBIDDEN_COST = 1e3
 
@@ -44,12 +50,20 @@ def debiased_cost(Z: np.ndarray, Yt: np.ndarray, sigma: float) -> np.ndarray:
     return squared_distances(Z, Yt) - Z.shape[1] * float(sigma) ** 2
 
 
-def normalised_cost(C: np.ndarray) -> np.ndarray:
-    """Double-centre C (remove row and column means) and divide by its largest absolute entry.
+def normalised_cost(C: np.ndarray, rule: CostNorm = "centred_max") -> np.ndarray:
+    """The cost the solvers see: ``"centred_max"`` double-centres C (removes row and column means)
+    and divides by its largest absolute entry; ``"max"`` divides C by its maximum (POT's
+    ``cost_normalization(C, "max")``; a non-positive maximum falls back to the largest absolute entry).
 
-    Leaves every balanced OT coupling unchanged up to the effective regularisation scale (see
-    the module docstring); a statistic of C only, hence post-processing.
+    Both leave every unregularised balanced OT coupling unchanged; they set the effective
+    regularisation scale (see the module docstring). A statistic of C only, hence post-processing.
     """
+    if rule not in COST_NORMS:
+        raise ValueError(f"cost_norm must be one of {COST_NORMS}, got {rule!r}")
+    if rule == "max":
+        top = float(C.max())
+        scale = top if top > 0 else float(np.abs(C).max())
+        return C / scale if scale > 0 else C
     Cc = C - C.mean(axis=1, keepdims=True) - C.mean(axis=0, keepdims=True) + C.mean()
     scale = float(np.abs(Cc).max())
     return Cc / scale if scale > 0 else Cc
@@ -72,6 +86,7 @@ def solve_ot(
     source_labels: np.ndarray | None = None,
     forbidden: np.ndarray | None = None,
     max_iter: int = 1000,
+    cost_norm: CostNorm = "centred_max",
 ) -> OTResult:
     """Balanced OT with uniform marginals on cost ``C`` (debiased, any sign).
 
@@ -84,12 +99,14 @@ def solve_ot(
         Labels of the source rows (needed by ``"sinkhorn_gl"``).
     forbidden : bool array, optional
         Pairs that may carry no mass (semi-supervised: known target label ≠ source label).
+    cost_norm : {"centred_max", "max"}
+        Scaling of the cost before the solver (:func:`normalised_cost`).
     """
     if method not in OT_METHODS:
         raise ValueError(f"ot_method must be one of {OT_METHODS}, got {method!r}")
     n_s, n_t = C.shape
     a, b = np.full(n_s, 1.0 / n_s), np.full(n_t, 1.0 / n_t)
-    Cn = normalised_cost(C)
+    Cn = normalised_cost(C, cost_norm)
     if forbidden is not None:
         Cn = np.where(forbidden, FORBIDDEN_COST, Cn)
     with warnings.catch_warnings():

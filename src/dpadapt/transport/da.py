@@ -21,12 +21,14 @@ from sklearn.pipeline import Pipeline
 from sklearn.utils.validation import check_is_fitted
 
 from dpadapt import classstats
-from dpadapt.api import ConfigError, ConfigEstimator, param
+from dpadapt.api import ConfigError, ConfigEstimator
 from dpadapt.base import DAEstimator
+from dpadapt.configs.dpot import Config
 from dpadapt.models import make_classifier
 from dpadapt.privacy.guarantee import Guarantee
 from dpadapt.release import Release, ReleaseError
 from dpadapt.transport.coupling import (
+    COST_NORMS,
     barycentric_map,
     debiased_cost,
     forbidden_pairs,
@@ -35,13 +37,16 @@ from dpadapt.transport.coupling import (
 from dpadapt.transport.dpot import (
     KIND,
     METHOD,
-    SOUND_ROWS_REFUSED,
     draw_projection,
     preprocess_rows,
     projection_digest,
     release_dpot_source,
 )
 from dpadapt.validation import check_features, check_random_state
+
+#: Paper mode's cost scaling: POT's ``norm="max"`` (C̃ / max C̃), chosen from the paper's text and
+#: POT's OT-DA conventions before it was run (``benchmarks/dpot/dpot_paper_reading.md``, issue 31).
+PAPER_COST_NORM = "max"
 
 
 @dataclasses.dataclass
@@ -92,11 +97,13 @@ def transport_blocks(
     ot_method: str = "sinkhorn_gl",
     reg_e: float = 0.01,
     reg_g: float = 0.1,
+    cost_norm: str = "centred_max",
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """OT of every (rows, labels) block onto the (projected) target, barycentric images in ``Xt``'s space.
 
     A block of the full source size uses all target rows; a minibatch block uses a fresh sample
     of ``target_batch_size`` target rows (default: the block size) without replacement.
+    Every block's cost is scaled on its own (``cost_norm``, :func:`~dpadapt.transport.coupling.normalised_cost`).
     Returns images, their labels and W̃ of every block.
     """
     n_t = Yt.shape[0]
@@ -112,7 +119,7 @@ def transport_blocks(
         C = debiased_cost(Z, Yt[tb], sigma)
         forbid = forbidden_pairs(lab, None if yt_partial is None else yt_partial[tb])
         res = solve_ot(
-            C, ot_method, reg_e=reg_e, reg_g=reg_g, source_labels=lab, forbidden=forbid
+            C, ot_method, reg_e=reg_e, reg_g=reg_g, source_labels=lab, forbidden=forbid, cost_norm=cost_norm
         )
         images.append(barycentric_map(res.coupling, Xt[tb]))
         labels.append(lab)
@@ -156,6 +163,7 @@ def adapt_dpot(
     head: str = "mlp",
     target_batch_size: int | None = None,
     random_state=None,
+    cost_norm: str | None = None,
 ) -> DPOTAdaptation:
     """Target party step of DPDA on a DPOT source release (post-processing; no new privacy cost).
 
@@ -178,6 +186,10 @@ def adapt_dpot(
         Target rows per minibatch step (default: the source batch size).
     random_state : int or Generator
         Target-side randomness (target minibatches, classifier initialisation).
+    cost_norm : {"max", "centred_max"}, optional
+        Scaling of each block's cost before the solver. Default: ``"max"`` (POT's ``norm="max"``,
+        the reading of ``benchmarks/dpot/dpot_paper_reading.md``) for a paper-mode release,
+        ``"centred_max"`` otherwise.
     """
     if release.method != METHOD or release.kind != KIND:
         raise ReleaseError(
@@ -220,6 +232,8 @@ def adapt_dpot(
         (Z[i * block : (i + 1) * block], lab[i * block : (i + 1) * block])
         for i in range(n_blocks)
     ]
+    if cost_norm is None:
+        cost_norm = PAPER_COST_NORM if p["privacy_mode"] == "paper" else "centred_max"
     images, labels, w = transport_blocks(
         blocks,
         Yt,
@@ -231,6 +245,7 @@ def adapt_dpot(
         ot_method=ot_method,
         reg_e=reg_e,
         reg_g=reg_g,
+        cost_norm=cost_norm,
     )
     mid = time.perf_counter()
     model = train_classifier(images, labels, Xt, yt_partial, head, seed)
@@ -238,45 +253,6 @@ def adapt_dpot(
     return DPOTAdaptation(
         model, images, labels, float(w.mean()), w, release.guarantee, seconds
     )
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class Config(classstats.Config):
-    """DPOT's hyper-parameters: the class-statistics design (sound default) and the per-row design.
-
-    ``design="auto"`` is the class-statistics protocol in sound mode (target basis → ONE Gaussian
-    release of the source's class statistics → target refinement) and the published per-row
-    procedure in paper mode. ``design="rows"`` in sound mode keeps the per-row release (noisy
-    projected rows + randomized-response labels): sound but weak — each row carries noise far
-    larger than itself (11.6 % on DeCAF6 D→W at ε = 20, issue 12).
-    """
-
-    family = "dpot"
-
-    design: str = param("auto", choices=("auto", "classstats", "rows"), help="'auto': class statistics in sound mode, the published per-row release in paper mode; 'rows': per-row release (weak)")
-    batch_size: int | None = param(None, optional=True, low=1, help="rows design: minibatch size B (None = one whole-batch release)")
-    noise_multiplier: float = param(1.1, low=0.0, low_open=True, help="rows design, minibatches: z = σ/Δ (paper: σ/w)")
-    steps: int | None = param(None, optional=True, low=1, help="rows design, minibatches: fix T and calibrate z")
-    label_epsilon: float | None = param(None, optional=True, low=0.0, low_open=True, help="rows design: ε′ of the labels (sound default 0.25 ε)")
-    labels: str = param("rr", choices=("rr", "public"), help="rows design: randomized response, or labels declared public")
-    proj_dim: int | None = param(None, optional=True, low=1, help="rows design: projection dimension ℓ (default ⌈d/10⌉)")
-    row_norm: str | None = param(None, optional=True, choices=("normalize", "clip", "none"), help="rows design: per-row preprocessing")
-    clip_norm: float = param(1.0, low=0.0, low_open=True, help="rows design: public row norm C")
-    projection: str = param("jl", choices=("jl", "identity"), help="rows design: JL matrix or none")
-    ot_method: str = param("sinkhorn_gl", choices=("exact", "sinkhorn", "sinkhorn_gl"), help="rows design: OT solver")
-    reg_e: float = param(0.01, low=0.0, help="rows design: entropic weight λ_e")
-    reg_g: float = param(0.1, low=0.0, help="rows design: group-lasso weight λ_g")
-    head: str = param("mlp", choices=("mlp", "logreg"), help="rows design: classifier head")
-    target_batch_size: int | None = param(None, optional=True, low=1, help="rows design: target rows per minibatch")
-
-    def resolved_design(self) -> str:
-        if self.design == "auto":
-            return "classstats" if self.privacy_mode == "sound" else "rows"
-        if self.design == "classstats" and self.privacy_mode == "paper":
-            raise ConfigError("paper mode is the published per-row procedure: use design='rows' or 'auto'")
-        if self.design == "rows" and self.privacy_mode == "sound":
-            raise ConfigError(SOUND_ROWS_REFUSED)
-        return self.design
 
 
 def plan(config: Config, facts: dict):
@@ -349,7 +325,7 @@ def _fit_rows(est: DPOTAdapter, c: Config, Xs, ys, Xt, yt) -> DPOTAdapter:
     released = time.perf_counter()
     est.adaptation_ = adapt_dpot(
         est.release_, Xt, yt, ot_method=c.ot_method, reg_e=c.reg_e, reg_g=c.reg_g, head=c.head,
-        target_batch_size=c.target_batch_size, random_state=c.random_state,
+        target_batch_size=c.target_batch_size, random_state=c.random_state, cost_norm=c.cost_norm,
     )
     est.model_ = est.adaptation_.model
     est.classes_ = est.model_.classes_
@@ -366,8 +342,9 @@ _FIT_BY_DESIGN = {"classstats": _fit_classstats, "rows": _fit_rows}
 class OTDA(DAEstimator):
     """Non-private OT domain adaptation (Courty et al. 2017): the DPDA pipeline without privacy.
 
-    Same solvers, cost normalisation, barycentric map and classifier as :class:`DPOTAdapter`, on
-    the raw features (no projection, no noise, true labels). No guarantee (``guarantee_`` is None).
+    Same solvers, barycentric map and classifier as :class:`DPOTAdapter`, on the raw features (no
+    projection, no noise, true labels). ``cost_norm``: the double-centred cost by default; ``"max"``
+    is paper mode's reading (POT's ``norm="max"``). No guarantee (``guarantee_`` is None).
     """
 
     def __init__(
@@ -379,6 +356,7 @@ class OTDA(DAEstimator):
         batch_size: int | None = None,
         row_norm: str = "none",
         random_state: int | None = None,
+        cost_norm: str = "centred_max",
     ):
         self.ot_method = ot_method
         self.reg_e = reg_e
@@ -387,6 +365,7 @@ class OTDA(DAEstimator):
         self.batch_size = batch_size
         self.row_norm = row_norm
         self.random_state = random_state
+        self.cost_norm = cost_norm
 
     def fit_domains(self, Xs, ys, Xt, yt=None):
         Xs, ys, Xt, yt = self._check_domains(Xs, ys, Xt, yt)
@@ -417,6 +396,7 @@ class OTDA(DAEstimator):
             ot_method=self.ot_method,
             reg_e=self.reg_e,
             reg_g=self.reg_g,
+            cost_norm=self.cost_norm,
         )
         mid = time.perf_counter()
         self.model_ = train_classifier(images, labels, Xt, yt, self.head, seed)

@@ -40,6 +40,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from dpadapt.configs.dpot import SOUND_ROWS_REFUSED
 from dpadapt.privacy import accounting
 from dpadapt.privacy.families import dpot as families
 from dpadapt.privacy.guarantee import Guarantee
@@ -73,16 +74,6 @@ KIND = "source_projection"
 DEFAULT_LABEL_SHARE = 0.25
 #: ε′ assumed for the paper-mode histogram (the paper does not report it).
 PAPER_LABEL_EPSILON = 1.0
-
-#: Issue 19, item 2: why sound mode refuses the per-row design. With minibatches its accounting is wrong
-#: (public or randomized-response labels); the whole-batch release is sound but loses everywhere (≈ chance
-#: accuracy), so the estimator and the CLI refuse it too; ``release_dpot_source`` keeps it as a library call.
-SOUND_ROWS_REFUSED = (
-    "the per-row DPOT design is refused in sound mode: with minibatches every released row carries its label, so a "
-    "record alone in its (noisy) class is identified at each appearance and the amplification by subsampling does not "
-    "hold (n=1000, B=10, T=1000, claimed ε=2 at δ=1e-4: really ε=12.5 with public labels), and the whole-batch release "
-    "is near chance; use the class-statistics design (design='auto'), or privacy_mode='paper' for the published procedure"
-)
 
 #: Paper mode with minibatches: the same failure, recorded as a reason of the (invalid) Guarantee.
 PAPER_BATCH_REASON = (

@@ -83,7 +83,7 @@ class PairSpec:
     @property
     def feature_type(self) -> str:
         """The ``feature_type`` the library's DP estimators get here: ``"counts"`` (log1p) for the Amazon
-        bow5000 words, else ``"dense"`` (the setting of the DP-LR selection, ``benchmarks/sound_dplr_selection.py``)."""
+        bow5000 words, else ``"dense"`` (the setting of the DP-LR selection, ``benchmarks/selection/sound/sound_dplr_selection.py``)."""
         return "counts" if self.dataset == "bow5000" else "dense"
 
     @property

@@ -7,19 +7,9 @@ reference a sound adaptation method must beat at the same (ε, δ); full suite o
 
 from __future__ import annotations
 
-from dpadapt.baselines import SourceOnly
 from dpadapt.classstats import DPLogisticRegression, DPNearestClassMean
-from dpadapt.bench.common import amazon_pairs, cached_pair, task_name
+from dpadapt.bench.common import amazon_pairs, cached_pair, source_only_runner, task_name
 from dpadapt.bench.registry import BenchTask, RunOutcome, register_suite
-
-
-def _runner(dataset: str, source: str, target: str, head: str):
-    def run(seed: int) -> RunOutcome:
-        pair = cached_pair(dataset, source, target)
-        model = SourceOnly(head=head, random_state=seed).fit_domains(pair.Xs, pair.ys)
-        return RunOutcome(model.score(pair.Xt_test, pair.yt_test))
-
-    return run
 
 
 def _dp_runner(dataset: str, source: str, target: str, estimator, eps: float):
@@ -52,7 +42,7 @@ def build(quick: bool, epsilons=None) -> list[BenchTask]:
             task=task_name(ds, s, t),
             method=f"source-only-{head}",
             mode="non-private",
-            run=_runner(ds, s, t, head),
+            run=source_only_runner(ds, s, t, head),
         )
         for ds, s, t in pairs
         for head in heads

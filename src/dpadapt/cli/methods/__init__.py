@@ -36,11 +36,12 @@ import pkgutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dpadapt.io import Table
-from dpadapt.privacy.guarantee import Guarantee
-from dpadapt.release import Release
+if TYPE_CHECKING:  # annotations only: a method module imports its family when its command runs
+    from dpadapt.io import Table
+    from dpadapt.privacy.guarantee import Guarantee
+    from dpadapt.release import Release
 
 
 @dataclasses.dataclass(frozen=True)

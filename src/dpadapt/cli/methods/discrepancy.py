@@ -14,17 +14,14 @@ q̂-weighted regression on its labelled rows (post-processing). See :mod:`dpadap
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from dpadapt.cli.config_options import add_config_options
 from dpadapt.cli.methods import AdaptOutcome, PlannedRelease, register_module
-from dpadapt.discrepancy.party import (
-    KIND,
-    METHOD,
-    adapt_from_weights,
-    plan_weights_release,
-)
-from dpadapt.discrepancy.estimator import DiscrepancyConfig
-from dpadapt.io import Table, load_table
+from dpadapt.configs.discrepancy import DiscrepancyConfig
+
+if TYPE_CHECKING:
+    from dpadapt.io import Table
 
 
 def add_release_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,6 +33,9 @@ def add_release_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
+    from dpadapt.discrepancy.party import plan_weights_release
+    from dpadapt.io import load_table
+
     source = load_table(args.source_data)
     planned = plan_weights_release(
         table.X, source.X, args.epsilon, args.delta, algorithm=args.algorithm, y_source=source.y, r=args.r,
@@ -51,6 +51,8 @@ def add_adapt_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def adapt(args: argparse.Namespace, table: Table, releases: list) -> AdaptOutcome:
+    from dpadapt.discrepancy.party import KIND, METHOD, adapt_from_weights
+
     mine = [r for r in releases if r.method == METHOD and r.kind == KIND]
     if len(mine) != 1:
         raise ValueError(f"adapt discrepancy needs exactly one {METHOD}/{KIND} release, got {len(mine)}")

@@ -26,18 +26,19 @@ count before training starts (:meth:`dpadapt.deep.dpda.DPDA.plan`).
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 
 from dpadapt.cli.config_options import add_config_options, add_option, config_from_args
 from dpadapt.cli.methods import AdaptOutcome, PlannedRelease, register_module
-from dpadapt.deep.configs import DPDAConfig
-from dpadapt.deep.dpda import DPDA
-from dpadapt.io import Table
-from dpadapt.privacy.guarantee import Guarantee
-from dpadapt.release import Release
-from dpadapt.validation import check_features, check_labels
+from dpadapt.configs.deep import DPDAConfig
+
+if TYPE_CHECKING:
+    from dpadapt.deep.dpda import DPDA
+    from dpadapt.io import Table
+    from dpadapt.privacy.guarantee import Guarantee
+    from dpadapt.release import Release
 
 PUBLIC_REASON = "DPDA treats the labelled source as public: its rows are sent in the clear (declared by the source owner)"
 
@@ -54,6 +55,12 @@ def add_release_arguments(parser: argparse.ArgumentParser) -> None:
 
 def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
     """The source's release: its labelled rows, declared public (ε = ∞, not a DP release)."""
+    import scipy.sparse as sp
+
+    from dpadapt.privacy.guarantee import Guarantee
+    from dpadapt.release import Release
+    from dpadapt.validation import check_features, check_labels
+
     if not getattr(args, "declare_public", False):
         raise ValueError(
             "release dpda publishes the labelled source rows in the clear (DPDA's public-source premise); "
@@ -77,6 +84,8 @@ def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
 
 def source_from_release(release: Release):
     """``(Xs, ys)`` from a ``public_source`` release."""
+    import scipy.sparse as sp
+
     if release.kind != "public_source":
         raise ValueError(f"adapt dpda needs a public_source release, got kind {release.kind!r}")
     if release.params.get("sparse"):
@@ -87,7 +96,7 @@ def source_from_release(release: Release):
     return X, release["y"]
 
 
-#: the target's options, declared once in :class:`~dpadapt.deep.configs.DPDAConfig` (``--hidden 50,20``)
+#: the target's options, declared once in :class:`~dpadapt.configs.deep.DPDAConfig` (``--hidden 50,20``)
 ADAPT_OPTIONS = ("privacy_mode", "noise_multiplier", "max_grad_norm", "epochs", "min_steps", "batch_size", "hidden",
                  "activation", "lr", "lr_domain", "per_example")
 
@@ -101,6 +110,8 @@ def add_adapt_arguments(parser: argparse.ArgumentParser) -> None:
 
 def model_release(model: DPDA, guarantee: Guarantee) -> Release:
     """The trained network's parameters (covered by the target's DP-SGD guarantee)."""
+    from dpadapt.release import Release
+
     arrays = {f"param.{k}": v.detach().numpy().copy() for k, v in model.network_.state_dict().items()}
     arrays["classes"] = np.asarray(model.classes_)
     params = {"hidden": list(model.hidden), "activation": model.activation, "n_features": model.n_features_in_}
@@ -109,6 +120,9 @@ def model_release(model: DPDA, guarantee: Guarantee) -> Release:
 
 def adapt(args: argparse.Namespace, table: Table, releases: list[Release]) -> AdaptOutcome:
     """Train DPDA on the target's own rows (private) and the public source release."""
+    from dpadapt.deep.dpda import DPDA
+    from dpadapt.validation import check_features
+
     public = [r for r in releases if r.method == "dpda"]
     if len(public) != 1:
         raise ValueError(f"adapt dpda needs exactly one dpda public_source release, got {len(public)}")

@@ -19,19 +19,17 @@ and the whole-batch release is near chance). The public label set
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from dpadapt.cli.config_options import add_config_options, add_option, config_from_args
 from dpadapt.cli.methods import AdaptOutcome, PlannedRelease, register_module
-from dpadapt.io import Table
-from dpadapt.privacy.mechanisms import random_streams
-from dpadapt.release import Release, ReleaseError
-from dpadapt.transport import da as dpot_family
-from dpadapt.transport.da import adapt_dpot
-from dpadapt.transport.dpot import execute_dpot_source, plan_dpot_source
-from dpadapt.classstats import _check_basis
-from dpadapt.validation import check_features, check_labels
+from dpadapt.configs.dpot import Config
+
+if TYPE_CHECKING:
+    from dpadapt.io import Table
+    from dpadapt.release import Release
 
 
 def _classes(args: argparse.Namespace) -> tuple | None:
@@ -51,38 +49,42 @@ ADAPT_OPTIONS = ("classes", "refinement", "ot_method", "reg_e", "reg_g", "head",
 
 
 def add_release_arguments(parser: argparse.ArgumentParser) -> None:
-    add_config_options(parser, dpot_family.Config, RELEASE_OPTIONS)
+    add_config_options(parser, Config, RELEASE_OPTIONS)
     add_option(parser, "--n-classes", type=int, default=None, help="public label set 0..N-1 (instead of --classes)")
     add_option(parser, "--basis", default=None,
                help="the target's basis Release (from `dpadapt basis`); omit for k = 0 (no basis)")
 
 
-def _config(args, **extra) -> dpot_family.Config:
-    return config_from_args(dpot_family.Config, args, classes=_classes(args), **extra)
+def _config(args, **extra) -> Config:
+    return config_from_args(Config, args, classes=_classes(args), **extra)
 
 
 def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
     """Compute the Guarantee from public quantities; ``execute`` draws the noise."""
-    if table.y is None:
+    from dpadapt.classstats import _check_basis, label_indices
+    from dpadapt.privacy.mechanisms import random_streams
+    from dpadapt.release import Release, ReleaseError
+    from dpadapt.transport import da as dpot_family
+    from dpadapt.transport.dpot import execute_dpot_source, plan_dpot_source
+    from dpadapt.validation import check_features, check_labels
+
+    if not table.source.labelled:
         raise ValueError(f"{table.path}: the source data needs labels (column 'y')")
-    X = check_features(table.X, "source data", allow_sparse=True)
-    y = check_labels(table.y, X.shape[0], "source labels", classes=_classes(args))
-    n = X.shape[0]
+    n, d = table.n_rows, table.n_features
     basis = Release.load(args.basis, expect_method="dpot") if args.basis else None
     if basis is not None:  # untrusted input, checked before the ledger is touched or a private row mapped
-        _check_basis_file(args.basis, basis, X.shape[1], table.path)
-        _check_basis(basis, "dpot", X.shape[1])
+        _check_basis_file(args.basis, basis, d, table.path)
+        _check_basis(basis, "dpot", d)
     k = int(basis.params["k"]) if basis is not None else 0
     config = _config(args, k=k)
-    if config.resolved_design() == "classstats":
+    if config.resolved_design() == "classstats":  # streamed: the rows are read chunk by chunk when the plan runs
         if basis is not None and bool(basis.params["log1p"]) != config.use_log1p():
             raise ReleaseError("the basis was computed with another --feature-type than this release")
-        plan = dpot_family.plan(config, {"n_source": n, "n_features": X.shape[1], "k": k})
+        plan = dpot_family.plan(config, {"n_source": n, "n_features": d, "k": k})
         _, noise = random_streams(args.seed)
-        return PlannedRelease(plan.guarantee, lambda: dpot_family.release(plan, X, y, noise, basis_release=basis))
-    from dpadapt.classstats import label_indices
-
-    X = check_features(X, "source data")
+        return PlannedRelease(plan.guarantee, lambda: dpot_family.release(plan, table.source, None, noise, basis_release=basis))
+    X = check_features(table.X, "source data")
+    y = check_labels(table.y, n, "source labels", classes=_classes(args))
     classes = config.classes or tuple(range(int(y.max()) + 1))  # the per-row design runs in paper mode only
     public, noise = random_streams(args.seed)
     plan = plan_dpot_source(
@@ -103,6 +105,8 @@ def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
 
 def _check_basis_file(path: str, basis: Release, n_features: int, data_path) -> None:
     """The --basis file is the receiver's basis, computed in this data's feature space."""
+    from dpadapt.release import ReleaseError
+
     if basis.kind != "target_basis" or "k" not in basis.params:
         raise ReleaseError(f"{path}: a {basis.method}/{basis.kind} release, not a basis (make one with `dpadapt basis`)")
     width = basis.params.get("n_features")
@@ -113,24 +117,27 @@ def _check_basis_file(path: str, basis: Release, n_features: int, data_path) -> 
 
 def add_adapt_arguments(parser: argparse.ArgumentParser) -> None:
     add_option(parser, "--seed", type=int, default=None, help="target-side seed (minibatches, classifier)")
-    add_config_options(parser, dpot_family.Config, ADAPT_OPTIONS)
+    add_config_options(parser, Config, ADAPT_OPTIONS)
     add_option(parser, "--use-target-labels", action="store_true",
                help="rows design, semi-supervised: use the target file's labels (-1 = unknown); otherwise labels only score")
 
 
 def adapt(args: argparse.Namespace, table: Table, releases: list[Release]) -> AdaptOutcome:
     """Adapt to the target table with the source's release (and the target's own basis)."""
+    from dpadapt.transport import da as dpot_family
+    from dpadapt.validation import check_features
+
     stats = [r for r in releases if r.kind in ("class_statistics", "source_projection")]
     basis = [r for r in releases if r.kind == "target_basis"]
     if len(stats) != 1 or len(basis) > 1:
         raise ValueError(f"adapt dpot needs one source release (and at most one basis), got {[r.kind for r in releases]}")
     release = stats[0]
     metrics: dict[str, float] = {}
-    config = config_from_args(dpot_family.Config, args)
+    config = config_from_args(Config, args)
     if release.kind == "class_statistics":
         model = dpot_family.adapt(release, table.X, config, basis_release=basis[0] if basis else None)
     else:
-        result = adapt_dpot(
+        result = dpot_family.adapt_dpot(
             release, table.X, table.y if args.use_target_labels else None, ot_method=config.ot_method,
             reg_e=config.reg_e, reg_g=config.reg_g, head=config.head, target_batch_size=config.target_batch_size,
             random_state=config.random_state,

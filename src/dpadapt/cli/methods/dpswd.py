@@ -35,13 +35,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from typing import TYPE_CHECKING
 
 from dpadapt.cli.config_options import add_option
 from dpadapt.cli.methods import AdaptOutcome, PlannedRelease, register_module
-from dpadapt.io import Table
-from dpadapt.release import Release
-from dpadapt.transport import swd
-from dpadapt.validation import check_features, check_random_state
+
+if TYPE_CHECKING:
+    from dpadapt.io import Table
+    from dpadapt.release import Release
 
 
 def add_release_arguments(parser: argparse.ArgumentParser) -> None:
@@ -54,6 +55,9 @@ def add_release_arguments(parser: argparse.ArgumentParser) -> None:
 
 def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
     """Guarantee from (n, d, ε, δ, k, R) before any noise; ``execute`` draws U and the noise."""
+    from dpadapt.transport import swd
+    from dpadapt.validation import check_features, check_random_state
+
     X = check_features(table.X, "target data")
     plan = swd.plan_projection_release(X.shape[0], X.shape[1], epsilon=args.epsilon, delta=args.delta, k=args.k,
                                        clip_norm=args.clip_norm)
@@ -79,6 +83,8 @@ class DistanceResult:
 
 def adapt(args: argparse.Namespace, table: Table, releases: list[Release]) -> AdaptOutcome:
     """DP-SWD between this party's rows and one released set of target projections."""
+    from dpadapt.transport import swd
+
     mine = [r for r in releases if r.method == "dpswd" and r.kind == "target_projections"]
     if len(mine) != 1:
         raise ValueError(f"adapt dpswd needs exactly one dpswd target_projections release, got {len(mine)}")

@@ -26,17 +26,20 @@ What crosses: the map (source → target), the noisy histogram (target → sourc
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from dpadapt.cli.config_options import add_config_options, add_option, config_from_args
 from dpadapt.cli.methods import AdaptOutcome, MethodCommands, PlannedRelease, register
 from dpadapt.cli.party_cmd import add_trust_argument, trusted_keys
-from dpadapt.io import Table
-from dpadapt.release import Release, ReleaseError
-from dpadapt.validation import check_features, check_labels
+from dpadapt.configs.deep import DPSWDConfig
 
-#: the source's adaptation options, declared once in :class:`~dpadapt.deep.configs.DPSWDConfig`
+if TYPE_CHECKING:
+    from dpadapt.io import Table
+    from dpadapt.release import Release
+
+#: the source's adaptation options, declared once in :class:`~dpadapt.configs.deep.DPSWDConfig`
 ADAPT_OPTIONS = ("adapt_steps", "map_form", "marginal_weight")
 
 
@@ -50,6 +53,8 @@ def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
     from dpadapt.deep import swd_marginals as sm
     from dpadapt.deep.swd_publicmap import load_map
     from dpadapt.privacy.mechanisms import random_streams
+    from dpadapt.release import Release
+    from dpadapt.validation import check_features
 
     X = check_features(table.X, "target data")
     public_map = load_map(Release.load(args.map, expect_method="dpswd", trusted=trusted_keys(args)), X.shape[1])
@@ -60,12 +65,12 @@ def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
 
 
 def add_adapt_arguments(parser: argparse.ArgumentParser) -> None:
-    from dpadapt.deep.configs import DPSWDConfig
-
     add_config_options(parser, DPSWDConfig, ADAPT_OPTIONS)
 
 
 def _split(releases: list[Release]) -> tuple[Release, Release]:
+    from dpadapt.release import ReleaseError
+
     hist = [r for r in releases if r.kind == "sliced_marginals"]
     maps = [r for r in releases if r.kind == "public_map"]
     if len(hist) != 1 or len(maps) != 1:
@@ -78,9 +83,9 @@ def adapt(args: argparse.Namespace, table: Table, releases: list[Release]) -> Ad
     """Source: adapt h to the target's released marginals (post-processing) and return g → adapted h."""
     from dpadapt.classstats import label_indices
     from dpadapt.deep import swd_marginals as sm
-    from dpadapt.deep.configs import DPSWDConfig
     from dpadapt.deep.swd_publicmap import load_map
     from dpadapt.privacy.mechanisms import random_streams
+    from dpadapt.validation import check_features, check_labels
 
     hist, map_release = _split(releases)
     X = check_features(table.X, "source data")

@@ -15,16 +15,15 @@ votes (``adapt`` on the returned release).
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from dpadapt.alignment import prima
 from dpadapt.cli.config_options import add_config_options, config_from_args
 from dpadapt.cli.methods import AdaptOutcome, PlannedRelease, register_module
-from dpadapt.io import Table
-from dpadapt.privacy.mechanisms import random_streams
-from dpadapt.release import Release, ReleaseError
+from dpadapt.configs.prima import PrimaConfig
 
+if TYPE_CHECKING:
+    from dpadapt.io import Table
+    from dpadapt.release import Release
 
 #: the releasing party's options (the source's class statistics, or the target's covariances)
 RELEASE_OPTIONS = ("source_release", "classes", "basis_dim", "subspace_size", "partition", "psd_repair", "log_counts",
@@ -35,15 +34,18 @@ ADAPT_OPTIONS = ("classes", "refinement", "alignment", "sa_dim", "head", "epochs
 
 
 def add_release_arguments(p: argparse.ArgumentParser) -> None:
-    add_config_options(p, prima.PrimaConfig, RELEASE_OPTIONS, defaults={"source_release": "class_statistics"})
+    add_config_options(p, PrimaConfig, RELEASE_OPTIONS, defaults={"source_release": "class_statistics"})
 
 
 def add_adapt_arguments(p: argparse.ArgumentParser) -> None:
-    add_config_options(p, prima.PrimaConfig, ADAPT_OPTIONS)
+    add_config_options(p, PrimaConfig, ADAPT_OPTIONS)
 
 
 def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
-    config = config_from_args(prima.PrimaConfig, args)
+    from dpadapt.alignment import prima
+    from dpadapt.privacy.mechanisms import random_streams
+
+    config = config_from_args(PrimaConfig, args)
     n, d = table.X.shape
     plan = prima.plan(config, {"n_source": n, "n_target": n, "n_features": d})
 
@@ -65,13 +67,17 @@ def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
 
 
 def adapt(args: argparse.Namespace, table: Table, releases: list[Release]) -> AdaptOutcome:
+    from dpadapt.alignment import prima
+    from dpadapt.privacy.mechanisms import random_streams
+    from dpadapt.release import ReleaseError
+
     if len(releases) != 1:
         raise ValueError("prima adapt takes exactly one --release")
     release = releases[0]
     if release.method != prima.METHOD:
         raise ReleaseError(f"expected a prima release, got {release.method}/{release.kind}")
     if release.kind in ("source_class_statistics", "source_models"):
-        config = config_from_args(prima.PrimaConfig, args, privacy_mode=release.params.get("privacy_mode", "sound"))
+        config = config_from_args(PrimaConfig, args, privacy_mode=release.params.get("privacy_mode", "sound"))
         model = prima.adapt(release, table.X, config)
         metrics = {"accuracy": model.score(table.X, table.y)} if table.y is not None else {}
         return AdaptOutcome(model=model, guarantees={"source": release.guarantee}, metrics=metrics)
@@ -81,7 +87,7 @@ def adapt(args: argparse.Namespace, table: Table, releases: list[Release]) -> Ad
         raise ValueError(f"{table.path}: the source party needs labelled data")
     if args.epsilon is None or args.delta is None:
         raise ValueError("give --epsilon and --delta: the source's budget for the returned models")
-    config = config_from_args(prima.PrimaConfig, args, source_release="dpsgd_heads")
+    config = config_from_args(PrimaConfig, args, source_release="dpsgd_heads")
     if config.classes is None:
         raise ValueError("give --classes: the label set is public (inferring it from the labels leaks them)")
     plan = prima.plan(config, {"n_source": table.X.shape[0], "n_target": int(release.params["n_target"]),

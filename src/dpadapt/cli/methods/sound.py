@@ -13,18 +13,17 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dpadapt import sound
 from dpadapt.cli.config_options import _tuple, add_option
 from dpadapt.cli.methods import AdaptOutcome, PlannedRelease, register_module
-from dpadapt.io import Table
-from dpadapt.privacy.mechanisms import random_streams
-from dpadapt.release import Release
-from dpadapt.sound import source
-from dpadapt.sound.request import Request
-from dpadapt.validation import check_features
+from dpadapt.configs.sound import Config
+
+if TYPE_CHECKING:
+    from dpadapt.io import Table
+    from dpadapt.release import Release
 
 
 def add_release_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,21 +47,25 @@ def label_indices(table: Table, classes: tuple, rows=slice(None)) -> np.ndarray:
 
 
 def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
-    """The request validated, then the Guarantee from public quantities; ``execute`` draws the noise."""
-    if table.y is None:
+    """The request validated, then the Guarantee from public quantities (the table's shape); ``execute`` reads the
+    rows chunk by chunk (never the whole file) and draws the noise once."""
+    from dpadapt import sound
+    from dpadapt.privacy.mechanisms import random_streams
+    from dpadapt.release import Release
+    from dpadapt.sound.request import Request
+
+    if not table.source.labelled:
         raise ValueError(f"{table.path}: the source data needs labels")
-    X = check_features(table.X, "source data", allow_sparse=True)
-    req = Request.from_release(Release.load(args.request, expect_method="sound"), n_features=X.shape[1])
+    req = Request.from_release(Release.load(args.request, expect_method="sound"), n_features=table.n_features)
     schema_classes = getattr(table, "classes", None)
     own = tuple(range(len(schema_classes))) if schema_classes else (
         _tuple(args.classes) if isinstance(args.classes, str) else args.classes)
     if own is not None and [str(c) for c in own] != [str(c) for c in req.classes]:
         raise ValueError(f"the request is for the label set {list(req.classes)}; yours is {list(own)} (names and order must agree)")
-    config = sound.Config(epsilon=args.epsilon, delta=args.delta, classes=req.classes, relation=args.relation)
-    plan = sound.plan(config, {"request": req, "n_source": X.shape[0]})
-    y = label_indices(table, req.classes)
+    config = Config(epsilon=args.epsilon, delta=args.delta, classes=req.classes, relation=args.relation)
+    plan = sound.plan(config, {"request": req, "n_source": table.n_rows})
     _, noise = random_streams(args.seed)
-    return PlannedRelease(plan.guarantee, lambda: source.release(plan, req, X, y, noise))
+    return PlannedRelease(plan.guarantee, lambda: sound.release(plan, req, table.source, noise=noise))
 
 
 def add_adapt_arguments(parser: argparse.ArgumentParser) -> None:
@@ -71,6 +74,8 @@ def add_adapt_arguments(parser: argparse.ArgumentParser) -> None:
 
 def adapt(args: argparse.Namespace, table: Table, releases: list[Release]) -> AdaptOutcome:
     """The receiver's model from its request (an --own-release) and the sources' statistics (--release)."""
+    from dpadapt import sound
+
     model = sound.adapt(releases, table.X)
     metrics: dict[str, float] = {"sources": float(model.details["sources"])}
     if table.y is not None and np.any(np.asarray(table.y) >= 0):
@@ -83,12 +88,13 @@ def adapt(args: argparse.Namespace, table: Table, releases: list[Release]) -> Ad
 
 def _example(files: dict) -> list[str]:
     """Generic tests: a request made here from the target file for the source file's rows (3 classes)."""
+    from dpadapt import sound
     from dpadapt.io import load_table
 
     source, target = load_table(files["source"]), load_table(files["target"])
     out = files["target"].parent / "request.release"
     if not out.exists():
-        cfg = sound.Config(epsilon=4.0, delta=1.0 / (10 * source.X.shape[0]), classes=(0, 1, 2))
+        cfg = Config(epsilon=4.0, delta=1.0 / (10 * source.X.shape[0]), classes=(0, 1, 2))
         sound.request(target.X, cfg, source.X.shape[0]).save(out)
     return ["--data", str(files["source"]), "--request", str(out)]
 

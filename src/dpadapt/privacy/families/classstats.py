@@ -39,18 +39,10 @@ BASIS_REASON = (
 )
 
 
-def class_statistics_plan(
-    epsilon: float,
-    delta: float,
-    *,
-    classes: tuple,
-    party: str = "source",
-    relation: accounting.Relation = "replace_one",
-    extra_theorem: str = "",
-) -> tuple[float, Guarantee]:
-    """σ and the Guarantee of one class-statistics release at (ε, δ) under ``relation``."""
-    return labelled_gaussian_plan(epsilon, delta, sensitivities=CLASS_STATISTICS_SENSITIVITY, theorem=THEOREM,
-                                  classes=classes, party=party, relation=relation, extra_theorem=extra_theorem)
+def class_statistics_plan(epsilon: float, delta: float, **options) -> tuple[float, Guarantee]:
+    """σ and the Guarantee of one class-statistics release at (ε, δ); ``options`` (``classes``, ``party``,
+    ``relation``, ``extra_theorem``) as in :func:`labelled_gaussian_plan`."""
+    return labelled_gaussian_plan(epsilon, delta, sensitivities=CLASS_STATISTICS_SENSITIVITY, theorem=THEOREM, **options)
 
 
 def labelled_gaussian_plan(
@@ -60,9 +52,9 @@ def labelled_gaussian_plan(
     sensitivities: dict,
     theorem: str,
     classes: tuple,
-    party: str,
-    relation: accounting.Relation,
-    extra_theorem: str,
+    party: str = "source",
+    relation: accounting.Relation = "replace_one",
+    extra_theorem: str = "",
 ) -> tuple[float, Guarantee]:
     """σ and Guarantee of ONE analytic Gaussian on labelled sums of Δ = ``sensitivities[relation]``.
 

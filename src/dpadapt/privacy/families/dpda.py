@@ -1,23 +1,31 @@
 """Planning of DP-SGD training for DPDA / G-DPDA: σ, rate, steps and the Guarantee, before training.
 
 Theorem: DP-SGD (Abadi et al., CCS 2016) — per step a Poisson-subsampled Gaussian mechanism on
-per-example gradients jointly clipped to C; RDP of the sampled Gaussian (Mironov, Talwar & Zhang
-2019) composed over the steps by dp-accounting; add/remove neighbours, one record per party.
+per-example gradients jointly clipped to C; replace-one neighbours, one record per party, the dataset
+size n public (the sampling rate q = B/n and the step count are computed from it and stated): the
+privacy-loss distribution of the sampled Gaussian under replacement (dp-accounting's ``REPLACE_ONE``
+PLD) composed over the steps. Issue 27 item 3: an add/remove guarantee computed at q = B/n of the
+private n would be broken by its own statement (D and D minus a record give different Guarantees).
+Paper mode keeps the paper's add/remove moments accountant for its choices (T) and is charged under
+replace-one like sound mode.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 from dpadapt.deep.dpsgd import PrivacySpec, stream_groups, stream_noise_multiplier
 from dpadapt.privacy import accounting
-from dpadapt.privacy.guarantee import Guarantee
+from dpadapt.privacy.guarantee import PAPER_ADD_REMOVE_REASON, Guarantee
 from dpadapt.validation import check_delta, check_epsilon, check_privacy_mode
 
 THEOREM = (
     "DP-SGD (Abadi et al., CCS 2016): Poisson-subsampled Gaussian mechanism on per-example gradients "
-    "clipped to C, RDP of the sampled Gaussian (Mironov, Talwar & Zhang 2019) composed over steps by dp-accounting; "
+    "clipped to C; replace-one neighbours with the dataset size n public (q = B/n and the steps are stated): a "
+    "record's clipped gradient v replaced by v', |v|, |v'| <= C, each in the Poisson sample with probability q; "
+    "privacy-loss distribution of that sampled Gaussian composed over the steps by dp-accounting (REPLACE_ONE PLD); "
     "noise from torch's float32 Gaussian sampler (not floating-point vetted: OpenDP's sampler would cost minutes per "
     "epoch for the per-step noise of every parameter)"
 )
@@ -64,6 +72,7 @@ class PrivatePlan:
             "max_steps_allowed": self.max_steps,
         }
         if self.mode == "paper":
+            reasons.append(PAPER_ADD_REMOVE_REASON)
             n_groups = [len(stream_groups(b, self.spec.grouping)) for b in self.phases]
             reasons.append(
                 "per-parameter-group clipping with separate noise (Wang et al. 2020, Eqs. 14-15/19-22): "
@@ -75,9 +84,10 @@ class PrivatePlan:
             self.event(steps),
             party=self.party,
             unit="record",
-            relation="add_remove",
+            relation="replace_one",
             delta=self.delta,
             theorem=THEOREM,
+            method="pld",
             mode=self.mode,
             reasons=reasons,
             sensitivity=self.spec.clip,
@@ -86,10 +96,39 @@ class PrivatePlan:
 
 
 def _paper_epsilon(sigma: float, rate: float, steps: int, delta: float, n_phases: int) -> float:
-    """What the paper's accountant reports: one SGM at multiplier σ per phase, phases by basic composition."""
+    """What the paper's accountant reports: one SGM at multiplier σ per phase (add/remove RDP), phases by basic
+    composition."""
     if steps == 0:
         return 0.0
     return n_phases * accounting.epsilon(accounting.poisson_gaussian_event(sigma, rate, steps), delta / n_phases)
+
+
+@functools.lru_cache(maxsize=256)
+def _sigma_and_steps(mode: str, phases: tuple[tuple[str, ...], ...], rate: float, clip: float, epsilon: float,
+                     delta: float, noise_multiplier: float | None, cap_steps: int) -> tuple[float, int]:
+    """(σ, T) of one party (see :func:`plan_party`); memoised, as a calibration under replace-one PLD costs ~1–2 s and
+    every fit (seeds, benchmark rows) of one configuration asks for the same."""
+    grouping = "joint" if mode == "sound" else "per_group"
+
+    def decision_event(sigma: float, steps: int):
+        if mode == "sound":
+            spec = PrivacySpec(clip, sigma, grouping)
+            return accounting.compose(
+                [accounting.poisson_gaussian_event(stream_noise_multiplier(spec, b), rate, steps) for b in phases]
+            )
+        return accounting.poisson_gaussian_event(sigma, rate, steps)
+
+    # sound: the charged accountant (replace-one PLD); paper: the paper's (add/remove RDP, phases by basic composition)
+    decision_eps, decision_delta = (epsilon, delta) if mode == "sound" else (epsilon / len(phases), delta / len(phases))
+    relation, method = ("replace_one", "pld") if mode == "sound" else ("add_remove", "rdp")
+    if noise_multiplier is None:
+        sigma = accounting.calibrate_noise_multiplier(lambda z: decision_event(z, cap_steps), decision_eps, decision_delta,
+                                                      relation, method)
+        return sigma, cap_steps
+    if accounting.epsilon(decision_event(noise_multiplier, cap_steps), decision_delta, relation, method) <= decision_eps:
+        return noise_multiplier, cap_steps
+    return noise_multiplier, accounting.max_steps(lambda t: decision_event(noise_multiplier, t), decision_eps,
+                                                  decision_delta, relation, method, upper=cap_steps)
 
 
 def plan_party(
@@ -108,8 +147,8 @@ def plan_party(
     """Choose σ (if not given) and the step budget of one protected party, before any training.
 
     With σ given, ``max_steps`` is the largest T ≤ ``cap_steps`` within (ε, δ) (by the charged
-    accountant in sound mode, by the paper's in paper mode). With σ = None, σ is calibrated so that
-    ``cap_steps`` steps meet (ε, δ) exactly.
+    accountant in sound mode — replace-one PLD —, by the paper's in paper mode — add/remove RDP).
+    With σ = None, σ is calibrated so that ``cap_steps`` steps meet (ε, δ) exactly.
     """
     epsilon = check_epsilon(epsilon, f"{party} epsilon")
     mode = check_privacy_mode(mode)
@@ -119,27 +158,12 @@ def plan_party(
     rate = batch_size / n_rows
     phases = phases_sound if mode == "sound" else phases_paper
     grouping = "joint" if mode == "sound" else "per_group"
-
-    def decision_event(sigma: float, steps: int):
-        if mode == "sound":
-            spec = PrivacySpec(clip, sigma, grouping)
-            return accounting.compose(
-                [accounting.poisson_gaussian_event(stream_noise_multiplier(spec, b), rate, steps) for b in phases]
-            )
-        return accounting.poisson_gaussian_event(sigma, rate, steps)
-
-    decision_eps, decision_delta = (epsilon, delta) if mode == "sound" else (epsilon / len(phases), delta / len(phases))
-    if noise_multiplier is None:
-        sigma = accounting.calibrate_noise_multiplier(lambda z: decision_event(z, cap_steps), decision_eps, decision_delta)
-        steps = cap_steps
-    else:
-        sigma = float(noise_multiplier)
-        if not (sigma > 0 and math.isfinite(sigma)):
+    if noise_multiplier is not None:
+        noise_multiplier = float(noise_multiplier)
+        if not (noise_multiplier > 0 and math.isfinite(noise_multiplier)):
             raise ValueError(f"noise_multiplier must be a finite number > 0 (or None to calibrate), got {noise_multiplier}")
-        if accounting.epsilon(decision_event(sigma, cap_steps), decision_delta) <= decision_eps:
-            steps = cap_steps
-        else:
-            steps = accounting.max_steps(lambda t: decision_event(sigma, t), decision_eps, decision_delta, upper=cap_steps)
+    sigma, steps = _sigma_and_steps(mode, phases, rate, float(clip), float(epsilon), float(delta), noise_multiplier,
+                                    int(cap_steps))
     if steps < 1:
         raise ValueError(
             f"the {party} budget (ε={epsilon:g}, δ={delta:g}) does not allow a single step at noise multiplier "

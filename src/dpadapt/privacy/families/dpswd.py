@@ -3,7 +3,7 @@
 Used by :mod:`dpadapt.transport.swd` (the one-shot and per-step projection releases), the
 DP-SWD domain adaptation (:mod:`dpadapt.deep.swd_da`) and the DP-SWD generator. The sensitivity
 bounds themselves (spectral ‖U‖op, the Beta-law bounds of the paper's Lemmas 1–2) are in
-:mod:`dpadapt.transport.swd`; see its docstring for the theorems.
+:mod:`dpadapt.privacy.families.projection_sensitivity`; the theorems are in :mod:`dpadapt.transport.swd`.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from dpadapt.privacy import accounting
+from dpadapt.privacy.families import projection_sensitivity as bounds
 from dpadapt.privacy.guarantee import Guarantee, analytic_gaussian_guarantee
 from dpadapt.privacy.mechanisms import FAST_SAMPLER_WORDS
 from dpadapt.validation import check_delta, check_epsilon, check_positive
@@ -34,12 +35,6 @@ PAPER_REASONS = {
     "clt": "the CLT sensitivity 'bound' is a heuristic, not a bound (spec 02, soundness 3)",
 }
 
-
-
-def _swd():
-    from dpadapt.transport import swd  # the sensitivity bounds (imported late: swd imports this module)
-
-    return swd
 
 
 # --- calibration ----------------------------------------------------------------------------
@@ -78,7 +73,7 @@ class DPSWDPlan:
         if self.method == "spectral":
             if U is None:
                 raise ValueError("spectral sensitivity depends on U")
-            return self.diameter * _swd().operator_norm(U)
+            return self.diameter * bounds.operator_norm(U)
         return self.diameter * math.sqrt(self.unit_squared_sensitivity)
 
     def sigma(self, U: np.ndarray | None = None, *, foreign: bool = False) -> float:
@@ -93,7 +88,7 @@ class DPSWDPlan:
         if foreign and self.method != "spectral":
             if U is None:
                 raise ValueError("a foreign U must be given to enforce its spectral sensitivity")
-            s = max(s, self.noise_multiplier * self.diameter * _swd().operator_norm(U))
+            s = max(s, self.noise_multiplier * self.diameter * bounds.operator_norm(U))
         return s
 
 
@@ -140,9 +135,9 @@ def plan_releases(
         raise ValueError(f"mode must be 'sound' or 'paper', got {mode!r}")
     check_delta(delta, n, sound=mode == "sound")
     check_positive(clip_norm, "clip_norm")
-    if method not in _swd().SENSITIVITY_METHODS:
-        raise ValueError(f"method must be one of {_swd().SENSITIVITY_METHODS}, got {method!r}")
-    if mode == "sound" and method not in _swd().SOUND_METHODS:
+    if method not in bounds.SENSITIVITY_METHODS:
+        raise ValueError(f"method must be one of {bounds.SENSITIVITY_METHODS}, got {method!r}")
+    if mode == "sound" and method not in bounds.SOUND_METHODS:
         raise ValueError(f"sensitivity method {method!r} is not a valid bound; use it only with mode='paper'")
     if mode == "paper" and method == "spectral":
         raise ValueError("paper mode uses the published Beta-based sensitivity ('bernstein', 'bernstein_code', 'clt')")
@@ -157,7 +152,7 @@ def plan_releases(
     if mode == "paper":
         charged = int(charged_steps or steps)
         fail = delta / 2.0
-        w = _swd().projection_sensitivity(method, k=k, d=d, failure=fail).squared
+        w = bounds.projection_sensitivity(method, k=k, d=d, failure=fail).squared
         make = lambda z: steps_event(z, n, batch_size, charged)
         z = _calibrate(make, epsilon, delta / 2.0)
         event = make(z)
@@ -199,7 +194,7 @@ def plan_releases(
         raise ValueError(f"failure_fraction must be in (0, 1), got {failure_fraction}")
     delta_fail = failure_fraction * delta
     per_step = delta_fail / steps
-    w = _swd().projection_sensitivity(method, k=k, d=d, failure=per_step).squared
+    w = bounds.projection_sensitivity(method, k=k, d=d, failure=per_step).squared
     eps_cond = math.log(1.0 / (1.0 - delta_fail))
     if epsilon <= eps_cond:
         raise ValueError("epsilon too small for the failure budget")
@@ -228,7 +223,7 @@ def paper_epsilon(
     z = σ / sqrt(w(k, δ/2)), T = (n // B + 1)·epochs subsampled releases, ε at δ/2 (rows of
     norm ≤ 1/2, so the diameter is 1). Not a valid guarantee — for reproducing Table 4 only.
     """
-    w = _swd().projection_sensitivity(method, k=k, d=d, failure=delta / 2.0).squared
+    w = bounds.projection_sensitivity(method, k=k, d=d, failure=delta / 2.0).squared
     steps = (int(n) // int(batch_size) + 1) * int(epochs)
     event = steps_event(sigma / math.sqrt(w), n, batch_size, steps)
     return accounting.epsilon(event, delta / 2.0, "replace_one", "rdp")

@@ -8,15 +8,18 @@ Two protocols (``source_release``):
   from the analytic Gaussian at (ε, δ). The target releases nothing: it classifies and refines on
   its own rows, and the model stays with it (its own computation), so its guarantee is ε = 0.
 * ``"dpsgd_heads"`` (the published design): the target releases its noisy subspace second moments
-  (Analyze Gauss, Δ = √2/n replace-one), the source trains DP-SGD heads on CORAL/SA-aligned rows.
+  (Analyze Gauss, Δ = √2/n replace-one), the source trains DP-SGD heads on CORAL/SA-aligned rows
+  (replace-one too, n public: its sampling rate and steps come from n; dp-accounting's replace-one PLD).
 """
 
 from __future__ import annotations
 
 import functools
+import math
 
+from dpadapt.configs.prima import PAPER_CALIBRATIONS
 from dpadapt.privacy import accounting
-from dpadapt.privacy.guarantee import Guarantee
+from dpadapt.privacy.guarantee import PAPER_ADD_REMOVE_REASON, Guarantee
 from dpadapt.privacy.mechanisms import CLASS_STATISTICS_SENSITIVITY
 
 THEOREM_CLASS_STATISTICS = (
@@ -101,46 +104,82 @@ def target_covariances_plan(n_target: int, epsilon: float, delta: float, *, part
     return g, sigma
 
 
+def source_heads_event(z_cov: float, dpsgd_events):
+    """The sound heads protocol's source events under replace-one: the second-moment sum (noise ``z_cov``·r² per
+    packed entry, Δ = √2·r² — :func:`~dpadapt.alignment.covariance.joint_block_sensitivity` at n = 1) and the
+    DP-SGD runs (Poisson-subsampled, replace-one PLD)."""
+    from dpadapt.alignment.covariance import joint_block_sensitivity
+
+    return accounting.compose([accounting.gaussian_event(z_cov / joint_block_sensitivity(1))] + list(dpsgd_events))
+
+
 @functools.lru_cache(maxsize=256)
 def _calibrate(key: tuple, epsilon: float, delta: float) -> float:
+    """The DP-SGD multiplier: sound (``"with_cov"``) under replace-one (PLD); paper (``"alone"``) by the paper's
+    moments accountant (add/remove RDP)."""
     kind, z_cov, q, steps, runs = key
+    if kind == "alone":
+        return accounting.calibrate_noise_multiplier(lambda z: accounting.poisson_gaussian_event(z, q, steps), epsilon,
+                                                     delta, "add_remove", "rdp")
+    return accounting.calibrate_noise_multiplier(
+        lambda z: source_heads_event(z_cov, [accounting.poisson_gaussian_event(z, q, steps)] * runs), epsilon, delta,
+        "replace_one", "pld")
 
-    def make(z: float):
-        parts = [accounting.gaussian_event(z_cov)] if kind == "with_cov" else []
-        return accounting.compose(parts + [accounting.poisson_gaussian_event(z, q, steps)] * runs)
 
-    return accounting.calibrate_noise_multiplier(make, epsilon, delta, "add_remove")
+THEOREM3_REASON = ("noise multiplier from Thm. 3's one-shot bound σ ≥ √(2 ln(1.25/δ))/ε, applied at every DP-SGD step "
+                   "with no composition over the steps")
+PER_CLASS_REASON = ("one binary model per class and subspace, each at ε/q, composed by basic composition over the classes "
+                    "(Sec. 5.2) and by 'parallel composition' over the subspaces")
+
+
+def theorem3_noise_multiplier(epsilon: float, delta: float) -> float:
+    """σ = √(2 ln(1.25/δ))/ε, PRIMA's Thm. 3 (2.42 at ε = 2, δ = 1e-5), used by paper mode's 'theorem3' reading."""
+    return math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
 
 
 def dpsgd_heads_plan(n_heads: int, epsilon: float, delta: float, *, sample_rate: float, steps: int,
-                     cov_budget_fraction: float, joint: bool, privacy_mode: str) -> tuple[Guarantee, float | None, float]:
+                     cov_budget_fraction: float, joint: bool, privacy_mode: str, paper_calibration: str = "accountant",
+                     budget_split: int = 1) -> tuple[Guarantee, float | None, float]:
     """(source Guarantee, covariance noise multiplier or None, DP-SGD noise multiplier) of the heads release.
 
-    Sound: the source second-moment sum (Δ = 1, add/remove) with z_cov at (fraction·ε, δ), then the
-    smallest DP-SGD z with RDP(cov ∘ DP-SGD) ≤ (ε, δ). Paper: one per-subspace run at (ε, δ), no
-    covariance noise (the published claim, flagged invalid).
+    Sound (replace-one, n public): the source second-moment sum (Δ = √2 for unit rows) with z_cov at
+    (fraction·ε, δ), then the smallest DP-SGD z with PLD(cov ∘ DP-SGD) ≤ (ε, δ). Paper: one per-subspace run
+    at (ε/``budget_split``, δ) by the paper's add/remove moments accountant — z from the accountant
+    (``paper_calibration="accountant"``) or from Thm. 3's bound (``"theorem3"``) —, no covariance noise (the
+    published claim, flagged invalid). ``budget_split`` = q for the paper's one-vs-rest models (one per class).
     """
     q = sample_rate
     if privacy_mode == "paper":
-        z = _calibrate(("alone", 0.0, q, steps, 1), float(epsilon), float(delta))
+        if paper_calibration not in PAPER_CALIBRATIONS:
+            raise ValueError(f"paper_calibration must be one of {PAPER_CALIBRATIONS}, got {paper_calibration!r}")
+        eps_model = float(epsilon) / int(budget_split)
+        if paper_calibration == "theorem3":
+            z = theorem3_noise_multiplier(eps_model, float(delta))
+        else:
+            z = _calibrate(("alone", 0.0, q, steps, 1), eps_model, float(delta))
+        extra = ((THEOREM3_REASON,) if paper_calibration == "theorem3" else ()) + ((PER_CLASS_REASON,) if budget_split > 1 else ())
         g = Guarantee(
             party="source", unit="record", relation="add_remove", epsilon=float(epsilon), delta=float(delta),
             events=(accounting.poisson_gaussian_event(z, q, steps),), accounting="rdp",
             theorem="PRIMA Thm. 3 as published (moments accountant per model + parallel composition)",
             mode="paper", valid=False,
-            reasons=SOURCE_PAPER_REASONS + ("published procedure reproduced for comparison (paper mode)",),
-            details={"noise_multiplier": z, "sample_rate": q, "steps": steps, "runs": n_heads},
+            reasons=SOURCE_PAPER_REASONS + extra + (PAPER_ADD_REMOVE_REASON, "published procedure reproduced for comparison (paper mode)"),
+            details={"noise_multiplier": z, "sample_rate": q, "steps": steps, "runs": n_heads * int(budget_split),
+                     "calibration": paper_calibration, "epsilon_per_model": eps_model},
         )
         return g, None, z
-    z_cov = accounting.analytic_gaussian_sigma(cov_budget_fraction * epsilon, delta, 1.0)
+    from dpadapt.alignment.covariance import joint_block_sensitivity
+
+    z_cov = accounting.analytic_gaussian_sigma(cov_budget_fraction * epsilon, delta, joint_block_sensitivity(1))
     runs = 1 if joint else n_heads
     z = _calibrate(("with_cov", z_cov, q, steps, runs), float(epsilon), float(delta))
-    event = accounting.compose([accounting.gaussian_event(z_cov)] + [accounting.poisson_gaussian_event(z, q, steps)] * runs)
+    event = source_heads_event(z_cov, [accounting.poisson_gaussian_event(z, q, steps)] * runs)
     g = Guarantee.from_event(
-        event, party="source", unit="record", relation="add_remove", delta=delta,
+        event, party="source", unit="record", relation="replace_one", delta=delta, method="pld",
         theorem=(
-            "Gaussian mechanism on the source second-moment blocks (Δ = 1 for unit rows, add/remove) composed by RDP "
-            "with Poisson-subsampled DP-SGD (Abadi et al. 2016; Mironov et al. 2019) over all subspace heads"
+            "Gaussian mechanism on the source second-moment blocks (Δ = √2 for unit rows, replace-one, n public) "
+            "composed with Poisson-subsampled DP-SGD (Abadi et al. 2016; a record's clipped gradient replaced, "
+            "dp-accounting's REPLACE_ONE privacy-loss distribution) over all subspace heads"
             + (" trained jointly (one clip of the concatenated per-example gradient)" if joint else f" ({runs} runs composed)")
         ),
         details={"cov_noise_multiplier": z_cov, "noise_multiplier": z, "sample_rate": q, "steps": steps, "runs": runs,

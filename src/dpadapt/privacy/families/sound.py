@@ -9,7 +9,6 @@ label set is public and part of the unit.
 
 from __future__ import annotations
 
-from dpadapt.privacy import accounting
 from dpadapt.privacy.families.classstats import labelled_gaussian_plan
 from dpadapt.privacy.guarantee import Guarantee
 from dpadapt.privacy.mechanisms import CLASS_MOMENT_SENSITIVITY
@@ -22,15 +21,7 @@ THEOREM = (
 )
 
 
-def class_moments_plan(
-    epsilon: float,
-    delta: float,
-    *,
-    classes: tuple,
-    party: str = "source",
-    relation: accounting.Relation = "replace_one",
-    extra_theorem: str = "",
-) -> tuple[float, Guarantee]:
-    """σ and the Guarantee of one class-moment release at (ε, δ) under ``relation``."""
-    return labelled_gaussian_plan(epsilon, delta, sensitivities=CLASS_MOMENT_SENSITIVITY, theorem=THEOREM,
-                                  classes=classes, party=party, relation=relation, extra_theorem=extra_theorem)
+def class_moments_plan(epsilon: float, delta: float, **options) -> tuple[float, Guarantee]:
+    """σ and the Guarantee of one class-moment release at (ε, δ); ``options`` (``classes``, ``party``,
+    ``relation``, ``extra_theorem``) as in :func:`~dpadapt.privacy.families.classstats.labelled_gaussian_plan`."""
+    return labelled_gaussian_plan(epsilon, delta, sensitivities=CLASS_MOMENT_SENSITIVITY, theorem=THEOREM, **options)

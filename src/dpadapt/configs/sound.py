@@ -1,0 +1,33 @@
+"""Hyper-parameters of the sound default (:mod:`dpadapt.sound`); the design itself comes from the receiver's rows."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from dpadapt.configs import base
+from dpadapt.configs.base import param
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Config(base.Config):
+    """Hyper-parameters of the sound default; the design itself comes from the receiver's rows (:mod:`dpadapt.sound.design`)."""
+
+    family = "sound"
+
+    feature_type: str = param("auto", choices=("auto", "dense", "counts"),
+                              help="'auto': log1p exactly when the receiver's rows are counts (non-negative whole numbers); "
+                                   "'counts' / 'dense' declare it (a declaration the rows contradict is warned about)")
+    relation: str = param("replace_one", choices=("replace_one", "add_remove"), help="neighbouring relation of the guarantee")
+    n_design: int | None = param(None, optional=True, low=1,
+                                 help="under add/remove, the public size of each source the receiver designs for (n itself is "
+                                      "private there and never read); ignored under replace-one, where n is public")
+
+    def design_size(self, n_source: int) -> int:
+        """The source size the receiver may design for: ``n_source`` under replace-one (public), ``n_design`` under
+        add/remove (n is private there and never read)."""
+        if self.relation != "add_remove":
+            return int(n_source)
+        if self.n_design is None:
+            raise base.ConfigError("relation='add_remove' needs n_design, a public estimate of each source's size: "
+                                   "n is private under add/remove and the receiver's design may not depend on it")
+        return int(self.n_design)
