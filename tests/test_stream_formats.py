@@ -67,8 +67,10 @@ def _reference(path, fmt: str, labels):
 
 
 def _plan(n: int, d: int, epsilon=None):
-    config = sound.Config(epsilon=epsilon, classes=(0, 1, 2), feature_type="table")  # the rule: features space
-    return sound.plan(config, {"n_source": n, "n_features": d})
+    """A receiver's request for a source of n rows (its own d-feature rows drawn here) and the source's plan."""
+    config = sound.Config(epsilon=epsilon, classes=(0, 1, 2))
+    req = sound.request(np.random.default_rng(0).normal(size=(300, d)), config, n)
+    return sound.plan(config, {"request": req, "n_source": n}), req
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -80,13 +82,14 @@ def test_a_streamed_release_equals_the_in_memory_one(tmp_path, rng, fmt):
     sizes = [chunk.shape[0] for chunk, _ in source]
     assert len(sizes) >= 5 and max(sizes) <= 700 and sum(sizes) == 3000  # chunk by chunk
     Xr, yr = _reference(path, fmt, labels)
-    exact = _plan(3000, 6)
-    a, b = sound.release(exact, source), sound.release(exact, Xr, yr)
-    for name in ("sums", "counts", "second"):
+    exact, req = _plan(3000, 6)
+    a, b = sound.release(exact, req, source), sound.release(exact, req, Xr, yr)
+    assert set(a.arrays) == set(b.arrays) >= {"sums", "counts"}
+    for name in a.arrays:
         np.testing.assert_allclose(a[name], b[name], rtol=1e-12, atol=1e-12)
-    private = _plan(3000, 6, epsilon=8.0)  # the same noise on the same sums: the same release
-    noisy = [sound.release(private, s, t, random_streams(3, reproducible_noise=True)[1]) for s, t in ((source, None), (Xr, yr))]
-    for name in ("sums", "counts", "second"):
+    private, req = _plan(3000, 6, epsilon=8.0)  # the same noise on the same sums: the same release
+    noisy = [sound.release(private, req, s, t, random_streams(3, reproducible_noise=True)[1]) for s, t in ((source, None), (Xr, yr))]
+    for name in noisy[0].arrays:
         np.testing.assert_allclose(noisy[0][name], noisy[1][name], rtol=1e-12, atol=1e-12)
 
 
@@ -115,9 +118,10 @@ def test_a_schema_table_streams_the_rows_read_table_maps(tmp_path, rng, suffix):
     whole = read_table(path, schema)
     np.testing.assert_array_equal(Xs, whole.X)
     np.testing.assert_array_equal(ys, whole.y)
-    plan = _plan(2000, 6)
-    np.testing.assert_allclose(sound.release(plan, source)["second"], sound.release(plan, whole.X, whole.y)["second"],
-                               rtol=1e-12, atol=1e-12)
+    plan, req = _plan(2000, 6)
+    a, b = sound.release(plan, req, source), sound.release(plan, req, whole.X, whole.y)
+    for name in a.arrays:
+        np.testing.assert_allclose(a[name], b[name], rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("fmt", ["npz", "csv", "npy"])
@@ -131,9 +135,9 @@ def test_the_memory_of_a_streamed_release_does_not_grow_with_the_file(tmp_path, 
         path, labels = _write(sub, fmt, X, y)
         del X, y
         source = open_source(path, labels=labels, rows=500)
-        plan = _plan(n, 40)
+        plan, req = _plan(n, 40)
         tracemalloc.start()
-        sound.release(plan, source)
+        sound.release(plan, req, source)
         peaks.append(tracemalloc.get_traced_memory()[1])
         tracemalloc.stop()
     assert peaks[1] < 1.5 * peaks[0], peaks
@@ -166,13 +170,15 @@ def test_the_cli_releases_from_every_format(tmp_path, rng, monkeypatch):
     X, y = _data(rng, n=1500)
     assert main(["budget", "set", "--party", "source", "--dataset-id", "d", "--epsilon", "100", "--delta", "1e-3",
                  "--ledger", "l.sqlite"]) == 0
+    config = sound.Config(epsilon=8.0, delta=1e-6, classes=(0, 1, 2))
+    sound.request(X[:300], config, 1500).save(tmp_path / "request.release")  # the receiver's, made on its own rows
     for fmt in FORMATS:
         sub = tmp_path / fmt
         sub.mkdir()
         path, labels = _write(sub, fmt, X, y)
-        argv = ["release", "sound", "--data", str(path), "--n-classes", "3", "--feature-type", "table", "--epsilon", "8",
+        argv = ["release", "sound", "--request", "request.release", "--data", str(path), "--epsilon", "8",
                 "--delta", "1e-6", "--out", str(sub / "r.release"), "--ledger", "l.sqlite", "--dataset-id", "d"]
         assert main(argv + (["--label-file", str(labels)] if labels else [])) == 0, fmt
-    assert main(["release", "sound", "--data", str(tmp_path / "npy" / "d.npy"), "--n-classes", "3", "--feature-type",
-                 "table", "--epsilon", "8", "--delta", "1e-6", "--out", "x.release", "--ledger", "l.sqlite",
+    assert main(["release", "sound", "--request", "request.release", "--data", str(tmp_path / "npy" / "d.npy"),
+                 "--epsilon", "8", "--delta", "1e-6", "--out", "x.release", "--ledger", "l.sqlite",
                  "--dataset-id", "d"]) == 1  # .npy without --label-file: no labels, refused in one line

@@ -65,31 +65,53 @@ def _cached_design():
 #: The constants the request depends on (the others act after the release).
 DESIGN_CONSTANTS = ("CLUSTER_RATIO", "GAMMA_PROTOTYPES", "GAMMA_DISCRIMINANT", "MAX_BASIS")
 #: The constants of :mod:`dpadapt.sound.design` a grid may set.
-CONSTANTS = ("CLUSTER_RATIO", "GAMMA_PROTOTYPES", "GAMMA_DISCRIMINANT", "RIDGE_SCALE", "RIDGE_FLOOR", "DISCRIMINANT",
-             "LABEL_SHIFT", "MAX_BASIS")
+CONSTANTS = ("CLUSTER_RATIO", "GAMMA_PROTOTYPES", "GAMMA_DISCRIMINANT", "RIDGE_SCALE", "RIDGE_FLOOR", "MAX_BASIS")
 
 
-def run_one(task: str, seeds: int, names: list[str], settings: list[tuple]) -> list[dict]:
-    """Every setting, ε and seed on one development pair (one process: the requests and decompositions are shared)."""
+def run_one(task: str, eps, seeds: int, names: list[str], groups: list[list[tuple]]) -> list[dict]:
+    """One development pair at one ε: each group of settings is fitted once (its first setting) and recorded for every
+    setting of the group (at ε = None the γ constants size no basis, so the settings that differ only in them share
+    one fit). One process per job: the requests and decompositions are shared within it."""
     spec = next(p for p in dev_pairs([]) if p.task == task)
     d = spec.load()
     n = d.Xs.shape[0]
     classes = tuple(range(d.n_classes))
     rows = []
-    for values in settings:
-        for k, v in zip(names, values):
+    for group in groups:
+        for k, v in zip(names, group[0]):
             setattr(rule, k, v)
-        for eps in EPSILONS:
-            for seed in range(seeds if eps is not None else 1):
-                t = time.perf_counter()
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    est = SoundDA(epsilon=eps, delta=spec.delta(n) if eps else None, classes=classes,
-                                  random_state=seed, reproducible_noise=True).fit_domains(d.Xs, d.ys, d.Xt)
-                rows.append({"task": task, "epsilon": eps, "seed": seed, **dict(zip(names, values)),
-                             **metrics(est, d.Xt_test, d.yt_test), "design": est.design_["design"],
-                             "k": est.design_["k_rule"], "seconds": time.perf_counter() - t})
+        for seed in range(seeds if eps is not None else 1):
+            t = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                est = SoundDA(epsilon=eps, delta=spec.delta(n) if eps else None, classes=classes,
+                              random_state=seed, reproducible_noise=True).fit_domains(d.Xs, d.ys, d.Xt)
+            fit = {**metrics(est, d.Xt_test, d.yt_test), "design": est.design_["design"], "k": est.design_["k_rule"],
+                   "seconds": time.perf_counter() - t}
+            rows.extend({"task": task, "epsilon": eps, "seed": seed, **dict(zip(names, values)), **fit} for values in group)
     return rows
+
+
+def _jobs(pairs, seeds: int, names: list[str], grid: list[tuple], done: set) -> list[tuple]:
+    """(task, ε, seeds, names, groups) per pair and ε, without the (task, ε, seed, setting) rows already in ``done``;
+    the slow ones (no noise: the full feature space) first."""
+    jobs = []
+    for spec in pairs:
+        for eps in EPSILONS:
+            groups: dict = {}
+            for values in grid:
+                if eps is None:
+                    key = tuple(v for c, v in zip(names, values) if not c.startswith("GAMMA"))
+                else:
+                    key = values
+                groups.setdefault(key, []).append(values)
+            todo = [g for g in groups.values()
+                    if any((spec.task, eps, seed, v) not in done for v in g for seed in range(seeds if eps is not None else 1))]
+            if todo and eps is None:  # one fit each, in the full feature space: one job each
+                jobs.extend((spec.task, eps, seeds, names, [g]) for g in todo)
+            elif todo:
+                jobs.append((spec.task, eps, seeds, names, todo))
+    return sorted(jobs, key=lambda j: j[1] is not None)
 
 
 def _cached_eigh():
@@ -125,13 +147,20 @@ def run(out: str, seeds: int, settings: dict[str, list], filters: list[str], wor
 
     names = sorted(settings)
     grid = list(itertools.product(*(settings[k] for k in names)))
-    jobs = [(spec.task, seeds, names, grid) for spec in dev_pairs(filters)]
+    done = set()
+    if Path(out).is_file():
+        for line in open(out):
+            r = json.loads(line)
+            if all(c in r for c in names):
+                done.add((r["task"], r["epsilon"], r["seed"], tuple(r[c] for c in names)))
+    jobs = _jobs(dev_pairs(filters), seeds, names, grid, done)
+    print(f"{len(jobs)} jobs", flush=True)
     with open(out, "a") as f, cf.ProcessPoolExecutor(workers, initializer=_init_worker) as pool:
         for rows in pool.map(run_one, *zip(*jobs)) if workers > 1 else map(lambda j: (_init_worker(), run_one(*j))[1], jobs):
             for row in rows:
                 f.write(json.dumps(row) + "\n")
             f.flush()
-            print(rows[0]["task"], len(rows), "fits", flush=True)
+            print(rows[0]["task"], rows[0]["epsilon"], len(rows), "fits", flush=True)
     return 0
 
 
@@ -167,9 +196,9 @@ def choose(out: str, baselines: str, metric_of=lambda task: "roc_auc" if task.st
             best[(task, eps)] = max(best.get((task, eps), -np.inf), v)
     for design in ("prototypes", "discriminant"):
         mine = [r for r in rows if r["design"] == design]
-        names = [c for c in CONSTANTS if mine and c in mine[0]]
+        names = sorted({c for r in mine for c in r if c.isupper()})  # every constant a recorded grid set
         scored = []
-        for setting, rs in _means(mine, lambda r: tuple(r[c] for c in names)).items():
+        for setting, rs in _means(mine, lambda r: tuple(r.get(c) for c in names)).items():
             cells = _means(rs, lambda r: (r["task"], r["epsilon"]))
             gaps, mono = [], True
             for (task, eps), cr in cells.items():

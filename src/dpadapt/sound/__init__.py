@@ -13,8 +13,8 @@ Three party steps (``docs/threat-model.md`` for who sees what):
     the analytic Gaussian (Balle & Wang, ICML 2018, Thm. 8).
 (c) :func:`adapt` — the receiver adds the sources' statistics (several sources answer one request; each
     keeps its own guarantee) and post-processes them on its own rows (:mod:`dpadapt.sound.receiver`):
-    the DP prototypes refined by optimal transport, or Fisher's discriminant of the noisy moments with the
-    class prior re-estimated on its rows. Post-processing: no further privacy cost.
+    the DP prototypes refined by optimal transport, or Fisher's discriminant of the noisy moments (one
+    function per design, :data:`POST_PROCESSINGS`). Post-processing: no further privacy cost.
 
 :class:`SoundDA` runs exactly these steps in one process; ``epsilon=None`` is the same pipeline without noise.
 """
@@ -99,20 +99,29 @@ def adapt(releases: list[Release], Xt, config: Config | None = None, *, request_
     st = combine(req, [r for r in releases if r.kind == STATS_KIND])
     _warn_if_noise_dominated(st)
     Z = req.row_map()(Xt)
-    post = req.design.get("design", "discriminant")
-    details: dict = {"sigma": st.sigma, "n": st.n, "k": req.k, "sources": len(st.guarantees)}
-    if post == "prototypes":
-        W, b = receiver.prototypes_ot(st, Z)
-    else:
-        if st.second is None:
-            raise ReleaseError("the discriminant design needs the second moment, which the release does not carry")
-        lam = rule.discriminant_ridge(st.sigma, st.n, req.k)
-        W, b = (receiver.ridge_classifier if rule.DISCRIMINANT == "ridge" else receiver.discriminant)(st, lam)
-        details.update(ridge=lam, classifier=rule.DISCRIMINANT)
-        if rule.LABEL_SHIFT and rule.DISCRIMINANT == "lda" and Z.shape[0]:
-            b, prior = receiver.corrected_for_label_shift(W, b, Z, receiver.class_prior(st.counts))
-            details.update(prior)
+    post = req.design["design"]
+    W, b, details = POST_PROCESSINGS[post](req, st, Z)
+    details.update(sigma=st.sigma, n=st.n, k=req.k, sources=len(st.guarantees))
     return SoundModel(np.asarray(req.classes), req.log1p, req.mean, req.components, W, b, post, details)
+
+
+def _prototypes(req: Request, st: Statistics, Z) -> tuple:
+    """The DP prototypes refined by optimal transport on the receiver's rows (:func:`receiver.prototypes_ot`)."""
+    W, b = receiver.prototypes_ot(st, Z)
+    return W, b, {}
+
+
+def _discriminant(req: Request, st: Statistics, Z) -> tuple:
+    """Fisher's discriminant of the noisy moments with the public ridge of :func:`design.discriminant_ridge`."""
+    if st.second is None:
+        raise ReleaseError("the discriminant design needs the second moment, which the release does not carry")
+    lam = rule.discriminant_ridge(st.sigma, st.n, req.k)
+    W, b = receiver.discriminant(st, lam)
+    return W, b, {"ridge": lam}
+
+
+#: The receiver's post-processing of each design (:data:`design.DESIGNS`).
+POST_PROCESSINGS = {"prototypes": _prototypes, "discriminant": _discriminant}
 
 
 def run_parties(config: Config, sources: list[tuple], Xt) -> tuple[Release, list[Release], SoundModel]:

@@ -13,8 +13,9 @@ The post-processings (the request names which one, :mod:`dpadapt.sound.design`):
   proportions as the class marginal (the class-statistics design of issue 12; DPOT's transport step);
 * :func:`discriminant` — Fisher's linear discriminant of the noisy class moments: class means, the pooled
   within-class scatter projected onto the PSD cone and shrunk towards a scaled identity by a ridge λ set
-  from public quantities (σ√k: the spectral size of the noise; n/k: the size of the signal), the class
-  prior then re-estimated on the receiver's rows (:mod:`dpadapt.labelshift`) when the design says so.
+  from public quantities (σ√k: the spectral size of the noise; n/k: the size of the signal), with the DP class
+  prior. (Re-estimating the prior on the receiver's rows by EM lost on the development pairs, so it is not
+  applied; ``dpadapt score``/``report`` show both sides of a label-shift correction, :mod:`dpadapt.labelshift`.)
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ import numpy as np
 from scipy.special import logsumexp
 
 from dpadapt.classstats.adapt import normalise_rows, refine_ot
-from dpadapt.labelshift import em_target_prior
 from dpadapt.release import Release, ReleaseError
 from dpadapt.sound.request import METHOD, Request
 from dpadapt.sound.source import KIND
@@ -126,13 +126,6 @@ def discriminant(st: Statistics, lam: float) -> tuple[np.ndarray, np.ndarray]:
     return W, -0.5 * np.sum(W * means, axis=1) + np.log(c / n)
 
 
-def ridge_classifier(st: Statistics, lam: float) -> tuple[np.ndarray, np.ndarray]:
-    """(W, b) of least squares on the class indicators: W = S(M + λI)⁻¹ with M's PSD part, b = 0."""
-    vals, vecs = _psd_eigh(st.second)
-    lam = max(float(lam), np.finfo(float).eps * max(float(vals.max(initial=0.0)), 1.0))
-    return ((st.sums @ vecs) / (vals + lam)) @ vecs.T, np.zeros(st.sums.shape[0])
-
-
 def vmf_concentration(Z: np.ndarray, labels: np.ndarray, centers: np.ndarray) -> float:
     """A von Mises–Fisher concentration κ of unit rows around their centers (Banerjee et al., JMLR 2005):
     κ ≈ R̄(k − R̄²)/(1 − R̄²), R̄ the mean cosine of a row to its center."""
@@ -161,14 +154,6 @@ def prototypes_ot(st: Statistics, Z: np.ndarray, *, reg: float = 0.05) -> tuple[
     else:
         kappa = 1.0
     return kappa * centers, np.log(prior)
-
-
-def corrected_for_label_shift(W: np.ndarray, b: np.ndarray, Z: np.ndarray, source_prior: np.ndarray) -> tuple[np.ndarray, dict]:
-    """``b`` shifted by log π_t − log π_s, π_t the receiver's class prior by EM on its rows (Saerens et al. 2002)."""
-    scores = Z @ W.T + b
-    est = em_target_prior(scores - logsumexp(scores, axis=1, keepdims=True), source_prior)
-    return b + est.log_ratio(), {"target_prior": est.target_prior.tolist(), "source_prior": est.source_prior.tolist(),
-                                 "em_iterations": est.iterations}
 
 
 @dataclasses.dataclass
