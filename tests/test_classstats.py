@@ -160,3 +160,20 @@ def test_full_feature_and_cluster_refinements_recover_separated_classes(rng, ref
     assert np.mean(pred == y) > 0.95
     with pytest.raises(ValueError, match="refinement must be one of"):
         refine(Z, start, None, "magic")
+
+
+def test_a_class_the_head_never_saw_scores_finite_and_is_never_predicted(rng):
+    """A self-trained head may lose a class: its score is finite (the attack suite requires finite outputs; a
+    −∞ once failed it on a hostile target row) and it is never predicted."""
+    from scipy.special import softmax
+    from sklearn.linear_model import LogisticRegression
+
+    from dpadapt.classstats.adapt import linear_scores
+
+    X = rng.normal(size=(60, 3))
+    y = np.where(X[:, 0] > 0, 2, 0)  # class 1 absent
+    W, b = linear_scores(LogisticRegression().fit(X, y), 3, 3)
+    S = X @ W.T + b
+    assert np.all(np.isfinite(S)) and not np.any(np.argmax(S, axis=1) == 1)
+    P = softmax(S, axis=1)
+    assert np.all(np.isfinite(P)) and np.all(P[:, 1] == 0.0)

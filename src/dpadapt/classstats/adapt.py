@@ -214,7 +214,7 @@ def self_training(
     shuffled folds; in a high-dimensional space a model fitted on a row's own pseudo-label would just
     repeat it), for at most ``rounds`` rounds or until the labels stop changing; the returned scorer
     is fitted on all rows with the final labels. Returns ``(W, b)`` (scores ``F @ W.T + b``, one row
-    per class of the public label set, a class absent from the labels scores −∞), or ``None`` with
+    per class of the public label set, a class absent from the labels scores :data:`ABSENT_SCORE`), or ``None`` with
     fewer than two classes.
     """
     from sklearn.model_selection import KFold
@@ -237,10 +237,15 @@ def self_training(
     return linear_scores(clf, n_classes, F.shape[1])
 
 
+#: The score of a class a fitted head never saw (finite: scores and their softmax stay defined).
+ABSENT_SCORE = -1e300
+
+
 def linear_scores(model: LogisticRegression, n_classes: int, n_features: int) -> tuple[np.ndarray, np.ndarray]:
-    """(W, b) of a fitted logistic regression with one row per class index (absent classes score −∞ via b)."""
+    """(W, b) of a fitted logistic regression with one row per class index. A class the regression never saw
+    scores :data:`ABSENT_SCORE` via b: never predicted, probability 0, and every score stays finite."""
     W = np.zeros((n_classes, n_features))
-    b = np.full(n_classes, -np.inf)
+    b = np.full(n_classes, ABSENT_SCORE)
     coef, icpt = model.coef_, model.intercept_
     if coef.shape[0] == 1:  # binary: p(class 1) = σ(wx + b)
         coef, icpt = np.vstack([-coef / 2, coef / 2]), np.array([-icpt[0] / 2, icpt[0] / 2])
