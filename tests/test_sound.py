@@ -286,3 +286,14 @@ def test_two_party_cli_request_two_releases_adapt(tmp_path, monkeypatch, rng):
     assert main(["adapt", "sound", "--release", f"{p}/s1.release", "--release", f"{p}/s2.release",
                  "--own-release", f"{p}/req.release", "--data", f"{p}/t.npz", "--out", f"{p}/model.dpadapt"]) == 0
     assert np.mean(load_model(f"{p}/model.dpadapt").predict(Xt) == yt) > 0.7
+
+
+def test_several_sources_with_named_labels_fit_as_one_list(rng):
+    """Several sources given as lists (of unequal sizes), labels by name: the label checks run per source."""
+    ys = [np.where(rng.random(n) < 0.5, "healthy", "ill") for n in (120, 80, 60)]
+    Xs = [rng.normal(size=(len(y), 5)) + (y == "ill")[:, None] for y in ys]
+    Xt = rng.normal(size=(90, 5))
+    model = SoundDA(epsilon=4.0, classes=("healthy", "ill"), random_state=0).fit_domains(Xs, ys, Xt)
+    assert set(model.predict(Xt)) <= {"healthy", "ill"} and len(model.releases_) == 3
+    with pytest.raises(ValueError, match="ys\\[1\\]"):
+        SoundDA(epsilon=4.0, classes=("healthy", "ill"), random_state=0).fit_domains(Xs, [ys[0], np.full(80, "x"), ys[2]], Xt)

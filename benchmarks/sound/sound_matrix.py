@@ -28,7 +28,7 @@ def run(out: str, rows: list[str] | None, pairs: list[str] | None, seeds: int, n
              if not pairs or any(s.lower() in p.task.lower() for s in pairs)]
     chosen = [sound_rows.ROWS[r] for r in rows] if rows else list(sound_rows.ROWS.values())
     results = []
-    for task in sound.tasks_for(specs, sound.EPSILONS, chosen):
+    for task in sorted(sound.tasks_for(specs, sound.EPSILONS, chosen), key=lambda t: not math.isinf(t.epsilon)):  # slowest first
         if noise_free_once and math.isinf(task.epsilon):  # deterministic: one fit, recorded for each seed
             first = run_task(task, 0)
             results.extend({**first, "seed": seed} for seed in range(seeds))

@@ -186,19 +186,26 @@ def _named_labels_fit(fit_domains):
         declared = getattr(self, "classes", None)
         names = label_names(declared)
         self._label_names = None  # while fitting, the subclass works with indices (its own predict included)
-        if names is None and declared is None and ys is not None and np.asarray(ys).dtype.kind in "OSU":
+        several = isinstance(Xs, (list, tuple))  # several sources (SoundDA): a list of label arrays
+        if several:
+            labels = [np.asarray(y).ravel() for y in ys]
+            flat = np.concatenate(labels) if labels else np.array([])
+        else:
+            flat = ys
+        if names is None and declared is None and flat is not None and np.asarray(flat).dtype.kind in "OSU":
             if getattr(self, "epsilon", None) is not None:
                 raise ValueError(f"{type(self).__name__}: labels that are not whole numbers (e.g. "
-                                 f"{np.asarray(ys).ravel()[0]!r}) need the public label set: give classes=(...) "
+                                 f"{np.asarray(flat).ravel()[0]!r}) need the public label set: give classes=(...) "
                                  "(reading it off the private labels would leak them)")
-            names = np.unique(np.asarray(ys).ravel())  # non-private: the label set may be read off the labels
+            names = np.unique(np.asarray(flat).ravel())  # non-private: the label set may be read off the labels
         if names is None:
-            if declared is not None and _whole_numbers(ys):  # an integer label set: refused here, in one wording
-                seen = np.unique(np.asarray(ys).ravel())
+            if declared is not None and _whole_numbers(flat):  # an integer label set: refused here, in one wording
+                seen = np.unique(np.asarray(flat).ravel())
                 if np.setdiff1d(seen, np.asarray(list(declared), dtype=np.float64)).size:
                     _encode(seen, np.asarray(list(declared)), "ys (source labels)")
             return fit_domains(self, Xs, ys, Xt, yt, **kwargs)
-        ys = _encode(ys, names, "ys (source labels)")
+        ys = [_encode(y, names, f"ys[{i}] (source labels)") for i, y in enumerate(labels)] if several else \
+            _encode(ys, names, "ys (source labels)")
         yt = None if yt is None else _encode(yt, names, "yt (target labels)", allow_unlabelled=True)
         has_classes = hasattr(self, "classes")
         if has_classes:
