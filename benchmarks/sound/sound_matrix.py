@@ -41,10 +41,32 @@ def run(out: str, rows: list[str] | None, pairs: list[str] | None, seeds: int, n
     return 0
 
 
+#: The DP source-only table's rows (``benchmarks/dp_source_only/results/dp-source-only-*.json``) as matrix rows.
+DPSO_ROWS = {"dp-ncm": "dp-ncm", "dp-lr": "dp-lr", "dp-lr-old": "dp-logreg", "dp-lsq": "dp-lsq"}
+
+
+def dpso_rows(path: str) -> list[dict]:
+    """The DP source-only table's records (points) as matrix rows (fractions), PhysioNet left out (the matrix
+    is in accuracy; PhysioNet is read in ROC-AUC, ``report_extra.py``)."""
+    import json
+
+    out = []
+    for r in json.loads(Path(path).read_text())["records"]:
+        if r["row"] not in DPSO_ROWS or r["task"].startswith("physionet") or r["epsilon"] is None:
+            continue
+        out.append({"suite": "sound", "task": r["task"], "method": DPSO_ROWS[r["row"]], "mode": "sound",
+                    "epsilon_target": float(r["epsilon"]), "delta": None, "seed": r["seed"], "metric": "accuracy",
+                    "paper_value": None, "error": None, "value": r["accuracy"] / 100, "epsilon_spent": float(r["epsilon"]),
+                    "guarantee_valid": False, "split": "report" if "report" in Path(path).name else "dev",
+                    "kind": "dp-source-only", "seconds": r.get("seconds")})
+    return out
+
+
 def join(out: str, parts: list[str]) -> int:
+    """``parts``: matrix rows (JSON of :func:`write_rows`) or DP source-only tables (``dp-source-only-*.json``)."""
     rows: dict[tuple, dict] = {}
     for part in parts:
-        for r in load_rows(part):
+        for r in dpso_rows(part) if Path(part).name.startswith("dp-source-only") else load_rows(part):
             rows[(r["task"], r["method"], r["epsilon_target"], r["seed"])] = r
     merged = list(rows.values())
     write_rows(merged, out)
