@@ -475,3 +475,17 @@ def test_family_plan_once_release_adapt(bms):
     assert model.predict(bms["X_test"]).shape == (len(bms["X_test"]),)
     with pytest.raises(ReleaseError):
         adapt(dataclasses.replace(rel, kind="other"), {"Xs": Xs, "ys": bms["ys"]}, config)
+
+
+def test_the_discrepancy_suite_gives_sound_mode_a_delta_it_accepts():
+    """Sound mode refuses δ ≥ 1/n; at n = 8000 the paper's δ = 1/8000 is that, so the sound rows run at 1/(10 n)
+    (the suite's sound column once read ERROR there) while paper mode keeps the paper's δ."""
+    from dpadapt.bench.suites import discrepancy as suite
+
+    tasks = suite.build(quick=False)
+    for t in tasks:
+        n = t.params.get("n")
+        if n is not None and t.mode == "sound":
+            assert t.delta < 1.0 / n, (t.task, t.method, t.delta)
+    assert suite._delta(8000, "paper") == suite.DELTA and suite._delta(8000, "sound") == 1.0 / 80000
+    assert suite._delta(1000, "sound") == suite.DELTA

@@ -85,6 +85,11 @@ def _mse(data: dict, w: np.ndarray) -> float:
     return float(np.mean((data["X_test"] @ w - data["y_test"]) ** 2))
 
 
+def _delta(n: int, mode: str) -> float:
+    """The paper's δ = 1/8000, except where sound mode refuses it (δ ≥ 1/n at n = 8000): there 1/(10 n)."""
+    return DELTA if mode == "paper" or DELTA < 1.0 / n else 1.0 / (10 * n)
+
+
 @functools.lru_cache(maxsize=1024)
 def _cell(algorithm: str, n: int, eps: float, seed: int, mode: str = "sound", mu: float | None = None) -> dict:
     """Run one algorithm on one (n, ε, seed): ‖M(q̂)‖₂, test MSE, guarantee, wall time (cached)."""
@@ -92,16 +97,17 @@ def _cell(algorithm: str, n: int, eps: float, seed: int, mode: str = "sound", mu
     Xs, ys, Xt = data["Xs"], data["ys"], data["Xt"]
     rng = np.random.default_rng([seed, n, int(min(eps, 1e6)), ("fw", "md", "ss").index(algorithm), mode == "paper"])
     start = time.perf_counter()
+    delta = _delta(n, mode)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", PrivacyWarning)  # δ = 1/8000 ≥ 1/n at n = 8000: the paper's choice
+        warnings.simplefilter("ignore", PrivacyWarning)  # paper mode: δ = 1/8000 ≥ 1/n at n = 8000, the paper's choice
         if algorithm == "fw":
-            res = private.noisy_frank_wolfe(Xt, Xs, eps, DELTA, r=R, K=K, lam=LAM, mu=mu, y_source=ys, Lambda=LAMBDA,
+            res = private.noisy_frank_wolfe(Xt, Xs, eps, delta, r=R, K=K, lam=LAM, mu=mu, y_source=ys, Lambda=LAMBDA,
                                             random_state=rng, privacy_mode=mode)
         elif algorithm == "md":
-            res = private.noisy_mirror_descent(Xt, Xs, eps, DELTA, r=R, K=K, lam=LAM, mu=mu, y_source=ys,
+            res = private.noisy_mirror_descent(Xt, Xs, eps, delta, r=R, K=K, lam=LAM, mu=mu, y_source=ys,
                                                Lambda=LAMBDA, random_state=rng, privacy_mode=mode)
         elif algorithm == "ss":
-            res = private.single_stage_frank_wolfe(Xt, Xs, ys, eps, DELTA, r=R, Lambda=LAMBDA, K=K, mu=mu,
+            res = private.single_stage_frank_wolfe(Xt, Xs, ys, eps, delta, r=R, Lambda=LAMBDA, K=K, mu=mu,
                                                    selection="last" if mode == "sound" else "paper_argmin",
                                                    random_state=rng, privacy_mode=mode)
         else:
@@ -159,7 +165,7 @@ def build(quick: bool, epsilons=None) -> list[BenchTask]:
                 for alg in ("fw", "md"):
                     tasks.append(BenchTask(
                         suite="discrepancy", task=f"fig1:n={n}", method=f"{alg}-spectral-norm", mode=mode,
-                        run=_fig1_runner(alg, n, eps, algo_mode), epsilon=eps, delta=DELTA, metric="spectral_norm",
+                        run=_fig1_runner(alg, n, eps, algo_mode), epsilon=eps, delta=_delta(n, algo_mode), metric="spectral_norm",
                         paper_value=None if paper else _paper(FIG1, alg, eps, n), params={**CHOICES, "n": n},
                         paper_row=f"Fig.1 {alg}"))
                 methods = ("single-stage", "two-stage-fw", "two-stage-md")
@@ -168,7 +174,7 @@ def build(quick: bool, epsilons=None) -> list[BenchTask]:
                 for method in methods:
                     tasks.append(BenchTask(
                         suite="discrepancy", task=f"fig2:n={n}", method=method, mode=mode,
-                        run=_fig2_runner(method, n, eps, algo_mode), epsilon=eps, delta=DELTA, metric="test_mse",
+                        run=_fig2_runner(method, n, eps, algo_mode), epsilon=eps, delta=_delta(n, algo_mode), metric="test_mse",
                         paper_value=None if paper else _paper(FIG2, method, eps, n), params={**CHOICES, "n": n},
                         paper_row=f"Fig.2 {method}", cause=FIG2_CAUSE if method == "single-stage" else None))
     return tasks
@@ -181,7 +187,7 @@ def build_mu(quick: bool, epsilons=None) -> list[BenchTask]:
     mus = (2.0, 5.0, None) if quick else (1.0, 2.0, 5.0, 10.0, None)
     return [
         BenchTask(suite="discrepancy-mu", task=f"fig1:n={n}", method=f"fw-mu={'cor3' if mu is None else f'{mu:g}'}",
-                  mode="sound", run=_fig1_runner("fw", n, eps, "sound", mu), epsilon=eps, delta=DELTA,
+                  mode="sound", run=_fig1_runner("fw", n, eps, "sound", mu), epsilon=eps, delta=_delta(n, "sound"),
                   metric="spectral_norm", paper_value=_paper(FIG1, "fw", eps, n), params={**CHOICES, "n": n, "mu": mu})
         for n in ns for eps in eps_list for mu in mus
     ]
