@@ -14,8 +14,7 @@ import argparse
 
 from dpadapt.cli.agreement import owner_params
 from dpadapt.cli.main import add_command
-from dpadapt.cli.party_cmd import N_FEATURES_PARAM, _check_out, add_disclosure_arguments, check_disclosure
-from dpadapt.cli.table_options import add_table_arguments, load_data
+from dpadapt.cli.party_cmd import N_FEATURES_PARAM, add_receiver_disclosure, open_receiver_disclosure
 from dpadapt.configs.classstats import Config
 
 
@@ -26,19 +25,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--k", type=int, default=Config.__dataclass_fields__["k"].default, help="basis dimension (default 20)")
     p.add_argument("--feature-type", choices=("dense", "counts"), default="dense", help="public feature type ('counts': log1p before normalising)")
     p.add_argument("--method", default="dpot", choices=("dpot", "classstats"), help="the method the basis is for (default dpot)")
-    p.add_argument("--out", required=True, help="basis Release file to give the other party")
-    p.add_argument("--force", action="store_true", help="overwrite an existing output file")
-    add_disclosure_arguments(p)
-    add_table_arguments(p)
+    add_receiver_disclosure(p, "basis Release file to give the other party")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from dpadapt import classstats
 
-    table = load_data(args)
-    check_disclosure(args, args.data, "target")
-    out = _check_out(args.out, args.force)
+    table, out = open_receiver_disclosure(args)
     config = Config(k=args.k, feature_type=args.feature_type)
     release = classstats.basis(table.source, config, family=args.method)  # a few passes over the file, chunk by chunk
     release.params[N_FEATURES_PARAM] = table.n_features

@@ -106,6 +106,23 @@ def add_disclosure_arguments(p: argparse.ArgumentParser) -> None:
                    help="these data are public: disclose the un-noised summary even though the ledger has a budget for them")
 
 
+def add_receiver_disclosure(p: argparse.ArgumentParser, out_help: str) -> None:
+    """The options of a receiver's un-noised summary of its own table (``dpadapt basis``, ``dpadapt request``):
+    the output file, the disclosure options and the table options; ``run`` set as the command."""
+    p.add_argument("--out", required=True, help=out_help)
+    p.add_argument("--force", action="store_true", help="overwrite an existing output file")
+    add_disclosure_arguments(p)
+    add_table_arguments(p)
+
+
+def open_receiver_disclosure(args: argparse.Namespace) -> tuple[Any, Path]:
+    """The receiver's table (read through :func:`load_data`) and its checked output path, after refusing a
+    disclosure of data the ledger holds a budget for (:func:`check_disclosure`)."""
+    table = load_data(args)
+    check_disclosure(args, args.data, "target")
+    return table, _check_out(args.out, args.force)
+
+
 def check_disclosure(args: argparse.Namespace, data: str, party: str) -> None:
     """Refuse an un-noised disclosure (ε = ∞) of a dataset the ledger holds a privacy budget for, unless
     ``--declare-public`` (issue 19, item 9): like ``release``, nothing without a guarantee leaves a

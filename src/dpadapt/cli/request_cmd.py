@@ -15,8 +15,7 @@ import argparse
 from dpadapt.cli.agreement import owner_params
 from dpadapt.cli.config_options import _tuple
 from dpadapt.cli.main import add_command
-from dpadapt.cli.party_cmd import N_FEATURES_PARAM, _check_out, add_disclosure_arguments, check_disclosure
-from dpadapt.cli.table_options import add_table_arguments, load_data
+from dpadapt.cli.party_cmd import N_FEATURES_PARAM, add_receiver_disclosure, open_receiver_disclosure
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -31,19 +30,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--relation", default="replace_one", choices=("replace_one", "add_remove"), help="neighbouring relation")
     p.add_argument("--feature-type", default="auto", choices=("auto", "dense", "counts"),
                    help="'auto' (default): log1p exactly when your rows are counts; or declare it")
-    p.add_argument("--out", required=True, help="request file to give the source(s)")
-    p.add_argument("--force", action="store_true", help="overwrite an existing output file")
-    add_disclosure_arguments(p)
-    add_table_arguments(p)
+    add_receiver_disclosure(p, "request file to give the source(s)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from dpadapt import sound
 
-    table = load_data(args)
-    check_disclosure(args, args.data, "target")
-    out = _check_out(args.out, args.force)
+    table, out = open_receiver_disclosure(args)
     schema_classes = getattr(table, "classes", None)  # through a schema: labels are indices, the names travel as agreement facts
     classes = tuple(range(len(schema_classes))) if schema_classes else (_tuple(args.classes) if args.classes else None)
     if classes is None:
