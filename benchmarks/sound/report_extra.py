@@ -3,6 +3,7 @@
     python benchmarks/sound/report_extra.py physionet OUT.jsonl [--seeds 5] [--workers N]
     python benchmarks/sound/report_extra.py decaf20 OUT.jsonl [--seeds 5]
     python benchmarks/sound/report_extra.py featuretype OUT.jsonl [--seeds 3] [--pairs bow5000 ...] [--declared dense]
+    python benchmarks/sound/report_extra.py labelshift OUT.jsonl [--seeds 5]
     python benchmarks/sound/report_extra.py table OUT.jsonl [OUT.jsonl ...]
 
 ``physionet``: the 12 ordered pairs of ICU units (one source each) and, per target unit, the three other
@@ -11,7 +12,9 @@ guarantee); ε ∈ {1, 2, 4, 8} and None; ROC-AUC, balanced accuracy and accurac
 ``decaf20``: DeCAF6 D→W and W→D at ε ∈ {2, 20}, δ = 1/(1.2 n_s) (the issue's targets).
 ``featuretype``: the development pairs with ``feature_type`` declared ``dense`` and ``counts`` (the
 matrix's ``sound`` row is the undeclared ``auto``). Fresh vetted noise per seed; nothing is chosen here.
-``table``: the markdown summaries of what the runs recorded.
+``labelshift``: the development pairs whose class prevalence differs by ≥ 10 points (Heart, PhysioNet), each
+fit scored as it is and with the receiver's label-shift correction (EM prior on its rows, the source prior
+from the released noisy counts: what ``dpadapt score`` shows beside it). ``table``: the markdown summaries of what the runs recorded.
 """
 
 from __future__ import annotations
@@ -63,6 +66,8 @@ def _job(kind: str, key: tuple, eps, seed: int) -> dict:
         model = _fit([(t_pair.Xs, t_pair.ys)], t_pair.Xt, tuple(range(t_pair.n_classes)), eps, seed,
                      delta=spec.delta(len(t_pair.ys)) if eps is not None else None)
         row = {"task": spec.task}
+    elif kind == "labelshift":
+        return _label_shift(key[0], eps, seed)
     else:
         task, declared = key
         spec = next(p for p in (*R.DEV_PAIRS, *R.HEART_PAIRS, *R.PHYSIONET_PAIRS) if p.task == task)
@@ -74,8 +79,40 @@ def _job(kind: str, key: tuple, eps, seed: int) -> dict:
             **metrics(model, t_pair.Xt_test, t_pair.yt_test), "seconds": time.perf_counter() - t}
 
 
+def _label_shift(task: str, eps, seed: int) -> dict:
+    from sklearn.metrics import balanced_accuracy_score
+
+    from dpadapt.labelshift import adjust_log_proba, em_target_prior
+
+    spec = next(p for p in (*R.HEART_PAIRS, *R.PHYSIONET_PAIRS) if p.task == task)
+    d = spec.load()
+    model = _fit([(d.Xs, d.ys)], d.Xt, tuple(range(d.n_classes)), eps, seed)
+    counts = np.maximum(model.releases_[0]["counts"], 1.0)
+    logp = np.log(np.clip(model.predict_proba(d.Xt_test), np.finfo(float).tiny, None))
+    est = em_target_prior(logp, counts / counts.sum())
+    row = {"task": task, "epsilon": eps, "seed": seed, "prevalence_source": float(np.mean(d.ys == 1)),
+           "prevalence_target": float(np.mean(d.yt_test == 1)), "estimated_target_prior": est.target_prior.tolist()}
+    for name, lp in (("plain", logp), ("corrected", adjust_log_proba(logp, est))):
+        pred = np.argmax(lp, axis=1)
+        row[f"accuracy_{name}"] = float(np.mean(pred == d.yt_test))
+        row[f"balanced_accuracy_{name}"] = float(balanced_accuracy_score(d.yt_test, pred))
+    return row
+
+
+def _shifted_pairs() -> list:
+    """The development pairs of binary tables whose class-1 prevalence differs by ≥ 10 points."""
+    out = []
+    for spec in (p for p in (*R.HEART_PAIRS, *R.PHYSIONET_PAIRS) if p.available()):
+        d = spec.load()
+        if abs(np.mean(d.ys == 1) - np.mean(d.yt_test == 1)) >= 0.10:
+            out.append(spec.task)
+    return out
+
+
 def jobs(kind: str, seeds: int, filters: list[str], declared=("dense", "counts")) -> list[tuple]:
-    if kind == "physionet":
+    if kind == "labelshift":
+        keys = [(t,) for t in _shifted_pairs()]
+    elif kind == "physionet":
         units = R.PHYSIONET_UNITS
         keys = [(t, (s,)) for t in units for s in units if s != t] + [(t, tuple(u for u in units if u != t)) for t in units]
     elif kind == "decaf20":
@@ -133,7 +170,7 @@ def table(paths: list[str]) -> int:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("kind", choices=("physionet", "decaf20", "featuretype", "table"))
+    ap.add_argument("kind", choices=("physionet", "decaf20", "featuretype", "labelshift", "table"))
     ap.add_argument("out", nargs="+")
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--pairs", nargs="*", default=[])
