@@ -1,7 +1,7 @@
 """PhysioNet 2012 ICU units as hospitals: the two-party CLI from raw CSV through the public schema, all 12 pairs.
 
     OMP_NUM_THREADS=1 python benchmarks/physionet_two_party/physionet_two_party.py [--seeds 5] [--epsilon 1 4] [--pairs ccu:csru ...]
-        [--out benchmarks/results/physionet-two-party] [--quick]
+        [--out benchmarks/physionet_two_party/results/physionet-two-party] [--quick]
 
 For every ordered pair of units (source → target) the script writes, from the npz files of
 ``$DPADAPT_DATA/physionet2012`` (X, y, record_id), the CSV each hospital would export into its own folder:
