@@ -228,7 +228,10 @@ def test_ctrl_c_says_in_one_line_what_was_charged(tmp_path, pause, state, words)
                DPADAPT_LEDGER=str(ledger), DPADAPT_TEST_PAUSE_AT=pause, DPADAPT_TEST_PAUSE_FILE=str(flag))
     proc = subprocess.Popen([sys.executable, "-m", "dpadapt.cli.main", "release", "sound", "--data", str(tmp_path / "source.npz"),
                              "--request", str(tmp_path / "request.release"), "--epsilon", "1", "--delta", "1e-5",
-                             "--out", str(tmp_path / "s.release")], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             "--out", str(tmp_path / "s.release")], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            # a job started in the background of a non-interactive shell inherits SIGINT ignored:
+                            # the child gets the default back, as a terminal's Ctrl-C would find it
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 60
     while not flag.exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)
