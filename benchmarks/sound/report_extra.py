@@ -30,19 +30,9 @@ import numpy as np
 
 from dpadapt.bench.suites import sound_rows as R
 from dpadapt.sound import SoundDA
+from select_design import metrics  # this folder's: accuracy, balanced accuracy, ROC-AUC
 
 EPSILONS = (1.0, 2.0, 4.0, 8.0, None)
-
-
-def metrics(model, X, y) -> dict:
-    from sklearn.metrics import balanced_accuracy_score, roc_auc_score
-
-    y = np.asarray(y)
-    pred = model.predict(X)
-    out = {"accuracy": float(np.mean(pred == y)), "balanced_accuracy": float(balanced_accuracy_score(y, pred))}
-    if len(model.classes_) == 2 and len(np.unique(y)) == 2:
-        out["roc_auc"] = float(roc_auc_score(y == model.classes_[1], model.predict_proba(X)[:, 1]))
-    return out
 
 
 def _fit(sources: list, Xt, classes, eps, seed, **kw):
