@@ -55,7 +55,7 @@ class Route:
     dtype : numpy dtype
         The dtype the protected rows are computed in (float32 for torch routes): "overflowing" is judged in it.
     taken : callable ``(fitted estimator) -> bool``, optional
-        Whether a fit took this route (e.g. ``est.design_ == "ssp"``); checked by the suite.
+        Whether a fit took this route (e.g. ``est.design_["design"] == "prototypes"``); checked by the suite.
     worst_pair : callable ``(data) -> (data_D, data_D′)``, optional
         Neighbouring datasets on which the route's first noise draw moves by exactly its stated Δ.
     unobserved : str

@@ -966,7 +966,7 @@ def unbias_randomized_response_counts(noisy_labels, num_classes: int, epsilon: f
     return (observed - n * other) / (keep - other)
 
 
-# --- class sums, counts and pooled second moment (the sound SSP design, issue 23) -------------------
+# --- class sums, counts and pooled second moment (the sound default's discriminant design) ----------
 
 
 @dataclasses.dataclass(frozen=True)
