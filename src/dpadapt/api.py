@@ -50,7 +50,7 @@ class Plan:
     def __post_init__(self) -> None:
         if self.config.private and self.guarantee is None:
             raise ValueError("a private plan needs its guarantee")
-        if self.guarantee is not None and self.config.reproducible_noise:  # issue 19, item 8
+        if self.guarantee is not None and self.config.reproducible_noise:
             object.__setattr__(self, "guarantee", self.guarantee.invalidated(REPRODUCIBLE_NOISE_REASON))
 
 

@@ -118,7 +118,7 @@ class DAEstimator(ClassifierMixin, BaseEstimator):
         return Xs, ys, Xt, yt
 
     def _set_guarantees(self, *guarantees: Guarantee) -> None:
-        """Record the fitted guarantees; with ``reproducible_noise=True`` they are marked invalid (issue 19, item 8)."""
+        """Record the fitted guarantees; with ``reproducible_noise=True`` they are marked invalid."""
         if getattr(self, "reproducible_noise", False):
             guarantees = tuple(g.invalidated(REPRODUCIBLE_NOISE_REASON) for g in guarantees)
         self.guarantees_ = {g.party: g for g in guarantees}

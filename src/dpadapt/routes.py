@@ -3,7 +3,7 @@
 A *route* is one branch of one public estimator that a public configuration selects — a
 :class:`~dpadapt.sound.SoundDA` design, a discrepancy algorithm, a PRIMA
 protocol, ... — with a small example that takes it (well under a second). ``tests/test_attacks.py``
-runs every attack of issue 27 on every registered route (a one-class source, NaN/inf/overflowing rows
+runs every attack on every registered route (a one-class source, NaN/inf/overflowing rows
 from the other party, D vs D′ refusal parity, reproducible-noise marking, the sensitivity at the worst
 case), with no test code per route; a public estimator (anything exported with ``fit``) that is neither
 routed here nor declared non-private fails ``test_every_public_estimator_is_routed``.

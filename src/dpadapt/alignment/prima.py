@@ -235,7 +235,7 @@ def adapt_class_statistics(release: Release, Xt, config: PrimaConfig) -> ClassSt
     if Xt.shape[1] != d:
         raise ValueError(f"target has {Xt.shape[1]} features, the release {d}")
     K = len(config.classes) if config.classes is not None else None
-    try:  # the source's statistics are untrusted input (issue 27, item 7): what the declared mechanism can produce
+    try:  # the source's statistics are untrusted input: what the declared mechanism can produce
         classes = release["classes"]
         if K is not None and list(np.asarray(classes).tolist()) != list(config.classes):
             raise ValueError(f"the release is for the label set {np.asarray(classes).tolist()}, the receiver expects {list(config.classes)}")

@@ -1,7 +1,7 @@
 """Source-only baseline: train on the labelled source, apply to the target (no adaptation, no privacy).
 
-Its default chooses the scaling and the regularisation by cross-validation on the source rows only
-(issue 23, item 5): a baseline with a weak fixed default distorts every comparison made against it.
+Its default chooses the scaling and the regularisation by cross-validation on the source rows only:
+a baseline with a weak fixed default distorts every comparison made against it.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Measurements of the ``scale`` suite (issue 20): time and peak memory of the streaming release and
+"""Measurements of the ``scale`` suite: time and peak memory of the streaming release and
 of the receiver against n, and the one-pass floor they are compared with.
 
 * :func:`floor_class_sums` — the floor: the same math (ℓ2-normalise, project on the basis,

@@ -1,4 +1,4 @@
-"""Class statistics released once: the sound design for a labelled protected source (issue 12).
+"""Class statistics released once: the sound design for a labelled protected source.
 
 Three party steps:
 
@@ -209,7 +209,7 @@ def adapt(release_: Release, Xt, config: Config, *, basis_release: Release | Non
         raise ValueError(f"target has {Xt.shape[1]} features; the release was made for {p['n_features']}")
     K, k = len(p["classes"]), (comp.shape[1] if comp is not None else int(p["n_features"]))
     try:  # the source's statistics are untrusted input: finite float64 of the planned shapes, and what the
-        # declared mechanism can produce (issue 27, item 7), before any target row is mapped
+        # declared mechanism can produce, before any target row is mapped
         sums, counts, sigma = check_class_statistics(release_, (K, k))
     except (KeyError, ValueError) as exc:
         raise ReleaseError(f"class-statistics release: {exc}") from None

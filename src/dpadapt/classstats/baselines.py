@@ -186,10 +186,10 @@ class GDConfig(SourceOnlyConfig):
     (σ₁ = σ/√T its noise std) — and a test row (norm ≤ 1) gets that noise in its scores whatever the
     dimension — while the fitted signal saturates; so τ is capped at ``time_scale``/R: the step is
     η = min(learning_rate, time_scale·(1 − β)/(T·R)). ``time_scale=None`` keeps the fixed step (the
-    pre-issue-28 optimiser is ``steps=100, momentum=0, time_scale=None``: step 2, clip 0.5).
+    earlier optimiser is ``steps=100, momentum=0, time_scale=None``: step 2, clip 0.5).
 
     T = 300, β = 0.9 and the noise-free step 2 were fixed a priori; clip 0.5 and time_scale 1 were chosen
-    on the issue-28 development pairs only (GoogLeNet, SURF, bow5000, Heart, PhysioNet; families weighted
+    on the development pairs only (GoogLeNet, SURF, bow5000, Heart, PhysioNet; families weighted
     equally, ε ∈ {1, 2, 4, 8, ∞}) by the rule in ``benchmarks/dp_source_only/dp_source_only_selection.py``, committed
     before any report run (results: ``benchmarks/dp_source_only/results/dp-source-only-selection.json``).
     """
@@ -210,7 +210,7 @@ class GDConfig(SourceOnlyConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.relation == "add_remove":  # issue 27, item 3: the step divides the noisy sum by the private n
+        if self.relation == "add_remove":  # the step divides the noisy sum by the private n
             raise api.ConfigError(
                 "relation='add_remove' is not offered for DP logistic regression: each step divides the noisy gradient "
                 "sum by the dataset size n, so the output reveals n; use relation='replace_one' (n public)"
@@ -307,7 +307,7 @@ class LSQConfig(SourceOnlyConfig):
     the unit-norm rows is below 0.02 (the bag-of-words sources have n < d, so exactly 0), far under the noise of
     any private estimate of it (σ ≥ 2 at ε = 8), so AdaSSP's λ equals the public bound there and the budget is
     better spent on the moments. A positive share restores AdaSSP's private λ_min (worth it when n ≫ d
-    makes λ_min large). ``ridge_scale = 1`` and ``ridge_floor = 1`` were chosen on the issue-28 development
+    makes λ_min large). ``ridge_scale = 1`` and ``ridge_floor = 1`` were chosen on the development
     pairs only by the rule in ``benchmarks/dp_source_only/dp_source_only_selection.py`` (committed before any report run).
     """
 

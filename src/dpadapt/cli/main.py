@@ -130,7 +130,7 @@ BUDGETED = ("release", "adapt")
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one command; Ctrl-C ends in one line on stderr (exit 130), never a traceback (issue 27, item 8).
+    """Run one command; Ctrl-C ends in one line on stderr (exit 130), never a traceback.
 
     A command interrupted while it holds a budget reservation says what was charged (``KeyboardInterrupt``
     raised with that sentence, see :func:`dpadapt.cli.party_cmd.budgeted_release`).

@@ -125,7 +125,7 @@ def open_receiver_disclosure(args: argparse.Namespace) -> tuple[Any, Path]:
 
 def check_disclosure(args: argparse.Namespace, data: str, party: str) -> None:
     """Refuse an un-noised disclosure (ε = ∞) of a dataset the ledger holds a privacy budget for, unless
-    ``--declare-public`` (issue 19, item 9): like ``release``, nothing without a guarantee leaves a
+    ``--declare-public``: like ``release``, nothing without a guarantee leaves a
     protected dataset silently. A missing ledger file holds no budget (and is not created)."""
     from dpadapt.privacy.ledger import Ledger, default_path, fingerprint, short_id
 
@@ -322,7 +322,7 @@ def _interrupted_after(words: str) -> Iterator[None]:
 
 
 def _interrupted_words(ledger: Ledger, release_id: str, party: str, dataset_id: str, guarantee: Guarantee, out: Path) -> str:
-    """What a Ctrl-C during a reserved release cost: the ledger's settled state of that reservation (issue 27, item 8)."""
+    """What a Ctrl-C during a reserved release cost: the ledger's settled state of that reservation."""
     from dpadapt.privacy.ledger import file_release_id, short_id
 
     state = next((e.state for e in ledger.history(party, dataset_id) if e.release_id == release_id), "missing")
@@ -339,7 +339,7 @@ def check_release_delta(args: argparse.Namespace, table: Table) -> None:
     """δ ∈ (0, 1), and δ < 1/n in sound mode (a larger δ allows publishing a whole record).
 
     Not compared with n under ``--relation add_remove``: there n is private, and a refusal that depends on
-    it would reveal it (issue 27, item 3); δ is then the owner's choice from a public bound on n.
+    it would reveal it; δ is then the owner's choice from a public bound on n.
     """
     from dpadapt.validation import check_delta
 

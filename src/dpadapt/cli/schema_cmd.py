@@ -46,7 +46,7 @@ def _public_columns(path: Path) -> tuple[list[str], dict[str, str], str | None]:
     """Column names (and Parquet types) from the header / file schema only; never a data row.
 
     A CSV whose first line has a numeric cell is refused: it is a record of a header-less file, and its
-    cells must never become column names of a shared schema (issue 27, item 5).
+    cells must never become column names of a shared schema.
     """
     from dpadapt.tables.readers import _detect_delimiter, _first_line, header_cells
     from dpadapt.tables.rowmap import TableError
@@ -76,7 +76,7 @@ def _public_columns(path: Path) -> tuple[list[str], dict[str, str], str | None]:
     if not names or not all(names):
         raise ValueError(f"{path}: line 1: not a header (empty names); give --columns instead")
     numeric = sum(_is_number(n) for n in names)
-    if numeric:  # a header-less file: line 1 is a record; never copy its cells into a schema (issue 27, item 5)
+    if numeric:  # a header-less file: line 1 is a record; never copy its cells into a schema
         raise ValueError(f"{path}: line 1 has {numeric} numeric cell(s): it looks like a data row, not a header; "
                          "give the column names with --columns (nothing was written)")
     if len(set(names)) != len(names):

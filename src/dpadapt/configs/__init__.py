@@ -3,7 +3,7 @@
 Each module holds one family's :class:`~dpadapt.configs.base.Config` subclass (fields declared with
 :func:`~dpadapt.configs.base.param`) and the public constants its choices name. None imports
 torch, dp-accounting, scikit-learn, SciPy or POT: the CLI builds its help pages and parses its
-options from these alone, and imports a family only when its sub-command runs (issue 30). Each
+options from these alone, and imports a family only when its sub-command runs. Each
 family re-exports its Config (``dpadapt.classstats.Config`` is :class:`dpadapt.configs.classstats.Config`).
 
 * :mod:`~dpadapt.configs.base` — the shared fields (ε, δ, privacy mode, label set, seeds);

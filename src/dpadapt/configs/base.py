@@ -163,7 +163,7 @@ class Config:
         """δ to use for a protected dataset of public size ``n``: the configured one, or 1/(10 n).
 
         In sound mode δ ≥ 1/n is refused (a mechanism that publishes one random record satisfies it).
-        Under ``relation="add_remove"`` n is private (issue 27, item 3): δ must be given — a default
+        Under ``relation="add_remove"`` n is private: δ must be given — a default
         1/(10 n), or a refusal that depends on n, would reveal it — and is used as given.
         """
         if getattr(self, "relation", "replace_one") == "add_remove":

@@ -10,7 +10,7 @@ from dpadapt.configs.base import ConfigError, param
 #: Scalings of the cost before the OT solver: double-centred / max |·| (ours), or POT's ``norm="max"``.
 COST_NORMS: tuple[str, ...] = ("centred_max", "max")
 
-#: Issue 19, item 2: why sound mode refuses the per-row design. With minibatches its accounting is wrong
+#: Why sound mode refuses the per-row design. With minibatches its accounting is wrong
 #: (public or randomized-response labels); the whole-batch release is sound but loses everywhere (≈ chance
 #: accuracy), so the estimator and the CLI refuse it too; ``release_dpot_source`` keeps it as a library call.
 SOUND_ROWS_REFUSED = (
@@ -29,7 +29,7 @@ class Config(classstats.Config):
     release of the source's class statistics → target refinement) and the published per-row
     procedure in paper mode. ``design="rows"`` in sound mode keeps the per-row release (noisy
     projected rows + randomized-response labels): sound but weak — each row carries noise far
-    larger than itself (11.6 % on DeCAF6 D→W at ε = 20, issue 12).
+    larger than itself (11.6 % on DeCAF6 D→W at ε = 20).
     """
 
     family = "dpot"

@@ -320,7 +320,7 @@ def clipped_block_sums(
         if not bool(finite.all()):
             # an example whose gradient overflows the dtype (a finite row of huge values) is clipped to 0: a
             # per-record map like the clip, so the sum keeps its sensitivity C; refusing the batch instead would
-            # reveal that the row is in the data (issue 27: D vs D′ refusal parity)
+            # reveal that the row is in the data
             keep = finite.nonzero().squeeze(1)
             return clipped_block_sums(net, x[keep], None if y is None else y[keep], domain, blocks, nu, spec, per_example)
         if spec.grouping == "joint":

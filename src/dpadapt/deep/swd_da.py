@@ -421,7 +421,7 @@ class DPSWDAdapter(ConfigEstimator):
         rng, noise = random_streams(cfg.random_state, reproducible_noise=cfg.reproducible_noise)
         # Standardise by the public source's statistics, with each feature's scale floored at the
         # features' RMS std (FlooredStandardScaler): a pixel constant in the source must not turn
-        # into z-scores of ~1e5 on a target where it varies (issue 23, item 5).
+        # into z-scores of ~1e5 on a target where it varies.
         scaler = FlooredStandardScaler().fit(Xs)
         self.mean_, self.scale_ = scaler.mean_.astype(np.float32), scaler.scale_.astype(np.float32)
         torch.manual_seed(int(rng.integers(2**31)))  # weight init and dropout: public randomness

@@ -14,7 +14,7 @@ Sound calibrations (spec 03 §7):
   post-processing of binary randomized response (Kairouz, Oh & Viswanath 2015), so the K steps
   are accounted as K RR(ε₀) events in RDP with dp-accounting, and ε₀ is the largest value whose
   composition is within (ε, δ). Paper mode uses the printed σ; its Guarantee is what that σ gives on
-  the clipped rows, accounted the same way (issue 27, item 9).
+  the clipped rows, accounted the same way.
 * **Noisy mirror descent** (Algorithm 3 / arXiv Thm 5, AISTATS Thm 6): Gaussian noise on the
   full gradient, ℓ2 sensitivity √m·τ*, K full-batch Gaussian steps accounted in RDP.
 * **Single-stage Frank–Wolfe** (Algorithm 1 / arXiv Thm 6, AISTATS Thm 4) over (q, w): only the

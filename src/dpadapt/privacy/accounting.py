@@ -18,7 +18,7 @@ Conventions
   randomized response need it). PLD is used for ``replace_one`` when every event is a plain
   Gaussian/Laplace event (then the relation is already folded into Δ and the add/remove PLD of
   the same multiplier applies).
-* **Poisson subsampling under ``replace_one``** (DP-SGD, issue 27 item 3): dp-accounting's RDP
+* **Poisson subsampling under ``replace_one``** (DP-SGD): dp-accounting's RDP
   accountant has no replace-one analysis of it, its PLD accountant has (``REPLACE_ONE``: the
   record's contribution v to the sampled sum is replaced by v′, ‖v‖, ‖v′‖ ≤ C, each sampled
   with probability q — the mixtures q·N(C, σ²) + (1−q)·N(0, σ²) against q·N(−C, σ²) + (1−q)·N(0, σ²)).
@@ -274,7 +274,7 @@ def calibrate_noise_multiplier(
     bracket [z/2, z] found by doubling/halving from z = 1, so the accountant is never asked about
     a tiny multiplier (PLD discretisation of z ≈ 1e-3 would need tens of GiB).
 
-    RDP in two stages (issue 20: the search over all orders took ~7 s per DP-SGD plan): first on
+    RDP in two stages: first on
     :data:`COARSE_ORDERS` to a loose tolerance, then on the orders of :data:`RDP_ORDERS` within
     0.25 (α < 6) or α/4 of the optimal order α found there — α included, so the first result is
     within the budget there too — bracketed just below the first result. Any subset of the orders

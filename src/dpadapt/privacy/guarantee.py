@@ -272,47 +272,47 @@ class Guarantee:
     __str__ = summary
 
 
-#: Issue 19, item 6: what an add/remove guarantee of this library assumes of the dataset size.
+#: What an add/remove guarantee of this library assumes of the dataset size.
 ADD_REMOVE_N_PUBLIC = (
     "n is treated as public: σ, the default δ = 1/(10 n), step sizes divided by n and DP-SGD's sampling rate B/n "
     "are computed from the true n, so n itself (and a record's presence, as far as n reveals it) is not protected; "
     "use replace-one (the default) when the size of the dataset must stay secret"
 )
 
-#: Issue 27, item 3: a paper's DP-SGD σ or step count chosen by an add/remove accountant at the sampling rate B/n.
+#: A paper's DP-SGD σ or step count chosen by an add/remove accountant at the sampling rate B/n.
 PAPER_ADD_REMOVE_REASON = (
     "the paper's accountant (moments accountant, add/remove neighbours) chose σ and the steps at the sampling rate "
     "B/n of the true n, which an add/remove guarantee cannot state without revealing n; this library states DP-SGD "
     "under replace-one (n public), where the same σ costs more"
 )
 
-#: Issue 27: every Guarantee's report points to the one description of who is protected and what the receiver sees.
+#: Every Guarantee's report points to the one description of who is protected and what the receiver sees.
 THREAT_MODEL_WORDS = (
     "docs/threat-model.md — who is protected, the neighbouring relation, what is public, and what the receiver "
     "sees (a release, or its refusal, is itself an output)"
 )
 
-#: Issue 27, item 3: what a genuine add/remove guarantee (``details["dataset_size"]``) does with n.
+#: What a genuine add/remove guarantee (``details["dataset_size"]``) does with n.
 ADD_REMOVE_N_PRIVATE = (
     "n is private: it is not released, δ was given (not derived from n), σ follows from ε, δ and Δ alone, "
     "and the receiver uses the noisy counts, so adding or removing a record changes nothing but the noisy statistics"
 )
 
-#: Issue 19, item 12: above this ε a "valid" guarantee is reported as no meaningful protection.
+#: Above this ε a "valid" guarantee is reported as no meaningful protection.
 LARGE_EPSILON = 10.0
 LARGE_EPSILON_WORDS = (
     f"ε > {LARGE_EPSILON:g}: the odds of any outcome may change by a factor above e^{LARGE_EPSILON:g} ≈ 22 000 "
     "with one record, so this guarantee is no meaningful protection (the noise may be negligible)"
 )
 
-#: Issue 19, item 8: why a release with ``reproducible_noise=True`` is not private.
+#: Why a release with ``reproducible_noise=True`` is not private.
 REPRODUCIBLE_NOISE_REASON = (
     "reproducible_noise=True: the noise was derived from the integer random_state, so anyone who finds the seed "
     "(a brute force over small seeds recovers it from the release alone) subtracts the noise and gets the exact values"
 )
 
 
-#: Issue 27, item 2: why a public mechanism called with a caller's ``numpy.random.Generator`` is not private.
+#: Why a public mechanism called with a caller's ``numpy.random.Generator`` is not private.
 CALLER_GENERATOR_REASON = (
     "noise drawn from a caller's numpy.random.Generator: anyone who knows or guesses its seed replays the noise, "
     "and numpy's floating-point sampler leaves support gaps that differ between neighbouring values (Mironov, "

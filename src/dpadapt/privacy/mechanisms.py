@@ -126,7 +126,7 @@ class SecretWords:
 
 def recorded(guarantee: Guarantee, noise) -> Guarantee:
     """``guarantee`` as it holds for noise drawn from ``noise``: invalid (with the reason) when the noise
-    is reproducible from a seed (issue 19, item 8) or came from a caller's numpy Generator (issue 27, item 2)."""
+    is reproducible from a seed or came from a caller's numpy Generator."""
     from dpadapt.privacy.guarantee import CALLER_GENERATOR_REASON, REPRODUCIBLE_NOISE_REASON
 
     if isinstance(noise, np.random.Generator):
@@ -195,7 +195,7 @@ class Draw:
     norm: str
 
 
-#: Observers of the exact values about to be noised (a test hook of the attack suite, issue 27: D vs D′ moves
+#: Observers of the exact values about to be noised (a test hook of the attack suite: D vs D′ moves
 #: the first draw by at most its stated Δ). Empty in normal use; nothing is copied then.
 _OBSERVERS: list = []
 
@@ -242,7 +242,7 @@ class Noised:
     event: "dp_accounting.DpEvent"
 
 
-# --- the vetted samplers (issue 19, item 11; issue 30) ---------------------------------------
+# --- the vetted samplers ---------------------------------------
 #
 # Every one-release mechanism adds its noise through :func:`vetted_gaussian` / :func:`vetted_laplace`:
 # the value is rounded onto a public lattice and exactly sampled discrete noise is added there
@@ -250,7 +250,7 @@ class Noised:
 # support gaps of ``value + float noise`` that Mironov (CCS 2012) turned into an attack on the
 # Laplace mechanism. The random words come from the secret ChaCha20 stream of the NoiseSource
 # (:class:`SecretWords`; numpy's generator when the noise is reproducible, already marked invalid in
-# the Guarantee). The vectorised sampler runs within about 2x numpy's own float samplers (issue 30;
+# the Guarantee). The vectorised sampler runs within about 2x numpy's own float samplers (
 # it replaced OpenDP's measurements, 65–78 µs a value). Iterative mechanisms that add noise at every
 # step (noisy GD, Frank–Wolfe, DP-SWD rounds, DP-SGD) still use numpy's / torch's float samplers and
 # say so in their theorems.
@@ -404,7 +404,7 @@ def clip_rows(X, max_norm: float):
     non-finite entry raises :class:`NonFiniteError` (a NaN row would otherwise pass the clip
     unchanged). Every finite row is clipped, even one whose norm overflows float64 (1e200 entries):
     the norm is taken of the row divided by its largest entry (:func:`_clip_factors`), so refusing
-    such a row — which would reveal it, issue 27 — is never needed. A scipy sparse matrix gives a
+    such a row — which would reveal it — is never needed. A scipy sparse matrix gives a
     canonical float64 CSR copy (:func:`_clip_csr`).
     """
     check_positive(max_norm, "max_norm")
@@ -420,7 +420,7 @@ def clip_rows(X, max_norm: float):
 def _clip_csr(Z, max_norm: float):
     """A canonical float64 CSR copy of ``Z`` with its rows clipped to ``max_norm``, overflow-free.
 
-    Canonical first (entries stored twice for one column are summed, issue 27 item 4 — a row storing one
+    Canonical first (entries stored twice for one column are summed — a row storing one
     column m times has norm m, not √m), then its stored values are scaled row by row (:func:`_clip_factors`).
     """
     Z = sp.csr_matrix(Z, dtype=np.float64, copy=True)
@@ -473,7 +473,7 @@ def gaussian_mechanism(
     noise : NoiseSource or numpy.random.Generator
         A fresh :class:`NoiseSource` draws from OpenDP's vetted sampler and the Guarantee is valid. A
         numpy Generator (or a reproducible NoiseSource) draws from numpy's float sampler, replayable
-        from its seed: the returned Guarantee is then marked invalid and says why (issue 27, item 2).
+        from its seed: the returned Guarantee is then marked invalid and says why.
     symmetric : bool
         For a symmetric matrix: draw the upper triangle (with diagonal) i.i.d. and mirror it, so
         the released matrix is symmetric. ``sensitivity`` must then be the Frobenius sensitivity
@@ -579,7 +579,7 @@ def report_noisy_min(
     b = Δ/ε suffices only for monotone queries (counts); in general b = 2Δ/ε (Dwork & Roth,
     Claim 3.9; spec overview convention 6). Returns the index and the Laplace scale used. It returns
     no Guarantee to mark, so ``noise`` must be a :class:`NoiseSource` (a numpy Generator is refused,
-    issue 27 item 2); the caller records a reproducible one in its own Guarantee (:func:`recorded`).
+   ); the caller records a reproducible one in its own Guarantee (:func:`recorded`).
     """
     check_epsilon(epsilon)
     check_positive(sensitivity, "sensitivity")
@@ -635,7 +635,7 @@ def _unit_ball_rows(Z):
     """Rows projected onto the unit ℓ2 ball: the bound the sensitivities above rest on, enforced here.
 
     A scipy sparse matrix stays sparse (CSR, float64): it is first put in canonical form (entries stored
-    twice for one column are summed, issue 27 item 4 — a row storing one column m times has norm m, not √m),
+    twice for one column are summed — a row storing one column m times has norm m, not √m),
     then its stored values are scaled row by row.
     """
     if sp.issparse(Z):
@@ -646,7 +646,7 @@ def _unit_ball_rows(Z):
     # One pass for the norms, and a copy only if a row is outside the ball. A NaN or ±∞ entry makes its
     # row's norm NaN or ∞ (a sum of squares): such rows are refused, as checking every entry would, in
     # 1/d of the work; a finite row whose norm overflows float64 is clipped overflow-free (never refused:
-    # a refusal would reveal it, issue 27), like :func:`clip_rows`.
+    # a refusal would reveal it), like :func:`clip_rows`.
     # The ball is the float64 one: the computed norm of a d-vector is within (d/2 + 2)·2⁻⁵³ (relative)
     # of the exact norm of the stored values, so rows are kept only below ``target`` and scaled to it,
     # and every row handed on has an EXACT norm ≤ 1 (not just a computed one).

@@ -10,7 +10,7 @@ The post-processings (the request names which one, :mod:`dpadapt.sound.design`):
 
 * :func:`prototypes_ot` — the DP class prototypes (directions of the noisy class sums) refined on the
   receiver's rows by entropic optimal transport between its rows and the classes, with the DP class
-  proportions as the class marginal (the class-statistics design of issue 12; DPOT's transport step);
+  proportions as the class marginal (the class-statistics design; DPOT's transport step);
 * :func:`discriminant` — Fisher's linear discriminant of the noisy class moments: class means, the pooled
   within-class scatter projected onto the PSD cone and shrunk towards a scaled identity by a ridge λ set
   from public quantities (σ√k: the spectral size of the noise; n/k: the size of the signal), with the DP class

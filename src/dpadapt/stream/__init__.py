@@ -1,4 +1,4 @@
-"""Sources larger than memory: chunked readers, exact sums per chunk, one noise draw at the end (issue 20).
+"""Sources larger than memory: chunked readers, exact sums per chunk, one noise draw at the end.
 
 * :mod:`dpadapt.stream.readers` — ``(X_chunk, y_chunk)`` iterators over arrays, memory maps, sparse
   matrices, ``.npz`` members, CSV and Parquet files, and tables read through a declared schema;

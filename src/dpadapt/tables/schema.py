@@ -423,7 +423,7 @@ def _parse_column(p: _Parser, spec: dict, key: str) -> NumericColumn | Categoric
         with check():
             if low is not None and high is not None:
                 width = (math.log1p(high) - math.log1p(low)) if transform == "log1p" and low >= 0 else high - low
-                if not math.isfinite(2.0 * width):  # the map 2(x − low)/(high − low) − 1 runs in float64 (issue 27, item 6)
+                if not math.isfinite(2.0 * width):  # the map 2(x − low)/(high − low) − 1 runs in float64
                     p.fail(f"{key}.range", f"[{_fmt(low)}, {_fmt(high)}] is too wide: twice its width overflows float64, "
                                            "so the map to [-1, 1] would give NaN; declare a narrower public range")
         impute = None

@@ -45,7 +45,7 @@ from dpadapt.transport.dpot import (
 from dpadapt.validation import check_features, check_random_state
 
 #: Paper mode's cost scaling: POT's ``norm="max"`` (C̃ / max C̃), chosen from the paper's text and
-#: POT's OT-DA conventions before it was run (``benchmarks/dpot/dpot_paper_reading.md``, issue 31).
+#: POT's OT-DA conventions before it was run (``benchmarks/dpot/dpot_paper_reading.md``).
 PAPER_COST_NORM = "max"
 
 

@@ -18,7 +18,7 @@ The source draws a public matrix M ∈ R^{k×ℓ} with i.i.d. N(0, 1/ℓ) entrie
   ‖M‖op computed exactly for the drawn (data-independent) M;
 * whole batch: one Gaussian release of the n_s×ℓ matrix, σ from the analytic Gaussian mechanism
   (Balle & Wang 2018, Thm. 8) at (ε − ε′, δ);
-* minibatches are refused (``SOUND_ROWS_REFUSED``, issue 19): every released row carries its
+* minibatches are refused (``SOUND_ROWS_REFUSED``): every released row carries its
   label, which voids the amplification by subsampling an accountant would assume;
 * labels: k-ary randomized response with budget ε′, applied once per record; rows are released
   in a uniformly random order (never sorted by label). The total guarantee composes the feature
@@ -361,7 +361,7 @@ def _plan_sound(epsilon, delta, label_epsilon, labels, common) -> DPOTSourcePlan
         "labels": label_words,
         "label_epsilon": eps_label,
     }
-    # whole batch only: plan_dpot_source refuses sound minibatches (SOUND_ROWS_REFUSED, issue 19)
+    # whole batch only: plan_dpot_source refuses sound minibatches (SOUND_ROWS_REFUSED)
     eps_feat = epsilon - eps_label
     sigma = accounting.analytic_gaussian_sigma(eps_feat, delta, sensitivity)
     z_used = sigma / sensitivity

@@ -63,7 +63,7 @@ FIG2 = {
 #: benchmarks/discrepancy/discrepancy_fig2_readings.py, write-up benchmarks/discrepancy/README.md "Issue 31"). Fig. 1 reproduces,
 #: so its lines carry none.
 FIG2_CAUSE = ("measured: not the noise alone (the private q̂ is within 0.02–0.07 of Fig. 1's ‖M(q̂)‖ yet gains ≤ 7 %) nor "
-              "the data scale (issue 22); an intercept in the second stage lifts the gain to 24 % at n = 8000, ε = 16 "
+              "the data scale; an intercept in the second stage lifts the gain to 24 % at n = 8000, ε = 16 "
               "(paper 65 %), a bias feature throughout breaks the non-private single stage; rest unexplained, candidates: "
               "the paper's data model (its public-only MSE is 20× ours), μ, r")
 CHOICES = {"m": M, "d": D, "K": K, "lam": LAM, "delta": DELTA, "r": R, "Lambda": LAMBDA, "n_test": N_TEST,

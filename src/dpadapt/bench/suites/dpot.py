@@ -3,8 +3,8 @@
 Sound DPOT is the class-statistics protocol (rows ``dpot-cs``: target basis → ONE Gaussian release
 of the source's class statistics → target refinement; defaults fixed on GoogLeNet1024/SURF pairs).
 Every table also reports, at the same (ε, δ), the DP source-only baselines ``dp-ncm`` (nearest class
-mean) and ``dp-logreg`` (noisy full-batch GD). The sound per-row release is refused since issue 19;
-the per-row procedure runs in paper mode only, with a "paper mode without noise" twin (issue 22).
+mean) and ``dp-logreg`` (noisy full-batch GD). The sound per-row release is refused;
+the per-row procedure runs in paper mode only, with a "paper mode without noise" twin.
 
 * ``dpot`` — Table 1 protocol on Office-Caltech10 DeCAF6 D→W and W→D (paper: DPDA 96.1 / 98.0 at
   ε = 20, OTDA 98.7 / 98.7): sound DPOT (class statistics), DPDA paper (whole batch, the paper's
@@ -57,7 +57,7 @@ HEADS = ("mlp", "logreg")
 #: to the noisy run's number of steps (the accountant would allow any T at ε = 10⁹).
 NO_NOISE_EPSILON = 1e9
 #: Why paper mode misses the paper's DPDA number, one line per (source, paper row) (runs:
-#: ``benchmarks/dpot/dpot_paper_mode.py``, write-up ``benchmarks/dpot/README.md``, issue 31).
+#: ``benchmarks/dpot/dpot_paper_mode.py``, write-up ``benchmarks/dpot/README.md``).
 CAUSES = {
     ("dslr", "DPDA-mb-mlp"): "measured: this reading's OT step without noise stops at 89.7 (same T); the Laplace label histogram "
                    "(ε′ = 1 assumed) costs 10.9 (labels-only run), the feature noise 1.2 (features-only run)",
@@ -245,7 +245,7 @@ def _pair_tasks(
 def build_table1(quick: bool, epsilons=None) -> list[BenchTask]:
     pairs = [("dslr", "webcam")] if quick else [("dslr", "webcam"), ("webcam", "dslr")]
     heads = ("logreg",) if quick else HEADS
-    # sound per-row rows are refused since issue 19; the headline is the paper's minibatch protocol
+    # sound per-row rows are refused; the headline is the paper's minibatch protocol
     variants = ("paper-mb", "paper-mb-no-noise", "paper") if quick else tuple(_paper_variants(1000, 20.0))
     tasks = []
     for s, t in pairs:
@@ -301,7 +301,7 @@ def build_sweep(quick: bool, epsilons=None) -> list[BenchTask]:
     tasks = []
     for eps in eps_list + sound_extra:
         tasks += _classstats_tasks("dpot-sweep", dataset, s, t, eps, True)[:3]
-        rows = []  # the sound per-row variants are refused since issue 19 (the class-statistics rows above)
+        rows = []  # the sound per-row variants are refused (the class-statistics rows above)
         if eps in eps_list:
             rows += [("dpda", "paper", {"privacy_mode": "paper"})]
             if not quick:

@@ -156,7 +156,7 @@ def _dann_runner(data, config: dict):
     def run(seed: int) -> RunOutcome:
         from torch import nn
 
-        from dpadapt.deep.dann import (  # written for issue 7; imported lazily
+        from dpadapt.deep.dann import (  # imported lazily
             DANN,
             DANNNetwork,
         )
@@ -193,7 +193,7 @@ def _dann_runner(data, config: dict):
     return run
 
 
-#: Why DP-SWD paper mode misses the paper on the digits (issue 31), labelled measured or candidate; the
+#: Why DP-SWD paper mode misses the paper on the digits, labelled measured or candidate; the
 #: runs are in benchmarks/dpswd/README.md ("Issue 31"). M→U is unexplained: even the non-private rows miss.
 CAUSES = {
     ("mnist", "usps"): "candidate: unexplained — non-private SWD and the paper's DANN row also miss by 15–17 points at "
@@ -202,7 +202,7 @@ CAUSES = {
                        "the reference code's preprocessing, lr/λ at the full data size",
     ("usps", "mnist"): "measured: without the projection noise the same loop (non-private SWD; paper mode at σ = 0 is "
                        "exactly SWD) scores 81.8 ± 2.1 (paper 84.8): ≈ 3 points are the protocol's, the rest the "
-                       "paper's per-step noise (benchmarks/dpswd/README.md, issue 31)",
+                       "paper's per-step noise (benchmarks/dpswd/README.md)",
 }
 #: The same for the reduced protocol of ``dpswd-digits`` (5 000 rows, 10 epochs; 3-seed rows of benchmarks/dpswd/README.md).
 REDUCED_CAUSES = {
@@ -253,7 +253,7 @@ def build_digits(quick: bool, epsilons=None) -> list[BenchTask]:
     return tasks
 
 
-# --- digits, the papers' protocol (issue 13 item 1) --------------------------------------------------
+# --- digits, the papers' protocol --------------------------------------------------
 
 #: (epochs, source-only pre-training epochs) per direction, fixed a priori from the compute budget (each
 #: run ≤ 15 min on 2 CPU cores), never from target labels: U→M runs the paper's 100 epochs of the

@@ -57,20 +57,20 @@ PER_CLASS_CAUSE = ("measured: the σ = 4 rule at ε/10 leaves one epoch per bina
 #: (a run isolates it: docs/design/paper-mode.md, benchmarks/prima/README.md "Issue 31") or candidate.
 CAUSES = {
     ("dslr", "webcam", "PRIMA"): "measured: DP-SGD noise at the paper's σ≈4, B=25 on 157 rows: the same code without noise "
-                                 "scores 90.6 (random subspaces: 98.0) and recovers only at ε≈32 (issue-22 note §1.2)",
+                                 "scores 90.6 (random subspaces: 98.0) and recovers only at ε≈32",
     ("webcam", "dslr", "PRIMA"): "measured: partition: with forward selection the same code scores 92.6 without noise (noise "
-                                 "costs ≈ 2 points); random subspaces reach 100 without noise but 72.8 at ε = 2 (issue-22 note §1.2)",
+                                 "costs ≈ 2 points); random subspaces reach 100 without noise but 72.8 at ε = 2",
     ("dslr", "webcam", "PRIMA σ=Thm.3"): "measured: only σ changed against the PRIMA line (Thm. 3's 2.42 for 3.92): 74.6 vs "
                                           "57.2; the same code without noise scores 90.6, so the noise still costs 16 points",
     ("webcam", "dslr", "PRIMA σ=Thm.3"): "measured: only σ changed against the PRIMA line (Thm. 3's 2.42 for 3.97): 91.4 vs "
                                           "90.8 (2 seeds); its no-noise run scores 92.6: the forward-selection partition's own "
-                                          "gap (issue 22)",
+                                          "gap",
     ("dslr", "webcam", "PRIMA per-class ε/q"): PER_CLASS_CAUSE.format(no_noise=28.4),
     ("webcam", "dslr", "PRIMA per-class ε/q"): PER_CLASS_CAUSE.format(no_noise=19.3),
     ("dslr", "webcam", "PRISA"): "measured: the same code without noise scores 93.6 (paper 96.1); DP-SGD at the paper's "
                                  "σ≈4, B=25 on 157 rows costs 36 points (as PRIMA's)",
     ("webcam", "dslr", "PRISA"): "measured: the same code without noise scores 92.1 (paper 97.9): the forward-selection "
-                                 "pipeline's own gap, as PRIMA's W→D (issue 22); the noise costs the rest",
+                                 "pipeline's own gap, as PRIMA's W→D; the noise costs the rest",
 }
 
 
@@ -240,7 +240,7 @@ def _tasks(suite, pairs, methods, epsilons, epochs, paper=None, extra_by_method=
 
 BASELINES = [("source-only", "non-private"), ("coral", "non-private"), ("sa", "non-private")]
 OURS = [("prima", "sound"), ("dp-ncm", "sound"), ("dp-logreg", "sound"), ("prima", "non-private")]
-#: The paper's other readings of its DP-SGD budget (issue 31), each its own paper-mode row: Thm. 3's σ
+#: The paper's other readings of its DP-SGD budget, each its own paper-mode row: Thm. 3's σ
 #: (√(2 ln(1.25/δ))/ε = 2.42 at ε = 2) instead of the accountant's, and Sec. 5.2's one binary model per class
 #: at ε/q (logistic-regression heads).
 READINGS = {"prima-heads-thm3": {"paper_calibration": "theorem3"}, "prima-heads-perclass": {"per_class_budget": True}}

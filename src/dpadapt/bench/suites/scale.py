@@ -1,4 +1,4 @@
-"""``scale``: time and peak memory of the streaming release and of the receiver against n (issue 20).
+"""``scale``: time and peak memory of the streaming release and of the receiver against n.
 
 Rows (``value`` is the metric named in the row):
 

@@ -1,4 +1,4 @@
-"""``dpadapt bench sound``: the issue-23 matrix — every row × development and report pair × ε.
+"""``dpadapt bench sound``: the matrix — every row × development and report pair × ε.
 
 Rows come from :mod:`dpadapt.bench.suites.sound_rows` (sound designs, DP source-only baselines at
 the same (ε, δ), non-private baselines); design and DP rows run at ε ∈ {1, 2, 4, 8} (``--epsilon``
@@ -72,7 +72,7 @@ def tasks_for(pairs: Sequence[PairSpec], epsilons: Sequence[float], rows: Sequen
     return out
 
 
-@register_suite("sound", "issue-23 matrix: sound designs vs DP and non-private source-only and skada baselines, dev + report pairs × ε",
+@register_suite("sound", "the sound matrix: sound designs vs DP and non-private source-only and skada baselines, dev + report pairs × ε",
                 report=write_report)
 def build(quick: bool, epsilons=None) -> list[BenchTask]:
     heart = [p for p in HEART_PAIRS if p.available()]  # needs the schema file of a source checkout

@@ -1,6 +1,6 @@
 """The ``sound`` matrix written out: a markdown table (mean ± std over seeds, flags) and two heat maps.
 
-Flags (issue 23, "Done when"):
+Flags:
 
 * at every finite ε, ``< DP-SO`` marks a cell where the default sound design
   (:data:`~dpadapt.bench.suites.sound_rows.DEFAULT_DESIGN`) is more than :data:`TOLERANCE` points

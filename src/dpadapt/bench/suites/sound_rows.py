@@ -1,4 +1,4 @@
-"""The rows and pairs of the ``sound`` benchmark matrix (issue 23): a small registry to extend.
+"""The rows and pairs of the ``sound`` benchmark matrix: a small registry to extend.
 
 A *row* is one way to classify the target: a sound design (``kind="design"``), a DP source-only
 baseline (``"dp-source-only"``), or a non-private baseline (``"non-private"``). Design and DP rows run
@@ -31,7 +31,7 @@ import scipy.sparse as sp
 from dpadapt.bench.common import cached_pair, task_name
 from dpadapt.datasets import DomainPair, find_data_root
 
-#: The design the matrix judges (flags, heat maps): the sound default a user gets (``SoundDA``, issue 23).
+#: The design the matrix judges (flags, heat maps): the sound default a user gets (``SoundDA``).
 DEFAULT_DESIGN = "sound"
 
 KINDS = ("design", "dp-source-only", "non-private")
@@ -110,7 +110,7 @@ def _pairs(dataset: str, split: str, names: str, abbrev: dict[str, str]) -> list
 _OFFICE = {"amazon": "A", "caltech": "C", "dslr": "D", "webcam": "W"}
 _AMAZON = {"books": "B", "dvd": "D", "electronics": "E", "kitchen": "K"}
 
-#: Development pairs (issue 23): designs, defaults and selection rules are chosen on these only.
+#: Development pairs: designs, defaults and selection rules are chosen on these only.
 DEV_PAIRS: tuple[PairSpec, ...] = tuple(
     _pairs("googlenet1024", "dev", "A>D A>W D>A W>A", _OFFICE)
     + _pairs("surf", "dev", "A>C C>A A>D C>W", _OFFICE)
@@ -293,16 +293,16 @@ def _sound(p: Problem):
     return SoundDA(**{**p.dp_kwargs(), "feature_type": "auto"}).fit_domains(p.Xs, p.ys, p.Xt)
 
 
-register_row("sound", "design", _sound, "SoundDA (issue 28): the receiver designs one release (OT prototypes or Fisher's discriminant)")
+register_row("sound", "design", _sound, "SoundDA: the receiver designs one release (OT prototypes or Fisher's discriminant)")
 register_row("dpot-cs", "design", _dpot, "DPOTAdapter's sound default (class statistics in the target's PCA basis, refinement 'ot')")
 register_row("classstats", "design", _classstats, "ClassStatsDA's default (the same design through its own estimator)")
 register_row("dp-ncm", "dp-source-only", _dp_source_only("DPNearestClassMean"), "DP nearest class mean on the source (one class-statistics release, no basis)")
 register_row("dp-lsq", "dp-source-only", _dp_source_only("DPLeastSquares"),
              "DP least squares on the source: one release of class sums, counts and Σxxᵀ in the full feature space, AdaSSP ridge")
 register_row("dp-lr", "dp-source-only", _dp_source_only("DPLogisticRegression"),
-             "DP logistic regression on the source (noisy heavy-ball GD, flow time capped by the public noise level; issue 28)")
+             "DP logistic regression on the source (noisy heavy-ball GD, flow time capped by the public noise level;)")
 register_row("dp-logreg", "dp-source-only", _dp_source_only("DPLogisticRegression", steps=100, momentum=0.0, time_scale=None),
-             "DP logistic regression, the pre-issue-28 optimiser (100 plain noisy GD steps, step 2, clip 0.5)")
+             "DP logistic regression, the earlier optimiser (100 plain noisy GD steps, step 2, clip 0.5)")
 register_row("source-only", "non-private", _source_only, "logistic regression on the source, scaling and C by 3-fold CV on the source",
              deterministic=True)
 register_row("1-nn", "non-private", _one_nn, "1-nearest neighbour on the raw source rows", deterministic=True)

@@ -11,7 +11,7 @@ Sound mode (default): the class-statistics protocol in three steps —
    --out model.dpadapt``.
 
 ``--privacy-mode paper`` keeps the published per-row release of noisy projected rows (flagged
-invalid); sound mode refuses ``--design rows`` (issue 19: its minibatch accounting does not hold
+invalid); sound mode refuses ``--design rows`` (its minibatch accounting does not hold
 and the whole-batch release is near chance). The public label set
 (``--classes`` or ``--n-classes``) is required in sound mode; a source label outside it is an error.
 """

@@ -41,7 +41,7 @@ def rnm_steps_paper_guarantee(
     scale: float, true_sensitivity: float, paper_epsilon0: float, steps: int, delta: float, *, n: int, theorem: str,
     reasons: Sequence[str] = (), details: dict[str, Any],
 ) -> Guarantee:
-    """The published K-step procedure, marked by what the code does (issue 27, item 9).
+    """The published K-step procedure, marked by what the code does.
 
     Paper mode draws Laplace noise of the published ``scale`` on scores whose true ℓ∞ sensitivity is τ*
     (the target rows are clipped to r in both modes), so each step is ε₀-DP with ε₀ = 2τ*/scale
@@ -72,8 +72,8 @@ def gaussian_steps_guarantee(
 ) -> Guarantee:
     """K Gaussian gradient releases of noise multiplier z (σ over the tight ℓ2 sensitivity √m·τ* of the
     clipped rows), accounted by RDP. In paper mode σ is the published one and the ε is what RDP gives for
-    it: the code clips the rows and draws that σ, so the guarantee is marked by what it does (issue 27,
-    item 9) — valid unless δ ≥ 1/n."""
+    it: the code clips the rows and draws that σ, so the guarantee is marked by what it does —
+    valid unless δ ≥ 1/n."""
     paper = privacy_mode == "paper"
     return Guarantee.from_event(
         accounting.gaussian_event(noise_multiplier, steps), **_TARGET, delta=delta, theorem=theorem, method="rdp",

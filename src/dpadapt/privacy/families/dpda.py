@@ -4,7 +4,7 @@ Theorem: DP-SGD (Abadi et al., CCS 2016) — per step a Poisson-subsampled Gauss
 per-example gradients jointly clipped to C; replace-one neighbours, one record per party, the dataset
 size n public (the sampling rate q = B/n and the step count are computed from it and stated): the
 privacy-loss distribution of the sampled Gaussian under replacement (dp-accounting's ``REPLACE_ONE``
-PLD) composed over the steps. Issue 27 item 3: an add/remove guarantee computed at q = B/n of the
+PLD) composed over the steps. an add/remove guarantee computed at q = B/n of the
 private n would be broken by its own statement (D and D minus a record give different Guarantees).
 Paper mode keeps the paper's add/remove moments accountant for its choices (T) and is charged under
 replace-one like sound mode.

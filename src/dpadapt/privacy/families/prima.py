@@ -31,7 +31,7 @@ THEOREM_TARGET_SILENT = (
     "nothing computed from the target's rows leaves the target: it post-processes the source's release and "
     "keeps its refined classifier (its own computation); a classifier sent elsewhere needs its own mechanism"
 )
-#: Issue 19, item 10: what the target's (0, 0) covers and what it keeps.
+#: What the target's (0, 0) covers and what it keeps.
 TARGET_KEEPS = (
     "the fitted model is the target's own and is not covered: it holds the exact target mean (model_.target_mean, "
     "the re-centring of its rows) and a classifier refined on its rows, so its predictions change with one target "

@@ -1,4 +1,4 @@
-"""Calibration and Guarantee of the sound sufficient-statistics design (issue 23).
+"""Calibration and Guarantee of the sound sufficient-statistics design.
 
 :func:`class_moments_plan` — σ of the ONE Gaussian release of per-class sums, counts and the pooled
 second moment Σxxᵀ of unit-ball rows (:func:`dpadapt.privacy.mechanisms.class_moment_statistics`),
