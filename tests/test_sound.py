@@ -297,3 +297,11 @@ def test_several_sources_with_named_labels_fit_as_one_list(rng):
     assert set(model.predict(Xt)) <= {"healthy", "ill"} and len(model.releases_) == 3
     with pytest.raises(ValueError, match="ys\\[1\\]"):
         SoundDA(epsilon=4.0, classes=("healthy", "ill"), random_state=0).fit_domains(Xs, [ys[0], np.full(80, "x"), ys[2]], Xt)
+
+
+def test_one_source_given_as_a_list_of_rows_is_one_source(rng):
+    """A Python list of rows (scikit-learn accepts them) is one source, not several: named labels included."""
+    X = rng.normal(size=(80, 4))
+    y = np.where(X[:, 0] > 0, "ill", "healthy")
+    model = SoundDA(epsilon=4.0, classes=("healthy", "ill"), random_state=0).fit_domains(X.tolist(), y.tolist(), X)
+    assert len(model.releases_) == 1 and set(model.predict(X)) <= {"healthy", "ill"}

@@ -178,6 +178,14 @@ def _encode(y, names: np.ndarray, what: str, allow_unlabelled: bool = False) -> 
     return out
 
 
+def several_sources(Xs) -> bool:
+    """Whether ``Xs`` holds several sources' rows (a list of 2-D arrays or sparse matrices), not one source's
+    rows given as a list of rows."""
+    import scipy.sparse as sp
+
+    return isinstance(Xs, (list, tuple)) and len(Xs) > 0 and all(sp.issparse(x) or np.ndim(x) == 2 for x in Xs)
+
+
 def _named_labels_fit(fit_domains):
     """``fit_domains`` with labels of a declared label set of names encoded to indices on entry (see the module)."""
 
@@ -186,7 +194,7 @@ def _named_labels_fit(fit_domains):
         declared = getattr(self, "classes", None)
         names = label_names(declared)
         self._label_names = None  # while fitting, the subclass works with indices (its own predict included)
-        several = isinstance(Xs, (list, tuple))  # several sources (SoundDA): a list of label arrays
+        several = several_sources(Xs)  # several sources (SoundDA): a list of label arrays
         if several:
             labels = [np.asarray(y).ravel() for y in ys]
             flat = np.concatenate(labels) if labels else np.array([])

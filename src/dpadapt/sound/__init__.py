@@ -28,6 +28,7 @@ import numpy as np
 
 from dpadapt import api
 from dpadapt.api import ConfigEstimator, Family, Plan, register
+from dpadapt.base import several_sources
 from dpadapt.configs.sound import Config
 from dpadapt.privacy.mechanisms import random_streams
 from dpadapt.release import Release, ReleaseError
@@ -172,7 +173,7 @@ class SoundDA(ConfigEstimator):
 
     def fit_domains(self, Xs, ys, Xt, yt=None):
         self.config_ = config = self.make_config()
-        pairs = list(zip(Xs, ys)) if isinstance(Xs, (list, tuple)) else [(Xs, ys)]
+        pairs = list(zip(Xs, ys)) if several_sources(Xs) else [(Xs, ys)]
         Xt = check_features(Xt, "Xt (target)", allow_sparse=True)
         sources = []
         for i, (X, y) in enumerate(pairs):
