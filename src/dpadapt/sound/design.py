@@ -158,7 +158,7 @@ def design(Xt, facts: Facts, *, feature_type: str = "auto") -> Request:
         raise ValueError("the receiver needs at least two rows to design a release")
     mean, components, spectrum = _spectrum(M, top)
     kc = min(2 * K, components.shape[1])
-    ratio = cluster_ratio(RowMap(log1p, mean, components[:, :kc])(M) if kc >= 1 else M, K)
+    ratio = cluster_ratio(RowMap(False, mean, components[:, :kc])(M) if kc >= 1 else M, K)  # M is mapped already
     kind = "prototypes" if ratio < CLUSTER_RATIO else "discriminant"
     statistics = "sums" if kind == "prototypes" else "moments"
     sigma = effective_noise(facts.sources, statistics)
