@@ -305,3 +305,16 @@ def test_one_source_given_as_a_list_of_rows_is_one_source(rng):
     y = np.where(X[:, 0] > 0, "ill", "healthy")
     model = SoundDA(epsilon=4.0, classes=("healthy", "ill"), random_state=0).fit_domains(X.tolist(), y.tolist(), X)
     assert len(model.releases_) == 1 and set(model.predict(X)) <= {"healthy", "ill"}
+
+
+def test_a_row_whose_norm_overflows_is_mapped_to_its_direction_not_zeroed():
+    """The per-row map of every design (and the class-statistics one) normalises a finite row whose squared norm
+    overflows float64 like any other row: its direction, not a zero row (dense and sparse)."""
+    from dpadapt.classstats.adapt import project, row_map
+
+    big = np.finfo(np.float64).max / 2
+    X = np.array([[big, big, 0.0], [3.0, 4.0, 0.0], [0.0, 0.0, 0.0]])
+    for M in (RowMap(False)(X), RowMap(False)(sp.csr_matrix(X)).toarray(), row_map(X, False),
+              row_map(sp.csr_matrix(X), False).toarray(), project(sp.csr_matrix(X), None, None).toarray()):
+        np.testing.assert_allclose(np.linalg.norm(M, axis=1), [1.0, 1.0, 0.0], atol=1e-12)
+        np.testing.assert_allclose(M[0], [2**-0.5, 2**-0.5, 0.0])

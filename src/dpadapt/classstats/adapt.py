@@ -29,11 +29,37 @@ _ALIASES = {"prototypes": "none"}  # PRIMA's earlier name for the nearest DP pro
 
 
 def row_norms(X) -> np.ndarray:
-    """ℓ2 norm of every row of a dense array or a CSR matrix (sparse: from the stored values only)."""
-    if sp.issparse(X):
-        X = X.tocsr()
-        return np.sqrt(np.bincount(np.repeat(np.arange(X.shape[0]), np.diff(X.indptr)), X.data**2, minlength=X.shape[0]))
-    return np.sqrt(np.einsum("ij,ij->i", X, X))
+    """ℓ2 norm of every row of a dense array or a CSR matrix (sparse: from the stored values only); ``inf`` for a
+    finite row whose squared norm overflows float64 (:func:`overflowing_rows` scales those)."""
+    with np.errstate(over="ignore"):
+        if sp.issparse(X):
+            X = X.tocsr()
+            return np.sqrt(np.bincount(np.repeat(np.arange(X.shape[0]), np.diff(X.indptr)), X.data**2, minlength=X.shape[0]))
+        return np.sqrt(np.einsum("ij,ij->i", X, X))
+
+
+def overflowing_rows(X, norms: np.ndarray, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """The rows whose computed norm overflowed (``inf`` in ``norms``) and their factors ``scale/‖x‖``, formed
+    overflow-free as (scale/m)/‖x/m‖ with m the row's largest |entry| — never m·‖x/m‖ — so that such a row is
+    normalised like any other instead of being zeroed. Empty arrays when no row overflowed (the usual case)."""
+    rows = np.flatnonzero(np.isinf(norms))
+    if rows.size == 0:
+        return rows, np.zeros(0)
+    B = X[rows]
+    B = B.toarray() if sp.issparse(B) else np.asarray(B, dtype=np.float64)
+    peak = np.max(np.abs(B), axis=1)
+    B = B / peak[:, None]
+    return rows, (scale / peak) / np.sqrt(np.einsum("ij,ij->i", B, B))
+
+
+def scale_csr_rows(X, scale: float = 1.0):
+    """A float64 CSR ``X`` with every row scaled to norm ``scale`` in place (zero rows stay zero)."""
+    norms = row_norms(X)
+    factor = np.divide(scale, norms, out=np.zeros_like(norms), where=norms > 0)
+    rows, big = overflowing_rows(X, norms, scale)
+    factor[rows] = big
+    X.data *= np.repeat(factor, np.diff(X.indptr))
+    return X
 
 
 #: The norm a dense mapped row is scaled to: 1 − 2⁻⁴⁰, so that its norm computed again in float64 stays
@@ -57,9 +83,7 @@ def row_map(X, log1p: bool):
             if X.data.size and X.data.min() < 0:
                 raise ValueError("log1p is a map for non-negative count features; got negative values")
             np.log1p(X.data, out=X.data)
-        norms = row_norms(X)
-        scale = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
-        X.data *= np.repeat(scale, np.diff(X.indptr))
+        X = scale_csr_rows(X)
         X.eliminate_zeros()
         return X
     X = np.asarray(X, dtype=np.float64)
@@ -68,7 +92,10 @@ def row_map(X, log1p: bool):
             raise ValueError("log1p is a map for non-negative count features; got negative values")
         X = np.log1p(X)
     norms = row_norms(X)
-    return X * np.divide(UNIT, norms, out=np.zeros_like(norms), where=norms > 0)[:, None]
+    factor = np.divide(UNIT, norms, out=np.zeros_like(norms), where=norms > 0)
+    rows, big = overflowing_rows(X, norms, UNIT)
+    factor[rows] = big
+    return X * factor[:, None]
 
 
 #: Below this many entries (n × d) a dense basis is an exact SVD; above, block power iteration (Halko et al. 2011).
@@ -115,19 +142,20 @@ def project(M, mean: np.ndarray | None, components: np.ndarray | None):
     """
     if components is None:
         if sp.issparse(M):
-            norms = row_norms(M)
-            return sp.diags(np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)) @ M
+            return scale_csr_rows(sp.csr_matrix(M, dtype=np.float64, copy=True))
         return normalise_rows(M)
     Z = np.asarray(M @ components)
     Z -= mean @ components
-    norms = row_norms(Z)[:, None]
-    return np.divide(Z, norms, out=Z, where=norms > 0)
+    return normalise_rows(Z)
 
 
 def normalise_rows(P: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit ℓ2 norm (zero rows stay zero)."""
-    norms = row_norms(P)[:, None]
-    return np.divide(P, norms, out=np.zeros_like(P, dtype=np.float64), where=norms > 0)
+    """Rows scaled to unit ℓ2 norm (zero rows stay zero; a row whose norm overflows too: :func:`overflowing_rows`)."""
+    norms = row_norms(P)
+    out = np.divide(P, norms[:, None], out=np.zeros_like(P, dtype=np.float64), where=norms[:, None] > 0)
+    rows, big = overflowing_rows(P, norms)
+    out[rows] = P[rows] * big[:, None]
+    return out
 
 
 def prototypes_from_release(sums: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -20,7 +20,7 @@ import dataclasses
 import numpy as np
 import scipy.sparse as sp
 
-from dpadapt.classstats.adapt import normalise_rows, row_norms
+from dpadapt.classstats.adapt import scale_csr_rows, normalise_rows
 
 
 def signed_log1p(X):
@@ -39,8 +39,7 @@ def unit_rows(X):
     if sp.issparse(X):
         X = sp.csr_matrix(X, dtype=np.float64, copy=True)
         X.sum_duplicates()  # a column stored twice counts once in the norm
-        norms = row_norms(X)
-        X.data *= np.repeat(np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0), np.diff(X.indptr))
+        X = scale_csr_rows(X)
         X.eliminate_zeros()
         return X
     return normalise_rows(np.asarray(X, dtype=np.float64))
