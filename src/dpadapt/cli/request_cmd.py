@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     classes = tuple(range(len(schema_classes))) if schema_classes else (_tuple(args.classes) if args.classes else None)
     if classes is None:
         raise ValueError("give the public label set: --classes a,b,... (or --schema)")
-    if (args.epsilon is None) != (args.delta is None) and args.epsilon is None:
+    if args.epsilon is None and args.delta is not None:
         raise ValueError("--delta without --epsilon: give both for a private release, neither for the non-private one")
     config = sound.Config(epsilon=args.epsilon, delta=args.delta, classes=tuple(classes), relation=args.relation,
                           feature_type=args.feature_type)
