@@ -79,7 +79,7 @@ def test_cli_release_sound_one_class_source_is_released_like_its_neighbour(tmp_p
         save_table(tmp_path / f"{name}.npz", Xs, y)
         Ledger(tmp_path / "ledger.sqlite").set_budget("source", fingerprint(tmp_path / f"{name}.npz"), 10.0, 1e-5)
         codes.append(main(["release", "sound", "--request", str(tmp_path / "request.release"), "--data",
-                           str(tmp_path / f"{name}.npz"), "--epsilon", "1", "--delta", "1e-5", "--out", str(tmp_path / f"{name}.release")]))
+                           str(tmp_path / f"{name}.npz"), "--classes", "0,1", "--epsilon", "1", "--delta", "1e-5", "--out", str(tmp_path / f"{name}.release")]))
     assert codes == [0, 0], capsys.readouterr().err
 
 
@@ -227,7 +227,7 @@ def test_ctrl_c_says_in_one_line_what_was_charged(tmp_path, pause, state, words)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(SRC), str(TESTS)]), DPADAPT_PLUGINS="_hooks_plugin",
                DPADAPT_LEDGER=str(ledger), DPADAPT_TEST_PAUSE_AT=pause, DPADAPT_TEST_PAUSE_FILE=str(flag))
     proc = subprocess.Popen([sys.executable, "-m", "dpadapt.cli.main", "release", "sound", "--data", str(tmp_path / "source.npz"),
-                             "--request", str(tmp_path / "request.release"), "--epsilon", "1", "--delta", "1e-5",
+                             "--request", str(tmp_path / "request.release"), "--classes", "0,1", "--epsilon", "1", "--delta", "1e-5",
                              "--out", str(tmp_path / "s.release")], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             # a job started in the background of a non-interactive shell inherits SIGINT ignored:
                             # the child gets the default back, as a terminal's Ctrl-C would find it
@@ -270,7 +270,7 @@ def test_cli_adapt_refuses_a_forged_unsigned_release(tmp_path, monkeypatch, caps
     Ledger(tmp_path / "ledger.sqlite").set_budget("source", fingerprint(tmp_path / "source.npz"), 10.0, 1e-5)
     _request(tmp_path, 4, 200, "4", rows=np.clip(rng.normal(size=(50, 4)), -1, 1))
     assert main(["release", "sound", "--request", str(tmp_path / "request.release"), "--data", str(tmp_path / "source.npz"),
-                 "--epsilon", "4", "--delta", "1e-5", "--out", str(tmp_path / "s.release")]) == 0
+                 "--classes", "0,1", "--epsilon", "4", "--delta", "1e-5", "--out", str(tmp_path / "s.release")]) == 0
     adapt = ["adapt", "sound", "--data", str(tmp_path / "target.npz"), "--own-release", str(tmp_path / "request.release"), "--out"]
     assert main([*adapt, str(tmp_path / "honest.model"), "--release", str(tmp_path / "s.release")]) == 0
     capsys.readouterr()

@@ -278,7 +278,7 @@ def test_two_party_cli_request_two_releases_adapt(tmp_path, monkeypatch, rng):
     assert main(["request", "--data", f"{p}/t.npz", "--classes", "0,1", "--n-source", "300", "--n-source", "200",
                  "--epsilon", "8", "--delta", "1e-5", "--out", f"{p}/req.release"]) == 0
     for name in ("s1", "s2"):
-        assert main(["release", "sound", "--request", f"{p}/req.release", "--data", f"{p}/{name}.npz", "--epsilon", "8",
+        assert main(["release", "sound", "--request", f"{p}/req.release", "--data", f"{p}/{name}.npz", "--classes", "0,1", "--epsilon", "8",
                      "--delta", "1e-5", "--out", f"{p}/{name}.release"]) == 0
     assert Release.load(f"{p}/s1.release").guarantee.epsilon == pytest.approx(8.0)
     assert main(["release", "sound", "--request", f"{p}/req.release", "--data", f"{p}/s1.npz", "--classes", "1,0",

@@ -176,9 +176,9 @@ def test_the_cli_releases_from_every_format(tmp_path, rng, monkeypatch):
         sub = tmp_path / fmt
         sub.mkdir()
         path, labels = _write(sub, fmt, X, y)
-        argv = ["release", "sound", "--request", "request.release", "--data", str(path), "--epsilon", "8",
+        argv = ["release", "sound", "--request", "request.release", "--data", str(path), "--classes", "0,1,2", "--epsilon", "8",
                 "--delta", "1e-6", "--out", str(sub / "r.release"), "--ledger", "l.sqlite", "--dataset-id", "d"]
         assert main(argv + (["--label-file", str(labels)] if labels else [])) == 0, fmt
     assert main(["release", "sound", "--request", "request.release", "--data", str(tmp_path / "npy" / "d.npy"),
-                 "--epsilon", "8", "--delta", "1e-6", "--out", "x.release", "--ledger", "l.sqlite",
+                 "--classes", "0,1,2", "--epsilon", "8", "--delta", "1e-6", "--out", "x.release", "--ledger", "l.sqlite",
                  "--dataset-id", "d"]) == 1  # .npy without --label-file: no labels, refused in one line

@@ -36,6 +36,10 @@ def class_names(table: Any, args: argparse.Namespace) -> list | None:
     classes = getattr(table, "classes", None)
     if classes is None and getattr(table, "fingerprint", None) is None:
         classes = getattr(args, "classes", None)
+        if isinstance(classes, str):  # a comma-separated option, parsed as the options themselves parse it
+            from dpadapt.cli.config_options import _tuple
+
+            classes = _tuple(classes)
         if classes is None and getattr(args, "n_classes", None):
             classes = tuple(range(int(args.n_classes)))
     return None if classes is None else list(classes)

@@ -3,8 +3,9 @@
 1. receiver: ``dpadapt request --data target.csv --classes a,b --n-source N --epsilon E --delta D
    --out request.release`` designs the release on its own rows (a disclosure of the unprotected receiver,
    charged to no budget);
-2. each source: ``dpadapt release sound --request request.release --data source.csv --epsilon E --delta D
-   --out stats.release`` — the request checked as untrusted input, then ONE Gaussian release of the
+2. each source: ``dpadapt release sound --request request.release --data source.csv --classes a,b --epsilon E
+   --delta D --out stats.release`` — the source's label set from its own declaration (``--classes`` or its schema,
+   never from the request), the request checked as untrusted input against it, then ONE Gaussian release of the
    statistics it names, planned before any noise and charged to the source's ledger;
 3. receiver: ``dpadapt adapt sound --release stats.release [--release stats2.release …] --own-release
    request.release --data target.csv --out model.dpadapt``.
@@ -28,8 +29,9 @@ if TYPE_CHECKING:
 
 def add_release_arguments(parser: argparse.ArgumentParser) -> None:
     add_option(parser, "--request", required=True, help="the receiver's release request (from `dpadapt request`)")
-    add_option(parser, "--classes", default=None,
-               help="your public label set, comma-separated, to check against the request's (default: the request's)")
+    add_option(parser, "--classes", type=_tuple, default=None,
+               help="your public label set, comma-separated (required unless your --schema declares it); the request "
+                    "must be for the same set, in the same order")
     add_option(parser, "--relation", default="replace_one", choices=("replace_one", "add_remove"),
                help="neighbouring relation of the guarantee (the request must have been made for it)")
 
@@ -46,6 +48,20 @@ def label_indices(table: Table, classes: tuple, rows=slice(None)) -> np.ndarray:
     return np.fromiter((lookup[v] for v in values), dtype=np.int64, count=len(values))
 
 
+def own_classes(table: Table, args: argparse.Namespace) -> tuple:
+    """The protected source's public label set, from its own declaration only: its schema's label set (as indices
+    ``0..K-1``; the names travel as agreement facts) or ``--classes``. Never from a received file: a label set the
+    receiver chose would make "release or refusal" reveal whether a row has a label outside it."""
+    schema_classes = getattr(table, "classes", None)
+    if schema_classes:
+        return tuple(range(len(schema_classes)))
+    classes = _tuple(args.classes) if isinstance(args.classes, str) else args.classes
+    if not classes:
+        raise ValueError("declare your public label set: --classes a,b,... (or read the data through a --schema that "
+                         "declares it); the request's label set is the receiver's choice, not yours")
+    return tuple(classes)
+
+
 def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
     """The request validated, then the Guarantee from public quantities (the table's shape); ``execute`` reads the
     rows chunk by chunk (never the whole file) and draws the noise once."""
@@ -56,11 +72,9 @@ def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
 
     if not table.source.labelled:
         raise ValueError(f"{table.path}: the source data needs labels")
+    own = own_classes(table, args)
     req = Request.from_release(Release.load(args.request, expect_method="sound"), n_features=table.n_features)
-    schema_classes = getattr(table, "classes", None)
-    own = tuple(range(len(schema_classes))) if schema_classes else (
-        _tuple(args.classes) if isinstance(args.classes, str) else args.classes)
-    if own is not None and [str(c) for c in own] != [str(c) for c in req.classes]:
+    if [str(c) for c in own] != [str(c) for c in req.classes]:
         raise ValueError(f"the request is for the label set {list(req.classes)}; yours is {list(own)} (names and order must agree)")
     config = Config(epsilon=args.epsilon, delta=args.delta, classes=req.classes, relation=args.relation)
     plan = sound.plan(config, {"request": req, "n_source": table.n_rows})
@@ -96,7 +110,7 @@ def _example(files: dict) -> list[str]:
     if not out.exists():
         cfg = Config(epsilon=4.0, delta=1.0 / (10 * source.X.shape[0]), classes=(0, 1, 2))
         sound.request(target.X, cfg, source.X.shape[0]).save(out)
-    return ["--data", str(files["source"]), "--request", str(out)]
+    return ["--data", str(files["source"]), "--request", str(out), "--classes", "0,1,2"]
 
 
 COMMANDS = register_module(

@@ -1,0 +1,81 @@
+"""Attacks outside the noisy arrays: what decides whether a release happens, and what a release file says beside its
+noise. Each test runs one attack (D vs D′) through the command line or the library; the generic comparison of whole
+release files for every registered route is ``tests/test_attacks.py``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dpadapt.cli.main import main
+from dpadapt.io import save_table
+from dpadapt.privacy.ledger import Ledger, fingerprint
+
+
+def _request(folder, classes: str = "0,1", n: int = 120, d: int = 4, extra=()) -> str:
+    rows = np.clip(np.random.default_rng(3).normal(size=(40, d)), -1, 1)
+    save_table(folder / "receiver.npz", rows)
+    out = folder / "request.release"
+    assert main(["request", "--data", str(folder / "receiver.npz"), "--classes", classes, "--n-source", str(n),
+                 "--epsilon", "2", "--delta", "1e-5", "--out", str(out), "--force", *extra]) == 0
+    return str(out)
+
+
+def _d_and_d_prime(folder, n: int = 120, d: int = 4) -> dict[str, str]:
+    """D: labels 0 and 1 only; D′: record 0 relabelled 2 (a label outside the request's label set)."""
+    rng = np.random.default_rng(5)
+    X = np.clip(rng.normal(size=(n, d)), -1, 1)
+    y = np.arange(n) % 2
+    y_prime = y.copy()
+    y_prime[0] = 2
+    files = {}
+    for name, labels in (("d", y), ("d_prime", y_prime)):
+        save_table(folder / f"{name}.npz", X, labels)
+        Ledger(folder / "ledger.sqlite").set_budget("source", fingerprint(folder / f"{name}.npz"), 100.0, 1e-3)
+        files[name] = str(folder / f"{name}.npz")
+    return files
+
+
+def _release_codes(folder, request: str, files: dict, *extra: str) -> list[int]:
+    return [main(["release", "sound", "--request", request, "--data", files[name], "--epsilon", "1", "--delta", "1e-5",
+                  "--out", str(folder / f"{name}.release"), "--force", *extra]) for name in ("d", "d_prime")]
+
+
+def test_the_request_does_not_choose_the_sources_label_set(tmp_path, monkeypatch, capsys):
+    """Hole 1: a receiver asks for the label set (0, 1). Were the source's label set taken from the request, D (no
+    label 2) would be released and D′ (one record labelled 2) refused: the receiver would learn with certainty that
+    some record has label 2. Without its own declaration the source refuses both, before reading a row."""
+    monkeypatch.setenv("DPADAPT_LEDGER", str(tmp_path / "ledger.sqlite"))
+    files = _d_and_d_prime(tmp_path)
+    request = _request(tmp_path, "0,1")
+    capsys.readouterr()
+    assert _release_codes(tmp_path, request, files) == [1, 1]
+    errors = capsys.readouterr().err.strip().splitlines()
+    assert len(errors) == 2 and errors[0] == errors[1] and "--classes" in errors[0], errors
+    # a source that declares the label set it holds, (0, 1, 2): the request for (0, 1) is refused for D and D′ alike
+    assert _release_codes(tmp_path, request, files, "--classes", "0,1,2") == [1, 1]
+    errors = capsys.readouterr().err.strip().splitlines()
+    assert errors[0] == errors[1] and "label set" in errors[0]
+
+
+def test_declared_classes_are_parsed_as_a_list_in_the_agreement_check(tmp_path, monkeypatch, capsys):
+    """Hole 2: ``--classes 0,1`` is the list (0, 1) in every check (it was compared character by character, so a source
+    that declared its label set could not release at all); a request for (0, 1) is then released from D."""
+    monkeypatch.setenv("DPADAPT_LEDGER", str(tmp_path / "ledger.sqlite"))
+    files = _d_and_d_prime(tmp_path)
+    request = _request(tmp_path, "0,1")
+    code = main(["release", "sound", "--request", request, "--data", files["d"], "--classes", "0,1", "--epsilon", "1",
+                 "--delta", "1e-5", "--out", str(tmp_path / "d.release")])
+    assert code == 0, capsys.readouterr().err
+    assert main(["release", "sound", "--request", request, "--data", files["d"], "--classes", "1,0", "--epsilon", "1",
+                 "--delta", "1e-5", "--out", str(tmp_path / "swapped.release")]) == 1  # another order: refused
+    assert "1, 0" in capsys.readouterr().err
+
+
+def test_agreement_class_names_parse_a_comma_separated_option():
+    import argparse
+
+    from dpadapt.cli.agreement import class_names
+
+    assert class_names(None, argparse.Namespace(classes="0,1")) == [0, 1]
+    assert class_names(None, argparse.Namespace(classes="a, b")) == ["a", "b"]
