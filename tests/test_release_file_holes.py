@@ -79,3 +79,49 @@ def test_agreement_class_names_parse_a_comma_separated_option():
 
     assert class_names(None, argparse.Namespace(classes="0,1")) == [0, 1]
     assert class_names(None, argparse.Namespace(classes="a, b")) == ["a", "b"]
+
+
+# --- hole 3: a patient-level release states no row count ---------------------------------------------------------
+
+
+def _public_fields(path) -> dict:
+    """Everything of a release file but its noisy values, its id and its time."""
+    from dpadapt.release import Release
+
+    rel = Release.load(path)
+    return {"method": rel.method, "kind": rel.kind, "owner": rel.owner, "params": rel.params,
+            "guarantee": rel.guarantee.to_dict(), "shapes": {k: (v.dtype.str, v.shape) for k, v in rel.arrays.items()}}
+
+
+@pytest.mark.parametrize("method", ["sound", "dpot"])
+def test_patient_level_release_files_do_not_tell_a_patients_row_count(method, tmp_path, monkeypatch, capsys):
+    """Hole 3: D (300 patients, one row each) and D′ (patient 0 with 3 rows) under ``--rows-per-patient 3`` are
+    neighbours of the patient-level relation: their release files agree in every field but the noise (the bounded
+    row count, 300 vs 302, was published as ``n_source``)."""
+    import csv
+
+    from test_hospitals import export, schema_text
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DPADAPT_LEDGER", str(tmp_path / "ledger.sqlite"))
+    (tmp_path / "schema.toml").write_text(schema_text())
+    export(tmp_path / "d.csv", 300, 0, "SRC")
+    rows = list(csv.reader(open(tmp_path / "d.csv", newline="")))
+    with open(tmp_path / "d_prime.csv", "w", newline="") as fh:
+        csv.writer(fh).writerows(rows + [[rows[1][0], *r[1:]] for r in rows[5:7]])  # patient 0 gets two more rows
+    export(tmp_path / "target.csv", 100, 5, "TGT", labelled=False)
+    S = ["--schema", "schema.toml"]
+    if method == "sound":
+        assert main(["request", "--data", "target.csv", *S, "--n-source", "300", "--epsilon", "2", "--delta", "1e-5",
+                     "--out", "other.release"]) == 0
+        extra = ["--request", "other.release"]
+    else:
+        assert main(["basis", "--data", "target.csv", *S, "--k", "2", "--out", "other.release"]) == 0
+        extra = ["--basis", "other.release"]
+    for name in ("d", "d_prime"):
+        Ledger(tmp_path / "ledger.sqlite").set_budget("source", fingerprint(tmp_path / f"{name}.csv"), 100.0, 1e-3)
+        assert main(["release", method, "--data", f"{name}.csv", *S, *extra, "--epsilon", "2", "--delta", "1e-5",
+                     "--rows-per-patient", "3", "--out", f"{name}.release"]) == 0, capsys.readouterr().err
+    d, d_prime = _public_fields("d.release"), _public_fields("d_prime.release")
+    assert d == d_prime
+    assert d["guarantee"]["unit"] == "patient" and "n_source" not in d["params"]

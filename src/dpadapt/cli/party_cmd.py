@@ -219,7 +219,7 @@ def run_release(args: argparse.Namespace) -> int:
     check_delta(args.delta)
     key = sign_key(args)
     table = bound_rows_per_patient(load_data(args), args.rows_per_patient)
-    check_release_delta(args, table)
+    check_release_delta(args, table, n_units(table) if args.rows_per_patient else None)
     for option in ("basis", "map", "request"):  # the other party's public map / basis: computed through the same schema?
         path = getattr(args, option, None)
         if path:
@@ -282,12 +282,26 @@ def bound_rows_per_patient(table: Table, rows_per_patient: int | None) -> Table:
     return table
 
 
+#: Release ``params`` that state a number of rows: a patient-level release publishes none of them (the bounded row
+#: count tells how many rows one patient has; the number of patients alone is not released either).
+ROW_COUNT_PARAMS = ("n_source", "n_target")
+
+
+def n_units(table: Table) -> int:
+    """The number of distinct patients (schema IDs) of a table."""
+    import numpy as np
+
+    return int(np.unique(np.asarray(table.ids, dtype=str)).size)
+
+
 def group_plan(commands: MethodCommands, args: argparse.Namespace, table: Table, rows_per_patient: int) -> PlannedRelease:
     """The method's release planned per patient: at the per-row ε whose per-patient guarantee is ``--epsilon``.
 
     :func:`dpadapt.privacy.group.per_row_epsilon` searches the per-row ε with the method's own planner (no
     noise is drawn); the release is executed at that plan and carries the per-patient Guarantee
-    (:func:`dpadapt.privacy.group.group_guarantee`), which the ledger charges.
+    (:func:`dpadapt.privacy.group.group_guarantee`), which the ledger charges. The release states no row count
+    (:data:`ROW_COUNT_PARAMS`): two neighbouring tables, one patient with one row or with K, give release files
+    whose every public field is the same.
     """
     from dpadapt.release import Release
 
@@ -304,6 +318,8 @@ def group_plan(commands: MethodCommands, args: argparse.Namespace, table: Table,
         if not isinstance(release, Release) or release.guarantee.to_dict() != planned.guarantee.to_dict():
             raise ValueError(f"method {commands.name!r} released under a guarantee other than the one it planned; refused")
         release.guarantee = per_patient
+        for name in ROW_COUNT_PARAMS:
+            release.params.pop(name, None)
         release.params["rows_per_patient"] = int(rows_per_patient)
         return release
 
@@ -335,20 +351,23 @@ def _interrupted_words(ledger: Ledger, release_id: str, party: str, dataset_id: 
     return f"before any privacy noise was drawn: the reservation ({cost}) on {where} was refunded; nothing was charged"
 
 
-def check_release_delta(args: argparse.Namespace, table: Table) -> None:
+def check_release_delta(args: argparse.Namespace, table: Table, n_patients: int | None = None) -> None:
     """δ ∈ (0, 1), and δ < 1/n in sound mode (a larger δ allows publishing a whole record).
 
     Not compared with n under ``--relation add_remove``: there n is private, and a refusal that depends on
-    it would reveal it; δ is then the owner's choice from a public bound on n.
+    it would reveal it; δ is then the owner's choice from a public bound on n. A patient-level release compares
+    δ with the number of patients ``n_patients`` (a refusal that depended on the row count would reveal how many
+    rows a patient has).
     """
     from dpadapt.validation import check_delta
 
-    n = table.n_rows
+    n = table.n_rows if n_patients is None else n_patients
     check_delta(args.delta)
     if getattr(args, "relation", "replace_one") == "add_remove":
         return
     if args.delta >= 1.0 / n and getattr(args, "privacy_mode", "sound") != "paper":
-        raise ValueError(f"--delta {args.delta:g} is ≥ 1/n = {1.0 / n:.3g} for the {n} rows of {table.path}: refused (use δ ≪ 1/n)")
+        unit = "rows" if n_patients is None else "patients"
+        raise ValueError(f"--delta {args.delta:g} is ≥ 1/n = {1.0 / n:.3g} for the {n} {unit} of {table.path}: refused (use δ ≪ 1/n)")
 
 
 def _check_out(path: str, force: bool) -> Path:
