@@ -8,10 +8,11 @@ neither routed nor declared non-private. The attacks (threat model: ``docs/threa
 
 * a one-class source (the label set is public: a source holding one class is released like its neighbour);
 * NaN / inf / overflowing rows from the other party: a one-line ``ValueError`` or a finite model, never a crash;
-* D vs D′ refusal parity: for neighbours D′ of the example D in the declared domain (a record relabelled,
-  zeroed, made huge in the dtype of the computation, duplicated; a record removed under add/remove), D′ is
-  released whenever D is — "release or none" is itself an output;
-* add/remove: nothing in the output but the noisy values depends on n (D vs D minus a record);
+* the whole release file, D vs D′, under every neighbour relation the route states (:data:`RELATIONS`: replace-one —
+  a record relabelled, zeroed, made huge in the dtype of the computation, duplicated; add/remove — a record removed
+  or added) and whatever the other party's rows choose (map, basis, k, design): the same answer (release or
+  refusal — "release or none" is itself an output), and files identical in every public field (params, shapes,
+  counts, metadata, guarantee) — only the noisy values differ;
 * reproducible-noise marking: fresh noise differs between two fits with one seed and the Guarantee is valid;
   ``reproducible_noise=True`` replays it and every Guarantee says so;
 * Δ at the worst case: the first noise draw (:func:`dpadapt.privacy.mechanisms.observe_draws`) moves by at
@@ -197,42 +198,120 @@ def attack_hostile_rows(route: Route, data: dict) -> None:
                 assert "NaN" in out.error or "finite" in out.error or "overflow" in out.error, f"{route.name}: {party} row {bad}: {out.error}"
 
 
-def attack_refusal_parity(route: Route, data: dict) -> None:
-    """D is released, so every neighbour D′ in the declared domain is released: "release or none" reveals nothing."""
-    assert run(route, data).released
-    refused = {kind: out.error for kind, d in neighbours(route, data).items() if not (out := run(route, d)).released}
-    assert not refused, f"{route.name}: D is released, these neighbours D′ are refused (release or none reveals record 0): {refused}"
+def release_files(est) -> dict:
+    """Every public field of what a fitted estimator releases — each :class:`~dpadapt.release.Release` it holds (as an
+    attribute, or in a list/dict attribute): method, kind, owner, params, guarantee, array dtypes and shapes — and its
+    Guarantees. Only the noisy values (and the file's id and time) are left out: they are what the noise covers."""
+    import json
+
+    from dpadapt.jsonutil import to_jsonable
+    from dpadapt.release import Release
+
+    out: dict = {"guarantees_": {p: g.to_dict() for p, g in sorted(getattr(est, "guarantees_", {}).items())}}
+    for name, value in sorted(vars(est).items()):
+        items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, (list, tuple)) else [("", value)]
+        for key, rel in items:
+            if isinstance(rel, Release):
+                out[f"{name}[{key}]"] = {"method": rel.method, "kind": rel.kind, "owner": rel.owner,
+                                         "params": to_jsonable(rel.params), "guarantee": rel.guarantee.to_dict(),
+                                         "arrays": {k: (v.dtype.str, v.shape) for k, v in sorted(rel.arrays.items())}}
+    return json.loads(json.dumps(out, sort_keys=True, default=str))  # NaN-safe, tuple = list: compared as the file is
 
 
-def attack_add_remove(route: Route, data: dict) -> None:
-    """Under add/remove, D and D minus a record: both refused (the route does not offer it), or both released with
-    identical Guarantees and identical public release fields — only noisy values may differ. Routes with a
-    ``relation`` parameter are run with ``relation="add_remove"``; routes whose own Guarantee is add/remove lose a
-    record of the party it protects."""
-    offered = "relation" in route.estimator().get_params()
+def _first_difference(a: dict, b: dict, path: str = "") -> str:
+    """The first field where two :func:`release_files` differ ("" when none). A ``*release_id`` names another file by
+    its random id (fresh per file, like the noise): not compared."""
+    for key in sorted(set(a) | set(b), key=str):
+        if str(key).endswith("release_id"):
+            continue
+        x, y = a.get(key, "<absent>"), b.get(key, "<absent>")
+        if isinstance(x, dict) and isinstance(y, dict):
+            found = _first_difference(x, y, f"{path}.{key}")
+            if found:
+                return found
+        elif x != y:
+            return f"{path}.{key}: {str(x)[:120]} vs {str(y)[:120]}"
+    return ""
+
+
+def _protected_add_remove_party(route: Route, data: dict) -> str | None:
+    """The party whose records the route protects under add/remove (``"source"`` where the route offers a
+    ``relation`` parameter), or ``None`` where it states no add/remove guarantee."""
+    if "relation" in route.estimator().get_params():
+        return "source"
     fitted = run(route, data).estimator
-    parties = ["source"] if offered else [p for p, g in fitted.guarantees_.items() if g.relation == "add_remove"]
-    if not parties:
-        return
-    X, y = ("Xs", "ys") if parties[0] == "source" else ("Xt", "yt")
-    smaller = _copy(data)
-    smaller[X] = smaller[X][1:]
-    if y in smaller and parties[0] == "source" or (y == "yt" and "yt" in smaller):
-        smaller[y] = smaller[y][1:]
-    extra = {"relation": "add_remove", "delta": 1e-4} if offered else {}
-    out = [run(route, d, **extra) for d in (data, smaller)]
-    assert out[0].released == out[1].released, f"{route.name}: add/remove refusal depends on n: {[o.error for o in out]}"
-    if not out[0].released:
-        assert "add_remove" in out[0].error, out[0].error
-        return
-    a, b = (o.estimator for o in out)
-    assert {p: g.to_dict() for p, g in a.guarantees_.items()} == {p: g.to_dict() for p, g in b.guarantees_.items()}, \
-        f"{route.name}: the add/remove Guarantee depends on n"
-    assert all(g.valid for g in a.guarantees_.values())
-    for attr in ("release_", "basis_release_"):
-        ra, rb = getattr(a, attr, None), getattr(b, attr, None)
-        if ra is not None:
-            assert ra.params == rb.params, f"{route.name}: the release's public fields depend on n"
+    parties = [p for p, g in fitted.guarantees_.items() if g.relation == "add_remove"] if fitted is not None else []
+    return parties[0] if parties else None
+
+
+def replace_one_pairs(route: Route, data: dict) -> dict[str, dict]:
+    """Replace-one: one record of a protected party changed, in the declared domain (:func:`neighbours`)."""
+    return neighbours(route, data)
+
+
+def add_remove_pairs(route: Route, data: dict) -> dict[str, dict]:
+    """Add/remove: record 0 of the protected party removed; a copy of record 1 added."""
+    party = _protected_add_remove_party(route, data)
+    X, y = ("Xs", "ys") if party == "source" else ("Xt", "yt")
+    removed, added = _copy(data), _copy(data)
+    removed[X] = removed[X][1:]
+    added[X] = np.concatenate([added[X], added[X][1:2]])
+    if y in data and (party == "source" or not route.labelled or y == "yt"):
+        removed[y] = removed[y][1:]
+        added[y] = np.concatenate([added[y], added[y][1:2]])
+    return {f"{party}: record removed": removed, f"{party}: record added": added}
+
+
+#: Every neighbour relation a route may state → the neighbours D′ of an example D under it. A relation added here is
+#: compared on every route that states it (:func:`stated_relations`).
+RELATIONS = {"replace_one": replace_one_pairs, "add_remove": add_remove_pairs}
+
+
+def stated_relations(route: Route, data: dict) -> dict[str, dict]:
+    """The relations the route states → the estimator parameters that select it: replace-one always; add/remove where
+    the route offers a ``relation`` parameter or its Guarantee is add/remove; and any the route declares."""
+    out: dict[str, dict] = {"replace_one": {}}
+    party = _protected_add_remove_party(route, data)
+    if party is not None:
+        out["add_remove"] = {"relation": "add_remove", "delta": 1e-4} if "relation" in route.estimator().get_params() else {}
+    for relation in route.relations:
+        out.setdefault(relation, {})
+    return out
+
+
+def other_party_variants(route: Route, data: dict) -> dict[str, dict]:
+    """The example as given, and with the other (unprotected) party's rows from another draw: the other party's data
+    choose the map, the basis, k, the design — the comparison must hold whatever they choose."""
+    out = {"as given": data}
+    unprotected = [p for p in ("source", "target") if p not in route.protected]
+    if unprotected:
+        other = route.data(SEED + 1)
+        keys = ("Xt", "yt") if unprotected[0] == "target" else ("Xs", "ys")
+        out["another other party"] = {**data, **{k: other[k] for k in keys if k in other and k in data}}
+    return out
+
+
+def attack_release_file(route: Route, data: dict) -> None:
+    """D vs D′, for every relation the route states and whatever the other party's data choose: the same answer
+    (released or refused — "release or none" is itself an output), and when released, files identical in every
+    public field (params, shapes, counts, metadata, guarantee): only the noisy values may differ."""
+    for relation, params in stated_relations(route, data).items():
+        for variant, base in other_party_variants(route, data).items():
+            first = run(route, base, **params)
+            if relation == "replace_one" and variant == "as given":
+                assert first.released, f"{route.name}: its own example is refused: {first.error}"
+            pairs = RELATIONS[relation](route, base)
+            if variant != "as given":
+                pairs = dict(list(pairs.items())[:2])
+            for kind, other in pairs.items():
+                second = run(route, other, **params)
+                where = f"{route.name} ({relation}, {variant}, {kind})"
+                assert first.released == second.released, \
+                    f"{where}: D is {'released' if first.released else 'refused'}, D′ is not: {first.error or second.error}"
+                if first.released:
+                    diff = _first_difference(release_files(first.estimator), release_files(second.estimator))
+                    assert not diff, f"{where}: the release files differ beyond the noise: {diff}"
+                    assert all(g.valid for g in second.estimator.guarantees_.values())
 
 
 def attack_noise_marking(route: Route, data: dict) -> None:
@@ -281,8 +360,8 @@ def attack_sensitivity(route: Route, data: dict) -> None:
 
 
 #: Every attack on a route (a new attack added here runs on every route).
-ATTACKS = {"one_class": attack_one_class_source, "hostile_rows": attack_hostile_rows, "refusal_parity": attack_refusal_parity,
-           "add_remove": attack_add_remove, "noise_marking": attack_noise_marking, "sensitivity": attack_sensitivity}
+ATTACKS = {"one_class": attack_one_class_source, "hostile_rows": attack_hostile_rows, "release_file": attack_release_file,
+           "noise_marking": attack_noise_marking, "sensitivity": attack_sensitivity}
 
 
 def _attack_cases() -> list:
@@ -318,14 +397,25 @@ def test_a_registered_dummy_route_is_attacked_and_passes(monkeypatch):
 
 
 @pytest.mark.parametrize("defect, attack", [
-    ("one_class_refused", "one_class"), ("nan_passes", "hostile_rows"), ("refuses_zero_rows", "refusal_parity"),
-    ("noise_from_seed", "noise_marking"), ("understated_sensitivity", "sensitivity"), ("n_in_release", "add_remove"),
+    ("one_class_refused", "one_class"), ("nan_passes", "hostile_rows"), ("refuses_zero_rows", "release_file"),
+    ("noise_from_seed", "noise_marking"), ("understated_sensitivity", "sensitivity"), ("n_in_release", "release_file"),
 ])
 def test_a_broken_dummy_route_is_caught(defect, attack, monkeypatch):
     monkeypatch.setattr(routes_module, "_ROUTES", dict(routes_module.routes()))
     route = routes_module.register_route(_dummy_routes(**{defect: True}))
     with pytest.raises(AssertionError):
         ATTACKS[attack](route, route.data(SEED))
+
+
+def test_a_toy_route_that_leaks_its_row_count_in_params_is_caught(monkeypatch):
+    """A route whose release states n in its params (the dummy's ``n_in_release``): registered, the release-file
+    comparison catches it under the add/remove relation the route states — with no test code for that route."""
+    monkeypatch.setattr(routes_module, "_ROUTES", dict(routes_module.routes()))
+    route = routes_module.register_route(dataclasses.replace(_dummy_routes(n_in_release=True), name="toy/leaky-n"))
+    assert "add_remove" in stated_relations(route, route.data(SEED))
+    with pytest.raises(AssertionError, match=r"add_remove.*release files differ beyond the noise: .*params\.n"):
+        attack_release_file(routes_module.routes()["toy/leaky-n"], route.data(SEED))
+    attack_release_file(_dummy_routes(), route.data(SEED))  # without the leak: the same comparison passes
 
 
 # --- CLI methods: refusal parity of `dpadapt release` and the ledger kill loop -----------------------------------

@@ -125,3 +125,140 @@ def test_patient_level_release_files_do_not_tell_a_patients_row_count(method, tm
     d, d_prime = _public_fields("d.release"), _public_fields("d_prime.release")
     assert d == d_prime
     assert d["guarantee"]["unit"] == "patient" and "n_source" not in d["params"]
+
+
+# --- hole 4: a received file's declared sizes are checked before anything is inflated or parsed ------------------
+
+MB = 1024**2
+
+
+def _zip(path, members: dict[str, bytes], compress: bool = False) -> None:
+    import zipfile
+
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED) as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+
+
+def _npy(shape, dtype="<f8", payload: bytes = b"") -> bytes:
+    import io
+
+    from numpy.lib import format as npy
+
+    buf = io.BytesIO()
+    npy.write_array_header_1_0(buf, {"descr": dtype, "fortran_order": False, "shape": shape})
+    return buf.getvalue() + payload
+
+
+def _bomb(path) -> None:
+    """A 50 MB member that declares 4 GB inflated (the 32-bit size field of its directory entry patched)."""
+    import struct
+
+    _zip(path, {"__dpadapt_meta__.npy": _npy((2,), "|u1", b"{}"), "sums.npy": _npy((6_000_000,), "<f8",
+                                                                               np.random.default_rng(0).bytes(48_000_000))})
+    raw = bytearray(path.read_bytes())
+    pos = 0
+    while True:  # patch the uncompressed size (offset 24) of the member's central directory entry
+        pos = raw.find(b"PK\x01\x02", pos)
+        name_len = struct.unpack("<H", raw[pos + 28:pos + 30])[0]
+        if raw[pos + 46:pos + 46 + name_len] == b"sums.npy":
+            raw[pos + 24:pos + 28] = struct.pack("<I", 0xFFFF0000)
+            break
+        pos += 4
+    path.write_bytes(bytes(raw))
+
+
+HOSTILE = {
+    "zip bomb": _bomb,
+    "50 MB header": lambda p: _zip(p, {"__dpadapt_meta__.npy": _npy((50 * MB,), "|u1", b"[" * (50 * MB))}),
+    "array header lies": lambda p: _zip(p, {"__dpadapt_meta__.npy": _npy((2,), "|u1", b"{}"),
+                                            "sums.npy": _npy((10**12,), "<f8", b"\0" * (50 * MB))}),
+    "50 MB of honest floats": lambda p: _zip(p, {"__dpadapt_meta__.npy": _npy((2,), "|u1", b"{}"),
+                                                 "mean.npy": _npy((50 * MB // 8,), "<f8", b"\0" * (50 * MB))}),
+    "not a zip": lambda p: p.write_bytes(b"\0" * (50 * MB)),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(HOSTILE))
+def test_a_50mb_hostile_request_is_refused_fast_in_little_memory(kind, tmp_path, monkeypatch, capsys):
+    """Hole 4: a 50 MB hostile request given to ``dpadapt release sound`` is refused in one line, in under a second
+    and with under 100 MB of extra memory (peak traced allocation), before anything is inflated or parsed."""
+    import time
+    import tracemalloc
+
+    monkeypatch.setenv("DPADAPT_LEDGER", str(tmp_path / "ledger.sqlite"))
+    files = _d_and_d_prime(tmp_path)
+    HOSTILE[kind](tmp_path / "hostile.release")
+    assert (tmp_path / "hostile.release").stat().st_size >= 45 * MB
+    argv = ["release", "sound", "--request", str(tmp_path / "hostile.release"), "--data", files["d"], "--classes", "0,1",
+            "--epsilon", "1", "--delta", "1e-5", "--out", str(tmp_path / "out.release")]
+    (tmp_path / "tiny.release").write_bytes(b"x")  # a first refusal imports what the command needs: not measured
+    assert main([*argv[:2], "--request", str(tmp_path / "tiny.release"), *argv[4:]]) == 1
+    capsys.readouterr()
+    tracemalloc.start()
+    start = time.perf_counter()
+    try:
+        code = main(argv)
+        elapsed = time.perf_counter() - start
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    err = capsys.readouterr().err.strip()
+    assert code == 1 and err.count("\n") == 0 and "Traceback" not in err, err
+    assert elapsed < 1.0 and peak < 100 * MB, (kind, elapsed, peak / MB)
+    assert not (tmp_path / "out.release").exists()
+
+
+@pytest.mark.parametrize("kind", ["zip bomb", "50 MB header", "array header lies", "not a zip"])
+def test_a_50mb_hostile_release_is_refused_by_the_loader(kind, tmp_path):
+    """The same files given as a release (any receiver's ``Release.load``): a one-line ReleaseError, fast."""
+    import time
+
+    from dpadapt.release import Release, ReleaseError
+
+    HOSTILE[kind](tmp_path / "hostile.release")
+    start = time.perf_counter()
+    with pytest.raises(ReleaseError) as exc:
+        Release.load(tmp_path / "hostile.release")
+    assert time.perf_counter() - start < 1.0 and "\n" not in str(exc.value)
+
+
+def test_a_real_zip_bomb_is_refused_before_it_is_inflated(tmp_path):
+    """64 MB of zeros deflate to ~64 kB: refused from the declared ratio, without inflating the member."""
+    import time
+
+    from dpadapt.release import Release, ReleaseError
+
+    _zip(tmp_path / "bomb.release", {"__dpadapt_meta__.npy": _npy((2,), "|u1", b"{}"),
+                                     "sums.npy": _npy((8 * MB,), "<f8", bytes(64 * MB))}, compress=True)
+    assert (tmp_path / "bomb.release").stat().st_size < MB
+    start = time.perf_counter()
+    with pytest.raises(ReleaseError, match="zip bomb"):
+        Release.load(tmp_path / "bomb.release")
+    assert time.perf_counter() - start < 0.5
+
+
+def test_a_deeply_nested_header_or_schema_is_refused_in_one_line(tmp_path):
+    """A JSON header or a TOML/JSON schema nested 100 000 deep: one line, never RecursionError."""
+    import json
+
+    from dpadapt.release import Release, ReleaseError
+    from dpadapt.tables import load_schema
+
+    depth = 100_000
+    _zip(tmp_path / "deep.release", {"__dpadapt_meta__.npy": _npy((2 * depth,), "|u1", b"[" * depth + b"]" * depth)})
+    with pytest.raises(ReleaseError, match="nested deeper"):
+        Release.load(tmp_path / "deep.release")
+    shallow = {"format": "dpadapt-release"}
+    for _ in range(200):
+        shallow = {"a": shallow}
+    text = json.dumps(shallow).encode()
+    _zip(tmp_path / "deep2.release", {"__dpadapt_meta__.npy": _npy((len(text),), "|u1", text)})
+    with pytest.raises(ReleaseError, match="nested deeper"):
+        Release.load(tmp_path / "deep2.release")
+    (tmp_path / "deep.toml").write_text("x = " + "[" * depth + "]" * depth + "\n")
+    (tmp_path / "deep.json").write_text("[" * depth + "]" * depth)
+    for name in ("deep.toml", "deep.json"):
+        with pytest.raises(ValueError) as exc:
+            load_schema(tmp_path / name)
+        assert "nested" in str(exc.value) and "\n" not in str(exc.value)

@@ -20,6 +20,14 @@ Integrity and authenticity
   against a trusted key"; an unsigned file is reported as unauthenticated.
 
 Keys are created by :func:`dpadapt.keys.new_keypair` (``dpadapt keys new``).
+
+Hostile files
+-------------
+A container comes from the other party: before anything is inflated or parsed, the sizes it declares
+are checked against limits (:func:`check_declared_sizes`): the file's size on disk, the number of
+members, each member's declared inflated size and its ratio to its compressed size (a zip bomb), the
+JSON header's size, and every array's shape and dtype from its ``.npy`` header (which must agree with
+the member's declared size). A header nested deeper than :data:`MAX_DEPTH` is refused in one line.
 """
 
 from __future__ import annotations
@@ -33,12 +41,97 @@ import zipfile
 import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, BinaryIO, ClassVar
 
 import numpy as np
 
 META_KEY = "__dpadapt_meta__"
 _SIGNED_PREFIX = b"dpadapt-container-v1\x00"
+
+#: Limits on what a received container may declare, checked before anything is inflated or parsed.
+MAX_FILE_BYTES = 4 * 1024**3          # the file on disk
+MAX_ARRAY_BYTES = 4 * 1024**3         # all arrays together, inflated (a caller may give a smaller bound)
+MAX_HEADER_BYTES = 16 * 1024**2       # the JSON header, inflated
+MAX_MEMBERS = 4096                    # arrays in one file
+MAX_RATIO = 200                       # inflated / compressed size of a member over RATIO_FLOOR bytes
+RATIO_FLOOR = 1024**2
+MAX_DEPTH = 64                        # nesting of the JSON header
+
+
+def _limit(where: str, what: str, found: int, limit: int) -> ContainerError:
+    return ContainerError(f"{where}: {what} {found:,} bytes, more than the {limit:,} a dpadapt file may hold; refused "
+                          "before reading it (a hostile or foreign file)")
+
+
+def check_declared_sizes(zf: zipfile.ZipFile, where: str, max_array_bytes: int = MAX_ARRAY_BYTES) -> None:
+    """Refuse a zip archive whose declared sizes exceed the limits (one line), reading only its directory and the
+    ``.npy`` headers of its members — nothing is inflated beyond a header.
+
+    Each member: a ``.npy`` file whose header (shape, dtype) states exactly its declared inflated size, with no
+    Python objects; a member over :data:`RATIO_FLOOR` bytes may not inflate more than :data:`MAX_RATIO`-fold (a
+    zip bomb); the header member at most :data:`MAX_HEADER_BYTES`; all arrays together at most ``max_array_bytes``.
+    """
+    from numpy.lib import format as npy
+
+    infos = zf.infolist()
+    if len(infos) > MAX_MEMBERS:
+        raise ContainerError(f"{where}: {len(infos):,} members, more than the {MAX_MEMBERS:,} a dpadapt file may hold; refused")
+    total = 0
+    for info in infos:
+        if not info.filename.endswith(".npy"):
+            raise ContainerError(f"{where}: not a dpadapt file (member {info.filename[:80]!r} is not an array)")
+        if info.file_size > RATIO_FLOOR and info.file_size > MAX_RATIO * max(info.compress_size, 1):
+            raise ContainerError(f"{where}: member {info.filename[:80]!r} declares {info.file_size:,} bytes from "
+                                 f"{info.compress_size:,} compressed (a zip bomb); refused before inflating it")
+        if info.filename == META_KEY + ".npy":
+            if info.file_size > MAX_HEADER_BYTES:
+                raise _limit(where, "its header declares", info.file_size, MAX_HEADER_BYTES)
+            continue
+        total += info.file_size
+        if total > max_array_bytes:
+            raise _limit(where, "its arrays declare", total, max_array_bytes)
+        try:
+            with zf.open(info) as fh:
+                version = npy.read_magic(fh)
+                header = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
+                shape, _, dtype = header(fh)
+                offset = fh.tell()
+        except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error, NotImplementedError, SyntaxError) as exc:
+            raise ContainerError(f"{where}: member {info.filename[:80]!r} is not a readable array ({_short(exc)})") from None
+        if dtype.hasobject:
+            raise ContainerError(f"{where}: array {info.filename[:80]!r} holds Python objects; refused")
+        if offset + int(np.prod(shape, dtype=object)) * dtype.itemsize != info.file_size:
+            raise ContainerError(f"{where}: array {info.filename[:80]!r} declares shape {shape} of {dtype} but "
+                                 f"{info.file_size:,} bytes; refused (a hostile or corrupted file)")
+
+
+def _depth(obj: Any) -> int:
+    """The nesting depth of a parsed JSON value (iterative: a hostile header cannot exhaust the stack)."""
+    deepest, stack = 0, [(obj, 1)]
+    while stack:
+        value, level = stack.pop()
+        if isinstance(value, (dict, list)):
+            deepest = max(deepest, level)
+            if level > MAX_DEPTH:
+                break
+            stack.extend((v, level + 1) for v in (value.values() if isinstance(value, dict) else value))
+    return deepest
+
+
+def parse_json_header(text: bytes, where: str) -> Any:
+    """A JSON header, refused in one line when it is not UTF-8 JSON or nests deeper than :data:`MAX_DEPTH`."""
+    try:
+        value = json.loads(text.decode())
+    except RecursionError:
+        value = None
+        depth = MAX_DEPTH + 1
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ContainerError(f"{where}: not a dpadapt file (malformed header: {_short(exc)})") from None
+    else:
+        depth = _depth(value)
+    if depth > MAX_DEPTH:
+        raise ContainerError(f"{where}: malformed header: nested deeper than {MAX_DEPTH} levels; refused")
+    return value
 
 
 class ContainerError(ValueError):
@@ -109,24 +202,30 @@ def encode(meta: dict[str, Any], arrays: dict[str, np.ndarray], sign_key: Any = 
 
 
 def decode(
-    data: bytes,
+    data: bytes | BinaryIO,
     where: str,
     expect_format: str | Sequence[str] | None = None,
     trusted: Sequence[Any] = (),
+    max_array_bytes: int = MAX_ARRAY_BYTES,
 ) -> Container:
-    """Parse and verify a container: zip archive, no pickles, digest, signature, trusted signer.
+    """Parse and verify a container: declared sizes within the limits (:func:`check_declared_sizes`), zip archive,
+    no pickles, digest, signature, trusted signer. ``data``: the bytes, or a seekable binary file.
 
     ``trusted`` holds public keys (:func:`dpadapt.keys.load_public_key`); when non-empty an
     unsigned container or one signed by any other key is refused.
     """
-    buf = io.BytesIO(data)
-    if not data or not zipfile.is_zipfile(buf):
+    buf = io.BytesIO(data) if isinstance(data, bytes) else data
+    if not zipfile.is_zipfile(buf):
         raise ContainerError(f"{where}: not a dpadapt file, or truncated (not a complete archive; nothing was loaded)")
     try:
+        buf.seek(0)
+        with zipfile.ZipFile(buf) as zf:
+            check_declared_sizes(zf, where, max_array_bytes)
+        buf.seek(0)
         with np.load(buf, allow_pickle=False) as npz:
             if META_KEY not in npz.files:
                 raise ContainerError(f"{where}: not a dpadapt file (no header)")
-            meta = json.loads(npz[META_KEY].tobytes().decode())
+            meta = parse_json_header(npz[META_KEY].tobytes(), where)
             arrays = {k: npz[k] for k in npz.files if k != META_KEY}
     except ContainerError:
         raise
@@ -171,16 +270,20 @@ def _short(exc: BaseException) -> str:
     return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
 
 
-def read(path: str | os.PathLike, expect_format: str | Sequence[str] | None = None, trusted: Sequence[Any] = ()) -> Container:
-    """:func:`decode` the file at ``path``."""
+def read(path: str | os.PathLike, expect_format: str | Sequence[str] | None = None, trusted: Sequence[Any] = (),
+         max_array_bytes: int = MAX_ARRAY_BYTES) -> Container:
+    """:func:`decode` the file at ``path`` (its size checked first; read from the file, never whole into memory)."""
     path = Path(path)
     if not path.is_file():
         raise ContainerError(f"{path}: no such file")
     try:
-        data = path.read_bytes()
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise _limit(str(path), "the file has", size, MAX_FILE_BYTES)
+        with open(path, "rb") as fh:
+            return decode(fh, str(path), expect_format, trusted, max_array_bytes)
     except OSError as exc:
         raise ContainerError(f"{path}: cannot read ({exc.strerror or exc})") from exc
-    return decode(data, str(path), expect_format, trusted)
 
 
 def write_atomic(path: str | os.PathLike, data: bytes, before_publish: Callable[[], None] | None = None) -> Path:
@@ -209,11 +312,17 @@ def write_atomic(path: str | os.PathLike, data: bytes, before_publish: Callable[
 def file_meta_field(path: str | os.PathLike, field: str) -> Any:
     """One header field of a container file, unverified (``None`` if unreadable); never unpickles."""
     try:
+        if Path(path).stat().st_size > MAX_FILE_BYTES:
+            return None
         with open(path, "rb") as fh:
             if not zipfile.is_zipfile(fh):
                 return None
-        with np.load(path, allow_pickle=False) as npz:
-            meta = json.loads(npz[META_KEY].tobytes().decode())
+            fh.seek(0)
+            with zipfile.ZipFile(fh) as zf:
+                check_declared_sizes(zf, str(path))
+            fh.seek(0)
+            with np.load(fh, allow_pickle=False) as npz:
+                meta = parse_json_header(npz[META_KEY].tobytes(), str(path))
         return meta.get(field)
     except Exception:  # noqa: BLE001 - any unreadable file means "no such field here"
         return None
@@ -226,6 +335,7 @@ def open_versioned(
     version: int,
     error: type[Exception],
     trusted: Sequence[Any] = (),
+    max_array_bytes: int = MAX_ARRAY_BYTES,
 ) -> Container:
     """:func:`decode` the bytes (or :func:`read` the file) ``source`` of one format and version.
 
@@ -234,9 +344,9 @@ def open_versioned(
     """
     try:
         if isinstance(source, bytes):
-            c = decode(source, where, expect_format, trusted)
+            c = decode(source, where, expect_format, trusted, max_array_bytes)
         else:
-            c = read(source, expect_format, trusted)
+            c = read(source, expect_format, trusted, max_array_bytes)
     except error:
         raise
     except ContainerError as exc:
@@ -282,6 +392,7 @@ class SignedRecord:
         return encode(self._meta(), self.arrays, sign_key=sign_key, compress=self.COMPRESS)
 
     @classmethod
-    def _open(cls, source: bytes | str | os.PathLike, where: str, trusted: Sequence[Any] = ()) -> Container:
+    def _open(cls, source: bytes | str | os.PathLike, where: str, trusted: Sequence[Any] = (),
+              max_array_bytes: int = MAX_ARRAY_BYTES) -> Container:
         """The verified container of a record of this class (see :func:`open_versioned`)."""
-        return open_versioned(source, where, cls.FORMAT, cls.FORMAT_VERSION, cls.ERROR, trusted)
+        return open_versioned(source, where, cls.FORMAT, cls.FORMAT_VERSION, cls.ERROR, trusted, max_array_bytes)

@@ -113,12 +113,15 @@ class Release(container.SignedRecord):
         expect_method: str | None = None,
         expect_kind: str | None = None,
         trusted: Sequence[Any] = (),
+        max_array_bytes: int = container.MAX_ARRAY_BYTES,
     ) -> Release:
-        """Read and verify a release file (digest, signature, trusted signer, version, method/kind).
+        """Read and verify a release file (declared sizes, digest, signature, trusted signer, version, method/kind).
 
-        Never unpickles. With ``trusted`` public keys, only a release signed by one of them is accepted.
+        Never unpickles. With ``trusted`` public keys, only a release signed by one of them is accepted. A file whose
+        arrays declare more than ``max_array_bytes`` (inflated) is refused before anything is inflated.
         """
-        return cls._from_container(cls._open(path, str(path), trusted), str(path), expect_method, expect_kind)
+        return cls._from_container(cls._open(path, str(path), trusted, max_array_bytes), str(path), expect_method,
+                                   expect_kind)
 
     @classmethod
     def from_bytes(cls, data: bytes, where: str = "release", trusted: Sequence[Any] = ()) -> Release:

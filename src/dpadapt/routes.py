@@ -4,8 +4,8 @@ A *route* is one branch of one public estimator that a public configuration sele
 :class:`~dpadapt.sound.SoundDA` design, a discrepancy algorithm, a PRIMA
 protocol, ... — with a small example that takes it (well under a second). ``tests/test_attacks.py``
 runs every attack on every registered route (a one-class source, NaN/inf/overflowing rows
-from the other party, D vs D′ refusal parity, reproducible-noise marking, the sensitivity at the worst
-case), with no test code per route; a public estimator (anything exported with ``fit``) that is neither
+from the other party, the whole release file D vs D′ under every neighbour relation the route states,
+reproducible-noise marking, the sensitivity at the worst case), with no test code per route; a public estimator (anything exported with ``fit``) that is neither
 routed here nor declared non-private fails ``test_every_public_estimator_is_routed``.
 
 Registering a route: ``register_route(Route(...))`` from the estimator's module, or a builder in
@@ -61,6 +61,10 @@ class Route:
     unobserved : str
         Why the route's first noise draw states no sensitivity to check (empty when it does): the draw
         (:func:`dpadapt.privacy.mechanisms.observe_draws`) of a DP-SGD step or of noisy projections.
+    relations : tuple of str
+        Neighbour relations the route states beyond those the suite reads off it (replace-one always; add/remove where
+        the estimator has a ``relation`` parameter or its Guarantee is add/remove): each is a key of the suite's
+        ``RELATIONS``, under which D and D′ must give release files identical in every public field.
     known_gaps : mapping
         attack name → why the route does not withstand it yet (the suite expects that attack to fail, strictly:
         a fix makes the test pass and the gap must then be removed here). Open breaks, never silent ones.
@@ -77,6 +81,7 @@ class Route:
     taken: Callable[[Any], bool] | None = None
     worst_pair: Callable[[dict], tuple[dict, dict]] | None = None
     unobserved: str = ""
+    relations: tuple[str, ...] = ()
     known_gaps: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -211,17 +211,26 @@ class Schema:
         return cols
 
 
+#: The largest schema file read (a schema is a few kB; anything larger is refused before it is parsed).
+MAX_SCHEMA_BYTES = 1024**2
+
+
 def load_schema(path: str | os.PathLike) -> Schema:
     """Read and check a schema file (``.toml`` or ``.json``); every problem is listed in one :class:`SchemaError`."""
     path = Path(path)
     if not path.is_file():
         raise SchemaError(f"{path}: no such schema file" + (" (a folder; give the schema file in it)" if path.is_dir() else ""))
+    size = path.stat().st_size
+    if size > MAX_SCHEMA_BYTES:
+        raise SchemaError(f"{path}: {size:,} bytes, more than a schema file may hold ({MAX_SCHEMA_BYTES:,}); refused unread")
     try:
         raw = path.read_bytes()
         if path.suffix.lower() == ".json":
             doc = json.loads(raw.decode("utf-8"))
         else:
             doc = tomllib.loads(raw.decode("utf-8"))
+    except RecursionError:
+        raise SchemaError(f"{path}: not a readable schema file (nested too deeply)") from None
     except (UnicodeDecodeError, tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
         raise SchemaError(f"{path}: not a readable schema file ({' '.join(str(exc).split())})") from None
     return schema_from_dict(doc, source=str(path))

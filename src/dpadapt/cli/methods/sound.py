@@ -62,6 +62,14 @@ def own_classes(table: Table, args: argparse.Namespace) -> tuple:
     return tuple(classes)
 
 
+def request_bytes(n_features: int) -> int:
+    """The most a request for ``n_features`` features can hold: a mean and at most ``min(d, MAX_K)`` directions
+    (float64), with room for the ``.npy`` headers. A request file declaring more is refused before it is inflated."""
+    from dpadapt.sound.request import MAX_K
+
+    return 8 * n_features * (1 + min(n_features, MAX_K)) + 4096
+
+
 def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
     """The request validated, then the Guarantee from public quantities (the table's shape); ``execute`` reads the
     rows chunk by chunk (never the whole file) and draws the noise once."""
@@ -73,7 +81,8 @@ def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
     if not table.source.labelled:
         raise ValueError(f"{table.path}: the source data needs labels")
     own = own_classes(table, args)
-    req = Request.from_release(Release.load(args.request, expect_method="sound"), n_features=table.n_features)
+    req = Request.from_release(Release.load(args.request, expect_method="sound", max_array_bytes=request_bytes(table.n_features)),
+                               n_features=table.n_features)
     if [str(c) for c in own] != [str(c) for c in req.classes]:
         raise ValueError(f"the request is for the label set {list(req.classes)}; yours is {list(own)} (names and order must agree)")
     config = Config(epsilon=args.epsilon, delta=args.delta, classes=req.classes, relation=args.relation)
