@@ -192,8 +192,10 @@ def test_a_50mb_hostile_request_is_refused_fast_in_little_memory(kind, tmp_path,
     assert (tmp_path / "hostile.release").stat().st_size >= 45 * MB
     argv = ["release", "sound", "--request", str(tmp_path / "hostile.release"), "--data", files["d"], "--classes", "0,1",
             "--epsilon", "1", "--delta", "1e-5", "--out", str(tmp_path / "out.release")]
-    (tmp_path / "tiny.release").write_bytes(b"x")  # a first refusal imports what the command needs: not measured
-    assert main([*argv[:2], "--request", str(tmp_path / "tiny.release"), *argv[4:]]) == 1
+    # a first refusal, of a 16 kB request, imports what the command needs (not measured: the refusal is)
+    _zip(tmp_path / "small.release", {"__dpadapt_meta__.npy": _npy((2,), "|u1", b"{}"),
+                                      "mean.npy": _npy((2048,), "<f8", bytes(16384))})
+    assert main([*argv[:2], "--request", str(tmp_path / "small.release"), *argv[4:]]) == 1
     capsys.readouterr()
     tracemalloc.start()
     start = time.perf_counter()
@@ -262,3 +264,31 @@ def test_a_deeply_nested_header_or_schema_is_refused_in_one_line(tmp_path):
         with pytest.raises(ValueError) as exc:
             load_schema(tmp_path / name)
         assert "nested" in str(exc.value) and "\n" not in str(exc.value)
+
+
+# --- hole 5: a valid guarantee only with noise from the vetted samplers --------------------------------------------
+
+
+@pytest.mark.parametrize("algorithm", ["frank_wolfe", "mirror_descent", "single_stage"])
+@pytest.mark.parametrize("mode", ["sound", "paper"])
+def test_valid_discrepancy_guarantees_draw_no_float_noise(algorithm, mode, monkeypatch):
+    """Hole 5: every discrepancy guarantee that is marked valid (paper mode included) draws its noise from the vetted
+    samplers of ``privacy/mechanisms.py`` (the lattice discrete samplers), never from numpy's float sampler — the
+    floating-point attack the sound releases are protected from."""
+    import warnings
+
+    from dpadapt import routes
+    from dpadapt.discrepancy import DiscrepancyRegressor
+    from dpadapt.privacy import mechanisms
+
+    def float_sampler(noise):
+        raise AssertionError("noise drawn from numpy's float sampler")
+
+    monkeypatch.setattr(mechanisms, "_noise_generator", float_sampler)
+    data = routes.regression(0)
+    est = DiscrepancyRegressor(epsilon=1.0, delta=1e-5, algorithm=algorithm, K=10, privacy_mode=mode, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit_domains(data["Xs"], data["ys"], data["Xt"], data["yt"])
+    assert all(g.valid for g in est.guarantees_.values()), [g.reasons for g in est.guarantees_.values()]
+    assert "float" not in est.guarantees_["target"].theorem

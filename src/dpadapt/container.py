@@ -328,6 +328,35 @@ def file_meta_field(path: str | os.PathLike, field: str) -> Any:
         return None
 
 
+def read_header(path: str | os.PathLike) -> dict[str, Any]:
+    """The JSON header of a container file, UNVERIFIED (no digest, no signature), read without inflating any array:
+    for a check that must run before the file is verified with a caller's size bound. Declared sizes are checked
+    against the default limits first; anything unreadable is a :class:`ContainerError` (one line)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ContainerError(f"{path}: no such file")
+    size = path.stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise _limit(str(path), "the file has", size, MAX_FILE_BYTES)
+    try:
+        with open(path, "rb") as fh:
+            if not zipfile.is_zipfile(fh):
+                raise ContainerError(f"{path}: not a dpadapt file, or truncated (not a complete archive; nothing was loaded)")
+            fh.seek(0)
+            with zipfile.ZipFile(fh) as zf:
+                check_declared_sizes(zf, str(path))
+                with zf.open(META_KEY + ".npy") as member:
+                    header = np.lib.format.read_array(member, allow_pickle=False)
+    except ContainerError:
+        raise
+    except (KeyError, zipfile.BadZipFile, zlib.error, NotImplementedError, EOFError, OSError, ValueError) as exc:
+        raise ContainerError(f"{path}: unreadable, truncated or foreign file ({_short(exc)})") from None
+    meta = parse_json_header(header.tobytes(), str(path))
+    if not isinstance(meta, dict):
+        raise ContainerError(f"{path}: not a dpadapt file (malformed header)")
+    return meta
+
+
 def open_versioned(
     source: bytes | str | os.PathLike,
     where: str,

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dpadapt import keys, modelio
+from dpadapt import container, keys, modelio
 from dpadapt.cli.agreement import CLASS_NAMES_PARAM, check_agreement, owner_params
 from dpadapt.cli.main import add_command
 from dpadapt.cli.methods import MethodCommands, PlannedRelease, load_plugins, methods
@@ -222,9 +222,10 @@ def run_release(args: argparse.Namespace) -> int:
     check_release_delta(args, table, n_units(table) if args.rows_per_patient else None)
     for option in ("basis", "map", "request"):  # the other party's public map / basis: computed through the same schema?
         path = getattr(args, option, None)
-        if path:
-            other = Release.load(path)
-            check_agreement(other.params, table, args, path, "basis" if option == "basis" else "map", other.version)
+        if path:  # its header only (no array inflated): the method verifies the whole file, with its own size bound
+            meta = container.read_header(path)
+            params = meta.get("params") if isinstance(meta.get("params"), dict) else {}
+            check_agreement(params, table, args, path, "basis" if option == "basis" else "map", meta.get("version"))
     out = _check_out(args.out, args.force)
     args.sign_key = key
     plan = (group_plan(commands, args, table, args.rows_per_patient) if args.rows_per_patient

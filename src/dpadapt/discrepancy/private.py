@@ -46,7 +46,6 @@ from dpadapt.privacy import accounting
 from dpadapt.privacy.families import discrepancy as families
 from dpadapt.privacy.guarantee import Guarantee
 from dpadapt.privacy.mechanisms import (
-    FAST_SAMPLER_WORDS,
     NoiseSource,
     gaussian,
     random_streams,
@@ -71,7 +70,8 @@ THEOREM_FW = (
 )
 THEOREM_MD = (
     "Noisy mirror descent (Bassily, Mohri & Suresh, AISTATS 2023, Alg. 3 / Thm 6): K Gaussian "
-    "mechanisms on the gradient, ℓ2 sensitivity √m·τ, RDP composition (Mironov 2017); " + FAST_SAMPLER_WORDS
+    "mechanisms on the gradient, ℓ2 sensitivity √m·τ, RDP composition (Mironov 2017); each step's noise from the "
+    "vetted discrete Gaussian sampler on a public lattice (Canonne, Kamath & Steinke 2020)"
 )
 THEOREM_SS = (
     "Single-stage private Frank-Wolfe (Bassily, Mohri & Suresh, AISTATS 2023, Alg. 1 / Thm 4): K "
@@ -399,7 +399,7 @@ def run_noisy_mirror_descent(
         _, grad = softmax_value_grad(q, problem.M0, problem.X_source, problem.mu)
         g = grad + problem.lam * q
         if plan.noisy:
-            g = gaussian(g, sigma=plan.sigma, sensitivity=plan.sensitivity, noise=noise, vetted=False).value
+            g = gaussian(g, sigma=plan.sigma, sensitivity=plan.sensitivity, noise=noise).value
         if variant == "entropic":
             logq = logq - eta * g
             logq -= special.logsumexp(logq)
