@@ -292,3 +292,35 @@ def test_valid_discrepancy_guarantees_draw_no_float_noise(algorithm, mode, monke
         est.fit_domains(data["Xs"], data["ys"], data["Xt"], data["yt"])
     assert all(g.valid for g in est.guarantees_.values()), [g.reasons for g in est.guarantees_.values()]
     assert "float" not in est.guarantees_["target"].theorem
+
+
+# --- hole 6: add/remove requests from the command line -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("design", [[], ["--n-design", "100"]])
+def test_add_remove_request_from_the_cli_and_release_files_independent_of_n(design, tmp_path, monkeypatch, capsys):
+    """Hole 6: ``dpadapt request --relation add_remove`` designs for a public size (``--n-source`` read as the public
+    estimate, or ``--n-design``); the source releases under add/remove, and D vs D minus record 0 give release files
+    identical in every public field (n is not stated)."""
+    monkeypatch.setenv("DPADAPT_LEDGER", str(tmp_path / "ledger.sqlite"))
+    files = _d_and_d_prime(tmp_path)
+    rng = np.random.default_rng(5)
+    X = np.clip(rng.normal(size=(120, 4)), -1, 1)
+    save_table(tmp_path / "d.npz", X, np.arange(120) % 2)
+    save_table(tmp_path / "d_minus.npz", X[1:], (np.arange(120) % 2)[1:])
+    Ledger(tmp_path / "ledger.sqlite").set_budget("source", fingerprint(tmp_path / "d_minus.npz"), 100.0, 1e-3)
+    files["d_prime"] = str(tmp_path / "d_minus.npz")
+    request = _request(tmp_path, "0,1", extra=["--relation", "add_remove", *design])
+    assert _release_codes(tmp_path, request, files, "--classes", "0,1", "--relation", "add_remove") == [0, 0], \
+        capsys.readouterr().err
+    d, d_minus = _public_fields(tmp_path / "d.release"), _public_fields(tmp_path / "d_prime.release")
+    assert d == d_minus and d["guarantee"]["relation"] == "add_remove" and "n_source" not in d["params"]
+
+
+def test_request_with_unequal_sources_under_add_remove_needs_n_design(tmp_path, monkeypatch, capsys):
+    save_table(tmp_path / "receiver.npz", np.random.default_rng(3).normal(size=(40, 4)))
+    base = ["request", "--data", str(tmp_path / "receiver.npz"), "--classes", "0,1", "--n-source", "100", "--n-source",
+            "200", "--epsilon", "2", "--delta", "1e-5", "--relation", "add_remove", "--out", str(tmp_path / "r.release")]
+    capsys.readouterr()
+    assert main(base) == 1 and "--n-design" in capsys.readouterr().err
+    assert main([*base, "--n-design", "150"]) == 0

@@ -24,7 +24,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--label-column", default="y", help="label column of a .csv/.parquet file (default y)")
     p.add_argument("--classes", default=None, help="the public label set, comma-separated (a --schema gives it)")
     p.add_argument("--n-source", type=int, action="append", required=True,
-                   help="the number of rows of a source (public under replace-one); repeat it once per source")
+                   help="the number of rows of a source (public under replace-one; under add/remove a public estimate "
+                        "of it, n itself being private there); repeat it once per source")
+    p.add_argument("--n-design", type=int, default=None,
+                   help="under --relation add_remove: the public size estimate every source's release is designed for "
+                        "(default: --n-source, when all sources give the same)")
     p.add_argument("--epsilon", type=float, default=None, help="ε of each source's release (omit for the non-private counterpart)")
     p.add_argument("--delta", type=float, default=None, help="δ of each source's release (default 1/(10 n) per source)")
     p.add_argument("--relation", default="replace_one", choices=("replace_one", "add_remove"), help="neighbouring relation")
@@ -32,6 +36,21 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="'auto' (default): log1p exactly when your rows are counts; or declare it")
     add_receiver_disclosure(p, "request file to give the source(s)")
     p.set_defaults(func=run)
+
+
+def design_size(args: argparse.Namespace) -> int | None:
+    """The public size the request is designed for under add/remove (``--n-design``, else the one ``--n-source``
+    value, read as a public estimate); ``None`` under replace-one, where each ``--n-source`` is the public n."""
+    if args.relation != "add_remove":
+        if args.n_design is not None:
+            raise ValueError("--n-design is for --relation add_remove; under replace-one --n-source is the public n")
+        return None
+    if args.n_design is not None:
+        return args.n_design
+    if len(set(args.n_source)) != 1:
+        raise ValueError(f"--relation add_remove with sources of different sizes {args.n_source}: give --n-design N, the "
+                         "public size estimate every source's release is designed for")
+    return args.n_source[0]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     if args.epsilon is None and args.delta is not None:
         raise ValueError("--delta without --epsilon: give both for a private release, neither for the non-private one")
     config = sound.Config(epsilon=args.epsilon, delta=args.delta, classes=tuple(classes), relation=args.relation,
-                          feature_type=args.feature_type)
+                          feature_type=args.feature_type, n_design=design_size(args))
     if not schema_classes:
         args.classes = tuple(classes)
     release = sound.request(table.X, config, args.n_source)
