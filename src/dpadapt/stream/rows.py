@@ -84,11 +84,7 @@ def row_map(X, log1p: bool):
         if np.any(X < 0):
             raise ValueError("log1p is a map for non-negative count features; got negative values")
         X = np.log1p(X)
-    norms = row_norms(X)
-    factor = np.divide(UNIT, norms, out=np.zeros_like(norms), where=norms > 0)
-    rows, big = overflowing_rows(X, norms, UNIT)
-    factor[rows] = big
-    return X * factor[:, None]
+    return normalise_rows(X, UNIT)
 
 
 def project(M, mean: np.ndarray | None, components: np.ndarray | None):
@@ -107,9 +103,12 @@ def project(M, mean: np.ndarray | None, components: np.ndarray | None):
 
 
 def normalise_rows(P: np.ndarray, scale: float = 1.0) -> np.ndarray:
-    """Rows scaled to ℓ2 norm ``scale`` (zero rows stay zero; a row whose norm overflows too: :func:`overflowing_rows`)."""
+    """Rows scaled to ℓ2 norm ``scale`` (zero rows stay zero; a row whose norm overflows too: :func:`overflowing_rows`).
+
+    A new float64 array: one pass for the norms, one product by the per-row factors."""
+    P = np.asarray(P, dtype=np.float64)
     norms = row_norms(P)
-    out = np.divide(P, (norms / scale)[:, None], out=np.zeros_like(P, dtype=np.float64), where=norms[:, None] > 0)
+    factor = np.divide(scale, norms, out=np.zeros_like(norms), where=norms > 0)
     rows, big = overflowing_rows(P, norms, scale)
-    out[rows] = P[rows] * big[:, None]
-    return out
+    factor[rows] = big
+    return P * factor[:, None]
