@@ -141,9 +141,16 @@ class ClassMomentSums:
     def add(self, X, y) -> ClassMomentSums:
         """Map one chunk and add its exact sums (rows checked finite and clipped in :func:`mechanisms.class_moment_sums`)."""
         s, c, m = mechanisms.class_moment_sums(self.row_map(X), _required_labels(y, self.classes), len(self.classes))
+        return self._add(s, c, m, X.shape[0])
+
+    def _add(self, s: np.ndarray, c: np.ndarray, m: np.ndarray, n: int) -> ClassMomentSums:
         self.sums, self.counts, self.second = _plus(self.sums, s), _plus(self.counts, c), _plus(self.second, m)
-        self.n_rows += int(X.shape[0])
+        self.n_rows += int(n)
         return self
+
+    def merge(self, other: ClassMomentSums) -> ClassMomentSums:
+        """The sums of two disjoint parts of the data (e.g. two partitions)."""
+        return self._add(other.sums, other.counts, other.second, other.n_rows) if other.sums is not None else self
 
     def release(self, *, sigma: float, relation, noise) -> mechanisms.ClassMomentStatistics:
         """ONE Gaussian on the totals (:func:`mechanisms.release_class_moment_sums`)."""
