@@ -79,3 +79,36 @@ def test_no_two_file_import_circle_in_src():
     assert len(graph) > 100 and "dpadapt.privacy.mechanisms" in graph
     circles = two_file_circles(graph)
     assert not circles, "modules importing each other: " + ", ".join(f"{a} ↔ {b}" for a, b in circles)
+
+
+#: The layers under every method: nothing in them may import a method package (issue 37), lazily or not.
+LOWER_LAYERS = ("dpadapt.privacy", "dpadapt.stream", "dpadapt.tables")
+METHOD_PACKAGES = ("deep", "alignment", "transport", "classstats", "sound", "discrepancy")
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """(module, imported method module) for every module of a lower layer that imports a method package."""
+    methods = tuple(f"dpadapt.{p}" for p in METHOD_PACKAGES)
+
+    def inside(name: str, packages: tuple[str, ...]) -> bool:
+        return any(name == p or name.startswith(p + ".") for p in packages)
+
+    return sorted((a, b) for a, deps in graph.items() if inside(a, LOWER_LAYERS) for b in deps if inside(b, methods))
+
+
+def test_the_layer_check_sees_function_level_and_relative_imports():
+    known = {"dpadapt.stream", "dpadapt.stream.sums", "dpadapt.sound", "dpadapt.sound.spaces", "dpadapt.privacy.mechanisms"}
+    graph = {
+        "dpadapt.stream.sums": imported_modules("def f():\n    from ..sound.spaces import RowMap\n", "dpadapt.stream.sums",
+                                                False, known),
+        "dpadapt.sound.spaces": imported_modules("from dpadapt.privacy import mechanisms\n", "dpadapt.sound.spaces", False,
+                                                 known),
+    }
+    assert upward_imports(graph) == [("dpadapt.stream.sums", "dpadapt.sound.spaces")]
+
+
+def test_privacy_stream_and_tables_import_no_method_package():
+    graph = import_graph()
+    assert any(name.startswith("dpadapt.tables.") for name in graph) and "dpadapt.stream.sums" in graph
+    bad = upward_imports(graph)
+    assert not bad, "lower layers importing a method package: " + ", ".join(f"{a} → {b}" for a, b in bad)

@@ -1,13 +1,14 @@
-"""Issue 30: what ``dpadapt release sound`` spends importing, against the library call that does the same release.
+"""What ``dpadapt release sound`` spends importing, against the library call that does the same release.
 
 Rule (fixed before the run): ``python -X importtime`` on (a) the CLI release of a 1 000-row ``.npz``
-source (sound, ``--feature-type table``, ε = 8) and (b) a script that makes the same release through
-the API (``dpadapt.sound.plan`` / ``release`` on the same file read with ``dpadapt.stream.open_source``,
-the Release saved); import time = the sum of the top-level entries; "CLI overhead" = (a) − (b);
-heavy modules listed for each; medians of 5 alternated runs. Also every command's ``--help`` CPU time
-is in ``tests/test_cli_startup.py``.
+source (sound, the receiver's request from ``dpadapt request`` on a 300-row target, ε = 8) and (b) a
+script that makes the same release through the API (``dpadapt.sound.plan`` / ``release`` of the same
+request on the same file read with ``dpadapt.stream.open_source``, the Release saved); import time = the
+sum of the top-level entries; "CLI overhead" = (a) − (b); heavy modules listed for each; medians of 5
+alternated runs (``--quick``: one). Also every command's ``--help`` CPU time is in
+``tests/test_cli_startup.py``.
 
-    python benchmarks/perf/cli_imports.py
+    python benchmarks/perf/cli_imports.py [--quick]
 
 Writes ``benchmarks/perf/results/cli_imports.json``.
 """
@@ -31,11 +32,13 @@ import sys
 from pathlib import Path
 from dpadapt import sound
 from dpadapt.privacy.mechanisms import random_streams
+from dpadapt.release import Release
 from dpadapt.stream import open_source
 src = open_source(sys.argv[1])
-config = sound.Config(epsilon=8.0, delta=1e-6, classes=(0, 1, 2), feature_type="table")
-plan = sound.plan(config, {"n_source": src.n_rows, "n_features": src.n_features})
-sound.release(plan, src, noise=random_streams(None)[1]).save(Path(sys.argv[2]))
+request = Release.load(Path(sys.argv[3]))
+config = sound.Config(epsilon=8.0, delta=1e-6, classes=(0, 1, 2))
+plan = sound.plan(config, {"request": request, "n_source": src.n_rows})
+sound.release(plan, request, src, noise=random_streams(None)[1]).save(Path(sys.argv[2]))
 """
 
 
@@ -63,24 +66,31 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="i30-imports-"))
     rng = np.random.default_rng(0)
     save_table(work / "s.npz", rng.normal(size=(1000, 8)), rng.integers(0, 3, 1000))
+    save_table(work / "t.npz", rng.normal(size=(300, 8)) + 0.3)
     ledger = str(work / "l.sqlite")
-    subprocess.run([sys.executable, "-m", "dpadapt.cli.main", "budget", "set", "--party", "source", "--dataset-id", "d",
-                    "--epsilon", "1e6", "--delta", "0.5", "--ledger", ledger], check=True, capture_output=True)
-    cli = ["-m", "dpadapt.cli.main", "release", "sound", "--data", "s.npz", "--n-classes", "3", "--feature-type", "table",
+    for setup in (["budget", "set", "--party", "source", "--dataset-id", "d", "--epsilon", "1e6", "--delta", "0.5",
+                   "--ledger", ledger],
+                  ["request", "--data", "t.npz", "--classes", "0,1,2", "--n-source", "1000", "--epsilon", "8", "--delta",
+                   "1e-6", "--declare-public", "--out", "q.release", "--quiet"]):
+        subprocess.run([sys.executable, "-m", "dpadapt.cli.main", *setup], check=True, capture_output=True, cwd=work)
+    cli = ["-m", "dpadapt.cli.main", "release", "sound", "--data", "s.npz", "--request", "q.release",
            "--epsilon", "8", "--delta", "1e-6", "--out", "r.release", "--ledger", ledger, "--dataset-id", "d", "--force",
            "--quiet"]
-    api = ["-c", API, "s.npz", "a.release"]
+    api = ["-c", API, "s.npz", "a.release", "q.release"]
     runs: dict[str, list[float]] = {"cli": [], "api": []}
     heavy = {}
-    for _ in range(5):
+    rounds = 1 if "--quick" in sys.argv else 5
+    for _ in range(rounds):
         for name, cmd in (("cli", cli), ("api", api)):
             seconds, mods = import_profile(cmd, work)
             runs[name].append(seconds)
             heavy[name] = mods
     med = {k: statistics.median(v) for k, v in runs.items()}
     print(f"imports: CLI {med['cli']:.2f} s, API {med['api']:.2f} s, CLI overhead {med['cli'] - med['api']:.2f} s "
-          f"(medians of 5, load {os.getloadavg()[0]:.1f})")
+          f"(medians of {rounds}, load {os.getloadavg()[0]:.1f})")
     print(f"heavy modules: CLI {heavy['cli']}, API {heavy['api']}")
+    if "--quick" in sys.argv:
+        return
     out = HERE / "results" / "cli_imports.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps({"median_s": med, "runs": runs, "heavy": heavy, "overhead_s": med["cli"] - med["api"],

@@ -24,7 +24,7 @@ from dpadapt.privacy.mechanisms import (
 
 
 def per_value(quick: bool) -> None:
-    m = 100_000 if quick else 1_000_000
+    m = 10_000 if quick else 1_000_000
     gen = np.random.default_rng()
     noise = NoiseSource()
     zeros = np.zeros(m)
@@ -42,7 +42,7 @@ def per_value(quick: bool) -> None:
         import opendp.prelude as dp
 
         dp.enable_features("contrib")
-        small = 20_000
+        small = 200 if quick else 20_000
         meas = dp.m.make_gaussian(dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.l2_distance(T=float), scale=2.0)
         x = np.zeros(small).tolist()
         od = alternated({"opendp": lambda: meas(x)}, 3)["opendp"]
@@ -52,7 +52,7 @@ def per_value(quick: bool) -> None:
 
 
 def class_moments(quick: bool) -> None:
-    n, d, K = (20_000, 256, 10) if quick else (100_000, 1024, 10)
+    n, d, K = (2_000, 64, 10) if quick else (100_000, 1024, 10)
     rng = np.random.default_rng(0)
     Z = rng.normal(size=(n, d))
     Z /= np.linalg.norm(Z, axis=1, keepdims=True)

@@ -1,28 +1,31 @@
-"""Issue 30: the full-feature releases against their one-pass floors, and the class-moment release against its sums.
+"""The sound releases and the class-statistics release against their one-pass numpy floors.
 
 Rule (fixed before the run):
 
-* data: in-memory float64 rows, 10 classes with class-dependent means (``dpadapt.bench.scale.make_npy``'s
-  law), n × d ∈ {1e6 × 64, 1e5 × 1024}; one thread;
-* releases (private, ε = 1, δ = 1e-8, fresh noise): ``classstats`` with ``k = 0`` (per-class sums and
-  counts of ℓ2-normalised rows in the full feature space, one Gaussian) and ``sound`` in its
-  ``features`` space (``feature_type="table"``: class sums, counts and the d × d second moment, one Gaussian);
+* data: in-memory float64 rows, 10 classes with class-dependent means, n × d ∈ {1e6 × 64, 1e5 × 1024}
+  (``--quick``: 1e4 × 32 and 2e3 × 128, seconds); one thread;
+* releases (private, ε = 1, δ = 1e-8, fresh noise), each on today's route:
+  ``sound sums`` — :func:`dpadapt.sound.release` of a request in the ``features`` space asking for per-class
+  sums and counts; ``sound moments`` — the same request asking for the pooled second moment too (the
+  class-moment release); ``classstats k=0`` — :func:`dpadapt.classstats.release` in the full feature space;
 * floors: the same math in plain numpy over 16 MB chunks — ℓ2-normalise, a dense one-hot product
   (+ ``ZᵀZ`` for the moments) — no validation, no clipping, no noise;
-* "exact sums": ``dpadapt.privacy.mechanisms.class_moment_sums`` of the mapped rows (the issue's
-  "class-moment release ≤ 2× its exact sums, noise included" at 1e5 × 1024);
-* ratios of medians of 5 runs, all functions alternated within each round.
+* pairs: each release runs right after its floor, round after round (``--rounds``, default 5), so that the
+  load of the shared machine falls on both alike; the ratio of each pair is recorded and the median and
+  the range of the ratios reported.
 
-    OMP_NUM_THREADS=1 python benchmarks/perf/release_floor.py [--quick]
+    OMP_NUM_THREADS=1 python benchmarks/perf/release_floor.py [--quick] [--rounds 5]
 
-Writes ``benchmarks/perf/results/release_floor.json``.
+Writes ``benchmarks/perf/results/release_floor.json`` (``--quick`` writes nothing).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
-import sys
+import statistics
+import time
 from pathlib import Path
 
 import numpy as np
@@ -60,40 +63,64 @@ def floor(X, y, moments: bool):
     return sums, counts, second
 
 
-def main(quick: bool) -> None:
+def releases(X, y) -> dict:
+    """name → (release, its floor) as zero-argument functions."""
     from dpadapt import classstats, sound
-    from dpadapt.bench.scale import alternated
-    from dpadapt.classstats.adapt import row_map
-    from dpadapt.privacy.mechanisms import class_moment_sums, random_streams
+    from dpadapt.privacy.mechanisms import random_streams
+    from dpadapt.sound.request import Request, SourceFacts
 
-    sizes = [(100_000, 64), (20_000, 256)] if quick else [(1_000_000, 64), (100_000, 1024)]
+    n, d = X.shape
+    classes = tuple(range(K))
+    cfg = sound.Config(epsilon=1.0, delta=1e-8, classes=classes)
+    facts = (SourceFacts(n, 1.0, 1e-8),)
+    out = {}
+    for stats in ("sums", "moments"):
+        req = Request(classes=classes, n_features=d, log1p=False, statistics=stats, sources=facts)
+        plan = sound.plan(cfg, {"request": req, "n_source": n})
+        out[f"sound {stats}"] = ((lambda p=plan, r=req: sound.release(p, r, X, y, random_streams(None)[1])),
+                                 (lambda m=stats == "moments": floor(X, y, moments=m)))
+    cs_plan = classstats.plan(classstats.Config(epsilon=1.0, delta=1e-8, classes=classes, k=0),
+                              {"n_source": n, "n_features": d, "k": 0})
+    out["classstats k=0"] = (lambda: classstats.release(cs_plan, X, y, random_streams(None)[1]),
+                             lambda: floor(X, y, moments=False))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--rounds", type=int, default=None)
+    a = ap.parse_args()
+    sizes = [(10_000, 32), (2_000, 128)] if a.quick else [(1_000_000, 64), (100_000, 1024)]
+    rounds = a.rounds or (2 if a.quick else 5)
     rows = []
     for n, d in sizes:
         X, y = data(n, d)
-        classes = tuple(range(K))
-        cs_cfg = classstats.Config(epsilon=1.0, delta=1e-8, classes=classes, k=0)
-        cs_plan = classstats.plan(cs_cfg, {"n_source": n, "n_features": d, "k": 0})
-        sd_cfg = sound.Config(epsilon=1.0, delta=1e-8, classes=classes, feature_type="table")
-        sd_plan = sound.plan(sd_cfg, {"n_source": n, "n_features": d})
-        times = alternated({
-            "classstats k=0 release": lambda: classstats.release(cs_plan, X, y, random_streams(None)[1]),
-            "class-sums floor": lambda: floor(X, y, moments=False),
-            "sound features release": lambda: sound.release(sd_plan, X, y, random_streams(None)[1]),
-            "class-moments floor": lambda: floor(X, y, moments=True),
-            "class_moment_sums (exact)": lambda: class_moment_sums(row_map(X, False), y, K),
-        }, repeats=3 if quick else 5)
-        row = {"n": n, "d": d, "median_s": times,
-               "classstats_vs_floor": times["classstats k=0 release"] / times["class-sums floor"],
-               "sound_vs_floor": times["sound features release"] / times["class-moments floor"],
-               "sound_vs_exact_sums": times["sound features release"] / times["class_moment_sums (exact)"]}
-        rows.append(row)
-        print(f"{n} x {d}: " + ", ".join(f"{k} {v:.2f} s" for k, v in times.items()), flush=True)
-        print(f"  classstats/floor {row['classstats_vs_floor']:.2f}, sound/floor {row['sound_vs_floor']:.2f}, "
-              f"sound/exact sums {row['sound_vs_exact_sums']:.2f}", flush=True)
-    out = HERE / "results" / ("release_floor_quick.json" if quick else "release_floor.json")
+        pairs = releases(X, y)
+        ratios: dict[str, list[float]] = {name: [] for name in pairs}
+        seconds: dict[str, list[tuple[float, float]]] = {name: [] for name in pairs}
+        for _ in range(rounds):
+            for name, (release, base) in pairs.items():
+                t0 = time.perf_counter()
+                base()
+                t1 = time.perf_counter()
+                release()
+                t2 = time.perf_counter()
+                seconds[name].append((t2 - t1, t1 - t0))
+                ratios[name].append((t2 - t1) / (t1 - t0))
+        for name in pairs:
+            r = ratios[name]
+            rows.append({"n": n, "d": d, "release": name, "ratio_median": statistics.median(r), "ratio_min": min(r),
+                         "ratio_max": max(r), "release_s_median": statistics.median(s[0] for s in seconds[name]),
+                         "floor_s_median": statistics.median(s[1] for s in seconds[name]), "pairs": seconds[name]})
+            print(f"{n} x {d} {name:<15} release/floor {statistics.median(r):.2f} [{min(r):.2f}–{max(r):.2f}] "
+                  f"({rows[-1]['release_s_median']:.3f} s vs {rows[-1]['floor_s_median']:.3f} s)", flush=True)
+    if a.quick:  # a smoke run: it writes nothing
+        return
+    out = HERE / "results" / "release_floor.json"
     out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps({"rows": rows, "loadavg_end": os.getloadavg()}, indent=1))
+    out.write_text(json.dumps({"rounds": rounds, "rows": rows, "loadavg_end": os.getloadavg()}, indent=1))
 
 
 if __name__ == "__main__":
-    main("--quick" in sys.argv)
+    main()

@@ -1,4 +1,4 @@
-"""Issue 30: peak memory and time of ``dpadapt release`` on a 1e6 × 64 table in every format, plain and through a schema.
+"""Peak memory and time of ``dpadapt release sound`` on a 1e6 × 64 table in every format, plain and through a schema.
 
 Rule (fixed before the run; nothing is tuned on its output):
 
@@ -7,9 +7,10 @@ Rule (fixed before the run; nothing is tuned on its output):
   writer), Parquet (pyarrow, 64k-row row groups), ``.npz`` (``dpadapt.io.save_table``: compressed) and
   ``.npy`` (+ a ``.npy`` of labels); a 20 000-row unlabelled target ``.npz`` for the basis; a schema
   declaring the 64 columns numeric in [-8, 8] and the label set 0..9;
-* releases (the sound SSP design, ε = 8, δ = 1e-8): plain — ``release sound --feature-type dense
-  --basis B`` (the rule's pca space, k = 20, from ``dpadapt basis --method sound`` on the target);
-  schema — ``release sound --schema S --feature-type table`` (CSV and Parquet: the schema reader's formats);
+* releases (the sound default, ε = 8, δ = 1e-8): the receiver's request from ``dpadapt request`` on the
+  target (its design: map, basis, statistics), then plain — ``release sound --request R``; schema —
+  ``release sound --request R --schema S`` (CSV and Parquet: the schema reader's formats; the request made
+  on the target read through the same schema);
 * measure: ``/usr/bin/time -v`` peak RSS and wall time of each command, ``nice -n 10``; "extra
   memory" = peak RSS minus the peak RSS of the same command on the first 1 000 rows of the same
   format (the interpreter and imports); CSV reference: pyarrow's own streaming read of the same file
@@ -19,8 +20,9 @@ Rule (fixed before the run; nothing is tuned on its output):
   so that the load of the shared machine falls on all of them alike; medians reported.
 
     python benchmarks/perf/stream_memory.py [--rows 1000000] [--runs 5] [--dir /tmp/i30-stream]
+    python benchmarks/perf/stream_memory.py --quick   # 2 000 rows, every command once in this process (seconds)
 
-Writes ``benchmarks/perf/results/stream_memory.json`` and prints a table.
+Writes ``benchmarks/perf/results/stream_memory.json`` and prints a table (``--quick`` writes nothing).
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ for batch in reader:
 """
 
 
-def generate(root: Path, n: int, seed: int = 0) -> None:
+def generate(root: Path, n: int, seed: int = 0, tiny: int = 1000, n_target: int = 20000) -> None:
     import pyarrow as pa
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
@@ -59,7 +61,7 @@ def generate(root: Path, n: int, seed: int = 0) -> None:
     root.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
     means = rng.normal(size=(K, D))
-    for tag, rows in (("full", n), ("tiny", 1000)):
+    for tag, rows in (("full", n), ("tiny", tiny)):
         y = rng.integers(0, K, rows)
         X = np.round(means[y] + rng.normal(size=(rows, D)), 4)
         table = pa.table({**{f"f{j}": X[:, j] for j in range(D)}, "y": y})
@@ -69,8 +71,10 @@ def generate(root: Path, n: int, seed: int = 0) -> None:
         np.save(root / f"{tag}.npy", X)
         np.save(root / f"{tag}_y.npy", y)
         del X, table
-    yt = rng.integers(0, K, 20000)
-    save_table(root / "target.npz", np.round(means[yt] + rng.normal(size=(20000, D)) + 0.3, 4))
+    yt = rng.integers(0, K, n_target)
+    Xt = np.round(means[yt] + rng.normal(size=(n_target, D)) + 0.3, 4)
+    save_table(root / "target.npz", Xt)
+    pq.write_table(pa.table({**{f"f{j}": Xt[:, j] for j in range(D)}, "y": yt}), root / "target.parquet")
     columns = "\n".join(f'[[columns]]\nname = "f{j}"\ntype = "numeric"\nrange = [-8, 8]\n' for j in range(D))
     classes = ", ".join(f'"{c}"' for c in range(K))
     (root / "schema.toml").write_text(f'[label]\ncolumn = "y"\nclasses = [{classes}]\n\n{columns}')
@@ -98,14 +102,23 @@ def commands(root: Path, tag: str, work: Path) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for fmt in ("csv", "parquet", "npz", "npy"):
         extra = ["--label-file", str(root / f"{tag}_y.npy")] if fmt == "npy" else []
-        out[f"plain {fmt}"] = dpadapt("release", "sound", "--data", str(root / f"{tag}.{fmt}"), *extra, "--n-classes", str(K),
-                                      "--feature-type", "dense", "--basis", str(work / "basis.release"),
+        out[f"plain {fmt}"] = dpadapt("release", "sound", "--data", str(root / f"{tag}.{fmt}"), *extra,
+                                      "--request", str(work / "plain.request"),
                                       "--out", str(work / f"plain-{fmt}.release"), *common)
     for fmt in ("csv", "parquet"):
         out[f"schema {fmt}"] = dpadapt("release", "sound", "--data", str(root / f"{tag}.{fmt}"), "--schema",
-                                       str(root / "schema.toml"), "--feature-type", "table",
+                                       str(root / "schema.toml"), "--request", str(work / "schema.request"),
                                        "--out", str(work / f"schema-{fmt}.release"), *common)
     return out
+
+
+def requests(root: Path, work: Path, n: int) -> list[list[str]]:
+    """The receiver's requests (plain, and through the schema) for one source of ``n`` rows at ε = 8, δ = 1e-8."""
+    common = ["--n-source", str(n), "--epsilon", "8", "--delta", "1e-8", "--declare-public", "--force", "--quiet"]
+    return [dpadapt("request", "--data", str(root / "target.npz"), "--classes", ",".join(map(str, range(K))),
+                    "--out", str(work / "plain.request"), *common),
+            dpadapt("request", "--data", str(root / "target.parquet"), "--schema", str(root / "schema.toml"),
+                    "--out", str(work / "schema.request"), *common)]
 
 
 def main() -> None:
@@ -114,17 +127,28 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--dir", default="/tmp/i30-stream")
     ap.add_argument("--regenerate", action="store_true")
+    ap.add_argument("--quick", action="store_true", help="2 000 rows, every command once in this process, a temporary directory (a smoke run)")
     a = ap.parse_args()
+    if a.quick:
+        a.rows, a.runs, a.dir, a.regenerate = 2000, 1, tempfile.mkdtemp(prefix="stream-memory-quick-"), True
     root = Path(a.dir)
     if a.regenerate or not (root / "full.csv").exists():
-        generate(root, a.rows)
+        generate(root, a.rows, tiny=min(1000, a.rows), n_target=min(20000, a.rows))
     work = Path(tempfile.mkdtemp(prefix="i30-stream-", dir=root))
     setup = [dpadapt("budget", "set", "--party", "source", "--dataset-id", "bench", "--epsilon", "1e6", "--delta", "0.5",
-                     "--ledger", str(work / "ledger.sqlite")),
-             dpadapt("basis", "--method", "sound", "--k", "20", "--data", str(root / "target.npz"), "--declare-public",
-                     "--out", str(work / "basis.release"), "--force")]
+                     "--ledger", str(work / "ledger.sqlite")), *requests(root, work, a.rows)]
+    if a.quick:  # every command once, in this process (no timing: the smoke run checks the command lines still run)
+        from dpadapt.cli.main import main as cli
+
+        for cmd in setup + list(commands(root, "full", work).values()):
+            if cli(cmd[3:]) != 0:
+                raise RuntimeError(f"{' '.join(cmd[3:])} failed")
+        print("every command ran")
+        return
     for cmd in setup:
-        subprocess.run(cmd, check=True, capture_output=True)
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} failed: {done.stderr[-2000:]}")
     full, tiny = commands(root, "full", work), commands(root, "tiny", work)
     reference = [sys.executable, "-c", PYARROW_READ, str(root / "full.csv")]
     runs: dict[str, list[tuple[float, float, float]]] = {}

@@ -127,9 +127,9 @@ def check_labels(y, n: int, name: str = "y", min_classes: int = 2, *, classes=No
         y = y.ravel()
     if y.shape[0] != n:
         raise ValueError(f"{name} has {y.shape[0]} labels for {n} rows")
-    if y.size and not np.all(np.isfinite(y.astype(float))):
+    if y.size and y.dtype.kind not in "iub" and not np.all(np.isfinite(y.astype(float))):
         raise ValueError(f"{name} contains NaN")
-    if y.size and not np.all(np.equal(np.mod(y.astype(float), 1), 0)):
+    if y.size and y.dtype.kind not in "iub" and not np.all(np.equal(np.mod(y.astype(float), 1), 0)):
         raise ValueError(f"{name} must hold integer class labels")
     y = y.astype(np.int64)
     if classes is not None:

@@ -22,6 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from dpadapt.configs.prima import PSD_REPAIRS
+from dpadapt.privacy.families.prima import joint_block_sensitivity
 from dpadapt.privacy.guarantee import Guarantee
 from dpadapt.privacy.mechanisms import NoiseSource, clip_rows, gaussian
 from dpadapt.validation import check_delta, check_epsilon, check_positive
@@ -159,19 +160,6 @@ def unpack_upper(vector: np.ndarray, sizes: Sequence[int]) -> list[np.ndarray]:
     return blocks
 
 
-def joint_block_sensitivity(n: int, row_norm: float = 1.0, relation: str = "replace_one") -> float:
-    """ℓ2 sensitivity of the packed upper triangles of all blocks of (1/n) XᵀX, rows ‖x‖ ≤ row_norm.
-
-    replace-one: ‖aaᵀ − bbᵀ‖_F/n ≤ √2·r²/n. add/remove (unnormalised sum XᵀX, returned for n = 1):
-    ‖aaᵀ‖_F = r².
-    """
-    if relation == "replace_one":
-        return math.sqrt(2.0) * row_norm**2 / n
-    if relation == "add_remove":
-        return row_norm**2 / n
-    raise ValueError(f"unknown relation {relation!r}")
-
-
 def release_block_second_moments(
     X,
     partition: Partition,
@@ -220,11 +208,6 @@ def noisy_sum_second_moments(
     sigma = noise_multiplier * row_norm**2 / n
     out = gaussian(exact, sigma=sigma, sensitivity=joint_block_sensitivity(n, row_norm, "replace_one"), noise=noise)
     return unpack_upper(out.value, [len(p) for p in partition]), sigma
-
-
-def classic_sigma_unproven(epsilon: float, delta: float, sensitivity: float) -> float:
-    """The paper's σ = Δ·sqrt(2 ln(1.25/δ))/ε, used in paper mode even for ε ≥ 1 (not proven there)."""
-    return sensitivity * math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
 
 
 def _check_clipped(X, row_norm: float) -> None:
@@ -315,7 +298,6 @@ __all__ = [
     "PSD_REPAIRS",
     "block_second_moments",
     "check_partition",
-    "classic_sigma_unproven",
     "clip_rows_any",
     "eig_clip",
     "forward_selection",

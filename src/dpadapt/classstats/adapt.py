@@ -2,9 +2,8 @@
 
 Plain functions, shared by the ``classstats`` and ``dpot`` families (and PRIMA's sound mode):
 
-* :func:`row_map` — the public per-row map (optional ``log1p`` for count features, then ℓ2
-  normalisation); :func:`fit_basis` / :func:`project` — a basis (mean + top-k principal directions)
-  and the projection of mapped rows onto it, re-normalised to the unit sphere;
+* :func:`fit_basis` — a basis (mean + top-k principal directions) of rows mapped by the public per-row
+  map (:func:`dpadapt.stream.rows.row_map`; :func:`~dpadapt.stream.rows.project` maps rows onto it);
 * :func:`prototypes_from_release` — class directions and class proportions from noisy per-class
   sums and counts;
 * refinements on the receiver's own rows, all starting from the DP prototypes:
@@ -24,78 +23,9 @@ from scipy.special import logsumexp
 from sklearn.linear_model import LogisticRegression
 
 from dpadapt.configs.classstats import REFINEMENTS, STARTS
+from dpadapt.stream.rows import normalise_rows, project, row_map
 
 _ALIASES = {"prototypes": "none"}  # PRIMA's earlier name for the nearest DP prototype
-
-
-def row_norms(X) -> np.ndarray:
-    """ℓ2 norm of every row of a dense array or a CSR matrix (sparse: from the stored values only); ``inf`` for a
-    finite row whose squared norm overflows float64 (:func:`overflowing_rows` scales those)."""
-    with np.errstate(over="ignore"):
-        if sp.issparse(X):
-            X = X.tocsr()
-            return np.sqrt(np.bincount(np.repeat(np.arange(X.shape[0]), np.diff(X.indptr)), X.data**2, minlength=X.shape[0]))
-        return np.sqrt(np.einsum("ij,ij->i", X, X))
-
-
-def overflowing_rows(X, norms: np.ndarray, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-    """The rows whose computed norm overflowed (``inf`` in ``norms``) and their factors ``scale/‖x‖``, formed
-    overflow-free as (scale/m)/‖x/m‖ with m the row's largest |entry| — never m·‖x/m‖ — so that such a row is
-    normalised like any other instead of being zeroed. Empty arrays when no row overflowed (the usual case)."""
-    rows = np.flatnonzero(np.isinf(norms))
-    if rows.size == 0:
-        return rows, np.zeros(0)
-    B = X[rows]
-    B = B.toarray() if sp.issparse(B) else np.asarray(B, dtype=np.float64)
-    peak = np.max(np.abs(B), axis=1)
-    B = B / peak[:, None]
-    return rows, (scale / peak) / np.sqrt(np.einsum("ij,ij->i", B, B))
-
-
-def scale_csr_rows(X, scale: float = 1.0):
-    """A float64 CSR ``X`` with every row scaled to norm ``scale`` in place (zero rows stay zero)."""
-    norms = row_norms(X)
-    factor = np.divide(scale, norms, out=np.zeros_like(norms), where=norms > 0)
-    rows, big = overflowing_rows(X, norms, scale)
-    factor[rows] = big
-    X.data *= np.repeat(factor, np.diff(X.indptr))
-    return X
-
-
-#: The norm a dense mapped row is scaled to: 1 − 2⁻⁴⁰, so that its norm computed again in float64 stays
-#: under the mechanism's clipping threshold (1 − (d + 16)·2⁻⁵², for d up to ~3 000) and nothing is copied
-#: to clip it (the clip must still run: it is what the sensitivity rests on).
-UNIT = 1.0 - 2.0**-40
-
-
-def row_map(X, log1p: bool):
-    """The public per-row map: ``log1p`` of non-negative counts (if asked), then ℓ2-normalise each row.
-
-    A per-record operation: each mapped row has norm 1 (:data:`UNIT` for dense rows; 0 for an all-zero
-    row), whatever the data.
-    Dense input gives a new float64 array (one copy); sparse input stays sparse (a float64 CSR
-    matrix: ``log1p`` and the row norms act on the stored values, log1p(0) = 0 keeps zeros zero).
-    """
-    if sp.issparse(X):
-        X = sp.csr_matrix(X, dtype=np.float64, copy=True)
-        X.sum_duplicates()
-        if log1p:
-            if X.data.size and X.data.min() < 0:
-                raise ValueError("log1p is a map for non-negative count features; got negative values")
-            np.log1p(X.data, out=X.data)
-        X = scale_csr_rows(X)
-        X.eliminate_zeros()
-        return X
-    X = np.asarray(X, dtype=np.float64)
-    if log1p:
-        if np.any(X < 0):
-            raise ValueError("log1p is a map for non-negative count features; got negative values")
-        X = np.log1p(X)
-    norms = row_norms(X)
-    factor = np.divide(UNIT, norms, out=np.zeros_like(norms), where=norms > 0)
-    rows, big = overflowing_rows(X, norms, UNIT)
-    factor[rows] = big
-    return X * factor[:, None]
 
 
 #: Below this many entries (n × d) a dense basis is an exact SVD; above, block power iteration (Halko et al. 2011).
@@ -132,30 +62,6 @@ def fit_basis_source(source, k: int, row_map_=None) -> tuple[np.ndarray, np.ndar
             _, _, vt = np.linalg.svd(M - mean, full_matrices=False)
             return mean, vt[:k].T.copy()
     return principal_basis(source, k, row_map_)
-
-
-def project(M, mean: np.ndarray | None, components: np.ndarray | None):
-    """Mapped rows in the basis, re-normalised to the unit sphere (identity basis when ``components`` is None).
-
-    ``(M − mean) C`` is computed as ``M C − mean C`` (no centred copy of ``M``); sparse ``M`` gives a
-    dense n × k result, or stays sparse without a basis.
-    """
-    if components is None:
-        if sp.issparse(M):
-            return scale_csr_rows(sp.csr_matrix(M, dtype=np.float64, copy=True))
-        return normalise_rows(M)
-    Z = np.asarray(M @ components)
-    Z -= mean @ components
-    return normalise_rows(Z)
-
-
-def normalise_rows(P: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit ℓ2 norm (zero rows stay zero; a row whose norm overflows too: :func:`overflowing_rows`)."""
-    norms = row_norms(P)
-    out = np.divide(P, norms[:, None], out=np.zeros_like(P, dtype=np.float64), where=norms[:, None] > 0)
-    rows, big = overflowing_rows(P, norms)
-    out[rows] = P[rows] * big[:, None]
-    return out
 
 
 def prototypes_from_release(sums: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

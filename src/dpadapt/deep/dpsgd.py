@@ -19,7 +19,7 @@ Paper mode (``grouping="per_group"``)
     The published procedure (Wang et al., TIFS 2020, Eqs. 14–15) clips each parameter group
     (feature extractor / domain head / label head, per block) separately to ``C`` and draws
     noise N(0, σ²C²I) for each. With G groups the joint sensitivity is √G·C, so the step is
-    a Gaussian mechanism with multiplier σ/√G — what :func:`stream_noise_multiplier` returns
+    a Gaussian mechanism with multiplier σ/√G — what :func:`~dpadapt.privacy.families.dpda.stream_noise_multiplier` returns
     and what must be charged (spec 05 §7 note 2).
 
 Per-example gradients are computed in one of two ways:
@@ -37,8 +37,6 @@ rejects BatchNorm (its batch statistics mix rows and its running averages leak).
 
 from __future__ import annotations
 
-import dataclasses
-import math
 from collections.abc import Sequence
 from typing import Literal
 
@@ -46,15 +44,14 @@ import torch
 from torch import nn
 from torch.func import functional_call, grad, vmap
 
+from dpadapt.privacy.families.dpda import BLOCK_PARTS, PrivacySpec
 from dpadapt.privacy.mechanisms import torch_noise_generator as torch_noise
 from dpadapt.privacy.mechanisms import NonFiniteError, torch_gaussian_noise
 
-Grouping = Literal["joint", "per_group"]
 PerExampleMethod = Literal["auto", "ghost", "vmap"]
 Block = Literal["label", "domain"]
 
 PARTS = ("feature", "label", "domain")
-BLOCK_PARTS: dict[str, tuple[str, str]] = {"label": ("feature", "label"), "domain": ("feature", "domain")}
 
 
 class CrossExampleModuleError(ValueError):
@@ -79,45 +76,6 @@ def check_per_example_modules(module: nn.Module, where: str) -> None:
                 "sensitivity. Replace it with LayerNorm/GroupNorm or freeze it (requires_grad=False and eval mode "
                 "is not enough: remove it from the private path)."
             )
-
-
-@dataclasses.dataclass(frozen=True)
-class PrivacySpec:
-    """Clipping and noise of one private stream.
-
-    Attributes
-    ----------
-    clip : float
-        ℓ2 bound C on each example's (joint or per-group) gradient.
-    noise_multiplier : float
-        σ: the noise added to each clipped sum is N(0, σ²C²I).
-    grouping : {"joint", "per_group"}
-        ``"joint"`` (sound) or the published separate clipping per parameter group (paper mode).
-    """
-
-    clip: float
-    noise_multiplier: float
-    grouping: Grouping = "joint"
-
-    def __post_init__(self) -> None:
-        if not (self.clip > 0 and math.isfinite(self.clip)):
-            raise ValueError(f"clipping bound C must be a finite number > 0, got {self.clip}")
-        if not (self.noise_multiplier >= 0 and math.isfinite(self.noise_multiplier)):
-            raise ValueError(f"noise multiplier must be a finite number ≥ 0, got {self.noise_multiplier}")
-        if self.grouping not in ("joint", "per_group"):
-            raise ValueError(f"grouping must be 'joint' or 'per_group', got {self.grouping!r}")
-
-
-def stream_groups(blocks: Sequence[str], grouping: Grouping) -> list[tuple[str, str]]:
-    """The clipping groups of a stream: one ``("*", "*")`` group, or one per (block, part)."""
-    if grouping == "joint":
-        return [("*", "*")]
-    return [(b, part) for b in blocks for part in BLOCK_PARTS[b]]
-
-
-def stream_noise_multiplier(spec: PrivacySpec, blocks: Sequence[str]) -> float:
-    """Noise multiplier to charge per step: σ for joint clipping, σ/√G for G separately clipped groups."""
-    return spec.noise_multiplier / math.sqrt(len(stream_groups(blocks, spec.grouping)))
 
 
 # --- the network parts -------------------------------------------------------------------------

@@ -71,11 +71,12 @@ def plan(config: Config, facts: dict) -> Plan:
     return source.plan(req, config, int(facts["n_source"]))
 
 
-def release(plan_: Plan, request_: Release | Request, Xs, ys=None, noise=None) -> Release:
-    """(b) One source's release; ``ys`` labels of the public label set (or ``Xs`` a ChunkedSource that carries them)."""
-    d = Xs.n_features if hasattr(Xs, "n_features") else Xs.shape[1]
-    req = request_ if isinstance(request_, Request) else Request.from_release(request_, n_features=d)
-    return source.release(plan_, req, Xs, ys, noise)
+def release(plan_: Plan, request_: Release | Request, Xs, ys=None, noise=None, **cluster) -> Release:
+    """(b) One source's release; ``ys`` labels of the public label set (or ``Xs`` a ChunkedSource that carries them),
+    or a Dask collection / Parquet dataset summed on a cluster (``cluster``: :func:`dpadapt.sound.source.release`'s
+    ``client``, ``label_column``, ``id_column``, ``rows_per_id``)."""
+    req = request_ if isinstance(request_, Request) else Request.from_release(request_)
+    return source.release(plan_, req, Xs, ys, noise, **cluster)
 
 
 def _warn_if_noise_dominated(st: Statistics) -> None:

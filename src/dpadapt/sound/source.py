@@ -15,9 +15,8 @@ the label set is public.
 
 from __future__ import annotations
 
+import functools
 import warnings
-
-import numpy as np
 
 from dpadapt.api import Plan
 from dpadapt.privacy.families.classstats import class_statistics_plan
@@ -25,6 +24,7 @@ from dpadapt.privacy.families.sound import class_moments_plan
 from dpadapt.privacy.guarantee import Guarantee
 from dpadapt.release import Release
 from dpadapt.sound.request import METHOD, Request
+from dpadapt.stream import dask_engine
 from dpadapt.stream.readers import labelled_source
 from dpadapt.stream.sums import ClassMomentSums, ClassSums, accumulate
 
@@ -61,19 +61,48 @@ def plan(request: Request, config, n_source: int) -> Plan:
 
 
 def _accumulator(request: Request):
-    """The exact sums the request names, of rows labelled with values of its public label set."""
-    return (ClassMomentSums if request.statistics == "moments" else ClassSums)(tuple(request.classes), request.row_map())
+    """A factory of empty accumulators of the exact sums the request names (picklable: it travels to Dask workers)."""
+    kind = ClassMomentSums if request.statistics == "moments" else ClassSums
+    return functools.partial(kind, tuple(request.classes), request.row_map())
 
 
-def release(plan_: Plan, request: Request, Xs, ys=None, noise=None) -> Release:
-    """The source's release. ``Xs``: rows with labels ``ys`` (values of ``request.classes``), or a
-    :class:`~dpadapt.stream.ChunkedSource` whose chunks carry them; read once, chunk by chunk."""
-    if request.digest() != plan_.facts["request_sha256"]:
-        raise ValueError("the plan was made for another release request")
+def _exact_sums(request: Request, Xs, ys, *, client, label_column: str, id_column: str | None, rows_per_id: int | None):
+    """The request's exact sums of the source's rows: chunk by chunk here, or per partition on a Dask cluster."""
+    empty = _accumulator(request)
+    if dask_engine.is_parquet_dataset(Xs):
+        Xs = dask_engine.read_parquet(Xs, label_column)
+    if dask_engine.is_dask_collection(Xs):
+        frame = hasattr(Xs, "columns")
+        d = len([c for c in Xs.columns if c not in (label_column, id_column)]) if frame else int(Xs.shape[1])
+        if d != request.n_features:
+            raise ValueError(f"the request is for {request.n_features} features; the source has {d}")
+        if frame:
+            return dask_engine.sums_of_frame(Xs, label_column, empty, client=client, id_column=id_column,
+                                             rows_per_id=rows_per_id)
+        if ys is None or rows_per_id is not None:
+            raise ValueError("a dask.array source needs its labels ys (and patient-level bounding needs a frame with the ID column)")
+        return dask_engine.sums_of_array(Xs, ys, empty, client=client)
+    if rows_per_id is not None:
+        raise ValueError("rows_per_id bounds a Dask frame or Parquet dataset by its ID column; bound an in-memory table "
+                         "before the release (the CLI's --rows-per-patient)")
     source = labelled_source(Xs, ys, classes=tuple(request.classes))
     if source.n_features != request.n_features:
         raise ValueError(f"the request is for {request.n_features} features; the source has {source.n_features}")
-    acc = accumulate(_accumulator(request), source)
+    return accumulate(empty(), source)
+
+
+def release(plan_: Plan, request: Request, Xs, ys=None, noise=None, *, client=None, label_column: str = "y",
+            id_column: str | None = None, rows_per_id: int | None = None) -> Release:
+    """The source's release. ``Xs``: rows with labels ``ys`` (values of ``request.classes``); a
+    :class:`~dpadapt.stream.ChunkedSource` whose chunks carry them (read once, chunk by chunk); or, summed per
+    partition on the Dask cluster of ``client`` (default: the current scheduler), a ``dask.array`` with labels
+    ``ys``, a ``dask.dataframe`` with a ``label_column`` or the path of a partitioned Parquet dataset (a directory
+    or a glob). On a frame, ``rows_per_id`` keeps the first that many rows of each ``id_column`` value before any
+    row is mapped (patient-level bounding; the plan is then for the rows kept). The noise is drawn once, here."""
+    if request.digest() != plan_.facts["request_sha256"]:
+        raise ValueError("the plan was made for another release request")
+    acc = _exact_sums(request, Xs, ys, client=client, label_column=label_column, id_column=id_column,
+                      rows_per_id=rows_per_id)
     if acc.n_rows != int(plan_.facts["n_source"]):
         raise ValueError(f"the plan is for {plan_.facts['n_source']} source rows, got {acc.n_rows}")
     config = plan_.config

@@ -20,7 +20,7 @@ import dataclasses
 import numpy as np
 import scipy.sparse as sp
 
-from dpadapt.classstats.adapt import scale_csr_rows, normalise_rows
+from dpadapt.stream.rows import UNIT, normalise_rows, scale_csr_rows
 
 
 def signed_log1p(X):
@@ -35,14 +35,15 @@ def signed_log1p(X):
 
 
 def unit_rows(X):
-    """Rows scaled to unit ℓ2 norm (zero rows stay zero); sparse input stays sparse (CSR)."""
+    """Rows scaled to unit ℓ2 norm (dense: :data:`~dpadapt.stream.rows.UNIT`, just under 1, so that the mechanisms'
+    clip copies nothing; zero rows stay zero); sparse input stays sparse (CSR)."""
     if sp.issparse(X):
         X = sp.csr_matrix(X, dtype=np.float64, copy=True)
         X.sum_duplicates()  # a column stored twice counts once in the norm
         X = scale_csr_rows(X)
         X.eliminate_zeros()
         return X
-    return normalise_rows(np.asarray(X, dtype=np.float64))
+    return normalise_rows(np.asarray(X, dtype=np.float64), UNIT)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,4 +70,4 @@ class RowMap:
             return M
         Z = np.asarray(M @ self.components)
         Z -= self.mean @ self.components
-        return normalise_rows(Z)
+        return normalise_rows(Z, UNIT)

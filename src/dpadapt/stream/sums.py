@@ -3,7 +3,7 @@
 The sound releases (class statistics, moments, class moments, sliced histograms) are sums of a
 per-row map, so they can be computed in one pass over any number of chunks — or per partition on a
 cluster and added — in memory O(chunk × d + K × k). Each accumulator applies the *public* per-row
-map to a chunk (:func:`dpadapt.classstats.adapt.row_map`, :func:`~dpadapt.classstats.adapt.project`)
+map to a chunk (:func:`dpadapt.stream.rows.row_map`, :func:`~dpadapt.stream.rows.project`)
 and adds the exact sums from :mod:`dpadapt.privacy.mechanisms` (:func:`class_sums`,
 :func:`moment_sums`, :func:`class_moment_sums`, :func:`sliced_histogram`), which clip every row of
 every chunk to the unit ball: the total is therefore a sum of unit-ball rows and the single Gaussian
@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 from dpadapt.privacy import mechanisms
+from dpadapt.stream.rows import project, row_map
 
 
 def label_indices(ys, classes: tuple) -> np.ndarray:
@@ -49,8 +50,6 @@ class RowMap:
     components: np.ndarray | None = None
 
     def __call__(self, X):
-        from dpadapt.classstats.adapt import project, row_map  # here: dpadapt.classstats imports this module
-
         M = row_map(X, self.log1p)
         if self.components is None and not hasattr(M, "tocsr"):
             return M  # already ℓ2-normalised: no basis, nothing to re-normalise
@@ -142,9 +141,16 @@ class ClassMomentSums:
     def add(self, X, y) -> ClassMomentSums:
         """Map one chunk and add its exact sums (rows checked finite and clipped in :func:`mechanisms.class_moment_sums`)."""
         s, c, m = mechanisms.class_moment_sums(self.row_map(X), _required_labels(y, self.classes), len(self.classes))
+        return self._add(s, c, m, X.shape[0])
+
+    def _add(self, s: np.ndarray, c: np.ndarray, m: np.ndarray, n: int) -> ClassMomentSums:
         self.sums, self.counts, self.second = _plus(self.sums, s), _plus(self.counts, c), _plus(self.second, m)
-        self.n_rows += int(X.shape[0])
+        self.n_rows += int(n)
         return self
+
+    def merge(self, other: ClassMomentSums) -> ClassMomentSums:
+        """The sums of two disjoint parts of the data (e.g. two partitions)."""
+        return self._add(other.sums, other.counts, other.second, other.n_rows) if other.sums is not None else self
 
     def release(self, *, sigma: float, relation, noise) -> mechanisms.ClassMomentStatistics:
         """ONE Gaussian on the totals (:func:`mechanisms.release_class_moment_sums`)."""

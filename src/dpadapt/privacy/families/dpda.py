@@ -15,8 +15,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from collections.abc import Sequence
+from typing import Literal
 
-from dpadapt.deep.dpsgd import PrivacySpec, stream_groups, stream_noise_multiplier
 from dpadapt.privacy import accounting
 from dpadapt.privacy.guarantee import PAPER_ADD_REMOVE_REASON, Guarantee
 from dpadapt.validation import check_delta, check_epsilon, check_privacy_mode
@@ -29,6 +30,50 @@ THEOREM = (
     "noise from torch's float32 Gaussian sampler (not floating-point vetted: OpenDP's sampler would cost minutes per "
     "epoch for the per-step noise of every parameter)"
 )
+
+
+Grouping = Literal["joint", "per_group"]
+#: The network parts each block's loss reaches (the clipping groups of paper mode).
+BLOCK_PARTS: dict[str, tuple[str, str]] = {"label": ("feature", "label"), "domain": ("feature", "domain")}
+
+
+@dataclasses.dataclass(frozen=True)
+class PrivacySpec:
+    """Clipping and noise of one private stream.
+
+    Attributes
+    ----------
+    clip : float
+        ℓ2 bound C on each example's (joint or per-group) gradient.
+    noise_multiplier : float
+        σ: the noise added to each clipped sum is N(0, σ²C²I).
+    grouping : {"joint", "per_group"}
+        ``"joint"`` (sound) or the published separate clipping per parameter group (paper mode).
+    """
+
+    clip: float
+    noise_multiplier: float
+    grouping: Grouping = "joint"
+
+    def __post_init__(self) -> None:
+        if not (self.clip > 0 and math.isfinite(self.clip)):
+            raise ValueError(f"clipping bound C must be a finite number > 0, got {self.clip}")
+        if not (self.noise_multiplier >= 0 and math.isfinite(self.noise_multiplier)):
+            raise ValueError(f"noise multiplier must be a finite number ≥ 0, got {self.noise_multiplier}")
+        if self.grouping not in ("joint", "per_group"):
+            raise ValueError(f"grouping must be 'joint' or 'per_group', got {self.grouping!r}")
+
+
+def stream_groups(blocks: Sequence[str], grouping: Grouping) -> list[tuple[str, str]]:
+    """The clipping groups of a stream: one ``("*", "*")`` group, or one per (block, part)."""
+    if grouping == "joint":
+        return [("*", "*")]
+    return [(b, part) for b in blocks for part in BLOCK_PARTS[b]]
+
+
+def stream_noise_multiplier(spec: PrivacySpec, blocks: Sequence[str]) -> float:
+    """Noise multiplier to charge per step: σ for joint clipping, σ/√G for G separately clipped groups."""
+    return spec.noise_multiplier / math.sqrt(len(stream_groups(blocks, spec.grouping)))
 
 
 @dataclasses.dataclass(frozen=True)

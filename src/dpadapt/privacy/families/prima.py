@@ -68,6 +68,24 @@ def class_statistics_plan(epsilon: float, delta: float) -> tuple[Guarantee, floa
     return g, sigma
 
 
+def joint_block_sensitivity(n: int, row_norm: float = 1.0, relation: str = "replace_one") -> float:
+    """ℓ2 sensitivity of the packed upper triangles of all blocks of (1/n) XᵀX, rows ‖x‖ ≤ row_norm.
+
+    replace-one: ‖aaᵀ − bbᵀ‖_F/n ≤ √2·r²/n. add/remove (unnormalised sum XᵀX, returned for n = 1):
+    ‖aaᵀ‖_F = r².
+    """
+    if relation == "replace_one":
+        return math.sqrt(2.0) * row_norm**2 / n
+    if relation == "add_remove":
+        return row_norm**2 / n
+    raise ValueError(f"unknown relation {relation!r}")
+
+
+def classic_sigma_unproven(epsilon: float, delta: float, sensitivity: float) -> float:
+    """The paper's σ = Δ·sqrt(2 ln(1.25/δ))/ε, used in paper mode even for ε ≥ 1 (not proven there)."""
+    return sensitivity * math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
+
+
 def target_silent() -> Guarantee:
     """The target's Guarantee when it releases nothing (ε = 0, δ = 0)."""
     return Guarantee(
@@ -79,8 +97,6 @@ def target_silent() -> Guarantee:
 def target_covariances_plan(n_target: int, epsilon: float, delta: float, *, partition: str,
                             privacy_mode: str) -> tuple[Guarantee, float]:
     """(target Guarantee, per-entry σ) of the subspace second-moment release."""
-    from dpadapt.alignment.covariance import classic_sigma_unproven, joint_block_sensitivity
-
     if privacy_mode == "sound":
         sens = joint_block_sensitivity(n_target, 1.0, "replace_one")
         sigma = accounting.analytic_gaussian_sigma(epsilon, delta, sens)
@@ -106,10 +122,8 @@ def target_covariances_plan(n_target: int, epsilon: float, delta: float, *, part
 
 def source_heads_event(z_cov: float, dpsgd_events):
     """The sound heads protocol's source events under replace-one: the second-moment sum (noise ``z_cov``·r² per
-    packed entry, Δ = √2·r² — :func:`~dpadapt.alignment.covariance.joint_block_sensitivity` at n = 1) and the
+    packed entry, Δ = √2·r² — :func:`joint_block_sensitivity` at n = 1) and the
     DP-SGD runs (Poisson-subsampled, replace-one PLD)."""
-    from dpadapt.alignment.covariance import joint_block_sensitivity
-
     return accounting.compose([accounting.gaussian_event(z_cov / joint_block_sensitivity(1))] + list(dpsgd_events))
 
 
@@ -168,8 +182,6 @@ def dpsgd_heads_plan(n_heads: int, epsilon: float, delta: float, *, sample_rate:
                      "calibration": paper_calibration, "epsilon_per_model": eps_model},
         )
         return g, None, z
-    from dpadapt.alignment.covariance import joint_block_sensitivity
-
     z_cov = accounting.analytic_gaussian_sigma(cov_budget_fraction * epsilon, delta, joint_block_sensitivity(1))
     runs = 1 if joint else n_heads
     z = _calibrate(("with_cov", z_cov, q, steps, runs), float(epsilon), float(delta))

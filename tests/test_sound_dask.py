@@ -1,0 +1,113 @@
+"""The sound release on a Dask cluster: per-partition sums on the workers equal the in-memory ones.
+
+Noise-free (ε = None) releases, so that the sums, counts and pooled second moment are compared exactly (to
+1e-9 relative): a ``dask.array`` with labels, a ``dask.dataframe`` with a label column and a partitioned
+Parquet directory, each through a 2-worker ``LocalCluster`` (processes); and the patient-level bound on
+the cluster path (a group-by on the ID before clipping) against the same bound applied in memory.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("dask.dataframe")
+distributed = pytest.importorskip("distributed")
+
+from dpadapt import sound  # noqa: E402
+from dpadapt.privacy.mechanisms import random_streams  # noqa: E402
+from dpadapt.sound.request import Request, SourceFacts  # noqa: E402
+
+K, D, N = 3, 6, 2400
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  memory_limit="400MB") as cluster, distributed.Client(cluster) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, K, N)
+    X = rng.normal(size=(K, D))[y] + rng.normal(size=(N, D))
+    X[5] *= 1e200  # a row whose squared norm overflows float64: normalised like any other, on a worker too
+    return X, y
+
+
+def _requests(X):
+    Xt = X[:400] + 0.2
+    basis = Request.from_release(sound.request(Xt, sound.Config(epsilon=1.0, classes=tuple(range(K))), N))
+    facts = (SourceFacts(N, None, None),)  # the noise-free releases below; the designed request is for ε = 1
+    moments = Request(classes=tuple(range(K)), n_features=D, log1p=False, statistics="moments", sources=facts)
+    return {"designed": basis, "features+moments": moments}
+
+
+def _release(req, X, y=None, **kw):
+    config = sound.Config(epsilon=None, classes=tuple(range(K)))
+    n = kw.pop("n", N)
+    plan = sound.plan(config, {"request": req, "n_source": n})
+    return sound.release(plan, req, X, y, **kw)
+
+
+def _assert_same(a, b):
+    assert set(a.arrays) == set(b.arrays)
+    for name in a.arrays:
+        np.testing.assert_allclose(a[name], b[name], rtol=1e-9, atol=1e-12 * max(1.0, float(np.abs(b[name]).max())))
+
+
+@pytest.mark.parametrize("which", ["designed", "features+moments"])
+def test_cluster_sums_equal_in_memory_for_array_frame_and_parquet(client, data, tmp_path, which):
+    import dask.array as da
+    import dask.dataframe as dd
+    import pandas as pd
+
+    X, y = data
+    req = _requests(X)[which]
+    here = _release(req, X, y)
+    on_array = _release(req, da.from_array(X, chunks=(700, 3)), da.from_array(y, chunks=500), client=client)
+    frame = pd.DataFrame(X, columns=[f"f{j}" for j in range(D)]).assign(label=y)
+    on_frame = _release(req, dd.from_pandas(frame, npartitions=4), label_column="label", client=client)
+    (tmp_path / "pq").mkdir()
+    for i, part in enumerate(np.array_split(np.arange(N), 3)):
+        frame.iloc[part].to_parquet(tmp_path / "pq" / f"part-{i}.parquet")
+    on_parquet = _release(req, tmp_path / "pq", label_column="label", client=client)
+    for rel in (on_array, on_frame, on_parquet):
+        _assert_same(rel, here)
+    if which == "features+moments":
+        assert "second" in here.arrays
+
+
+def test_patient_level_bound_on_the_cluster_keeps_each_patients_first_rows(client, data):
+    import dask.dataframe as dd
+    import pandas as pd
+
+    X, y = data
+    ids = np.random.default_rng(1).integers(0, 500, N)  # ~4.8 rows a patient
+    frame = pd.DataFrame(X, columns=[f"f{j}" for j in range(D)]).assign(label=y, pid=ids)
+    keep = frame.groupby("pid", sort=False).cumcount().to_numpy() < 2
+    req = _requests(X)["features+moments"]
+    here = _release(req, X[keep], y[keep], n=int(keep.sum()))
+    there = _release(req, dd.from_pandas(frame, npartitions=5), label_column="label", id_column="pid", rows_per_id=2,
+                     n=int(keep.sum()), client=client)
+    _assert_same(there, here)
+    with pytest.raises(ValueError, match="plan is for"):  # the plan counts the rows kept, not the rows read
+        _release(req, dd.from_pandas(frame, npartitions=5), label_column="label", id_column="pid", rows_per_id=2,
+                 client=client)
+
+
+def test_the_private_cluster_release_draws_one_gaussian_in_the_caller(client, data):
+    import dask.array as da
+
+    X, y = data
+    req = _requests(X)["designed"]
+    config = sound.Config(epsilon=1.0, classes=tuple(range(K)))
+    plan = sound.plan(config, {"request": req, "n_source": N})
+    noise = random_streams(None)[1]
+    rel = sound.release(plan, req, da.from_array(X, chunks=(600, D)), da.from_array(y, chunks=600), noise, client=client)
+    exact = _release(req, X, y)
+    assert rel.guarantee.epsilon == 1.0 and rel.params["sigma"] > 0
+    assert not np.allclose(rel["sums"], exact["sums"])  # noised, once
+    assert rel["sums"].shape == exact["sums"].shape
