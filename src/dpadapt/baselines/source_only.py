@@ -12,7 +12,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.model_selection import GridSearchCV, StratifiedKFold
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from dpadapt.base import DAEstimator
 from dpadapt.models import make_classifier
@@ -41,7 +41,7 @@ class FlooredStandardScaler(TransformerMixin, BaseEstimator):
         self.floor = floor
 
     def fit(self, X, y=None):
-        X = np.asarray(X, dtype=np.float64)
+        X = validate_data(self, X, dtype=np.float64)  # 2-D, finite, non-empty, dense; sets n_features_in_
         self.mean_ = X.mean(axis=0)
         std = X.std(axis=0)
         typical = float(np.sqrt(np.mean(std**2)))
@@ -50,7 +50,8 @@ class FlooredStandardScaler(TransformerMixin, BaseEstimator):
 
     def transform(self, X):
         check_is_fitted(self, "scale_")
-        return (np.asarray(X, dtype=np.float64) - self.mean_) / self.scale_
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        return (X - self.mean_) / self.scale_
 
 
 class SourceOnly(DAEstimator):

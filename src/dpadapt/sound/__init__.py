@@ -25,6 +25,7 @@ import dataclasses
 import warnings
 
 import numpy as np
+from sklearn.utils.validation import check_is_fitted
 
 from dpadapt import api
 from dpadapt.api import ConfigEstimator, Family, Plan, register
@@ -194,6 +195,7 @@ class SoundDA(ConfigEstimator):
         return self
 
     def decision_function(self, X):
+        check_is_fitted(self, "model_")
         return self.model_.decision_function(X)
 
     def predict(self, X):
