@@ -34,7 +34,7 @@ from dpadapt.configs.sound import Config
 from dpadapt.privacy.mechanisms import random_streams
 from dpadapt.release import Release, ReleaseError
 from dpadapt.sound import design as rule
-from dpadapt.sound import receiver, source
+from dpadapt.sound import calibrate, receiver, source
 from dpadapt.sound.receiver import SoundModel, Statistics, combine
 from dpadapt.sound.request import KIND as REQUEST_KIND
 from dpadapt.sound.request import Request, SourceFacts
@@ -105,7 +105,10 @@ def adapt(releases: list[Release], Xt, config: Config | None = None, *, request_
     post = req.design["design"]
     W, b, details = POST_PROCESSINGS[post](req, st, Z)
     details.update(sigma=st.sigma, n=st.n, k=req.k, sources=len(st.guarantees))
-    return SoundModel(np.asarray(req.classes), req.log1p, req.mean, req.components, W, b, post, details)
+    W, b, cal = calibrate.calibrate(post, st, W, b)
+    model = SoundModel(np.asarray(req.classes), req.log1p, req.mean, req.components, W, b, post,
+                       {**details, **cal, "source_prior": receiver.class_prior(st.counts).tolist()})
+    return calibrate.at_target_prior(model, Z)
 
 
 def _prototypes(req: Request, st: Statistics, Z) -> tuple:

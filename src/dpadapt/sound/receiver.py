@@ -187,12 +187,21 @@ class SoundModel:
             raise ValueError(f"X has {X.shape[1]} features; the model was made for {d}")
         return np.asarray(self.row_map()(X) @ self.W.T + self.b)
 
+    def prior_shift(self) -> np.ndarray:
+        """log π_t − log π_s: the target's estimated prior against the DP source prior (zeros when not estimated)."""
+        d = self.details
+        if d.get("target_prior") is None or d.get("source_prior") is None:
+            return np.zeros(self.b.shape)
+        return np.log(np.asarray(d["target_prior"], dtype=np.float64)) - np.log(np.asarray(d["source_prior"], dtype=np.float64))
+
     def predict_proba(self, X) -> np.ndarray:
-        s = self.decision_function(X)
+        """Class probabilities at the target's estimated prior (``details["target_prior"]``, :mod:`dpadapt.sound.calibrate`)."""
+        s = self.decision_function(X) + self.prior_shift()
         return np.exp(s - logsumexp(s, axis=1, keepdims=True))
 
     def predict(self, X) -> np.ndarray:
-        return self.classes[np.argmax(self.decision_function(X), axis=1)]
+        """The most probable class at the target's estimated prior (the Bayes rule for accuracy on the target)."""
+        return self.classes[np.argmax(self.decision_function(X) + self.prior_shift(), axis=1)]
 
     def score(self, X, y) -> float:
         return float(np.mean(self.predict(X) == np.asarray(y)))

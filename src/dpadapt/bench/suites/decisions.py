@@ -1,0 +1,138 @@
+"""``dpadapt bench decisions``: calibration, the target's prevalence and decision rules (issue 36).
+
+One task per pair × estimator × ε (PhysioNet 2012 unit pairs, the Heart pairs where present). A run fits the
+estimator on the source with the receiver's unlabelled rows, then scores on the target rows (labels for
+scoring only), for every candidate of ``benchmarks/decisions/README.md``: calibration (SoundDA: the
+stated temperature or the released scores) × prevalence estimator (EM, mean posterior, source prior). Per
+candidate: the estimated positive rate with its 90 % interval, ROC-AUC, calibration slope and ECE at the
+estimated prior, the mean predicted probability, balanced accuracy of the balanced rule against the best
+threshold on the same scores (an oracle, for measurement only), accuracy of ``predict`` (the Bayes rule at
+the estimated prior) against the best accuracy. ``value``: the balanced rule's balanced accuracy with the
+defaults. With ``--out`` the report writes ``decisions-*.md`` tables and ``reliability.png``.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+from scipy.special import logsumexp
+
+from dpadapt import prevalence as prev
+from dpadapt.bench.registry import BenchTask, RunOutcome, register_suite
+from dpadapt.bench.suites.sound_rows import HEART_PAIRS, PHYSIONET_PAIRS, ROWS, PairSpec, Problem
+from dpadapt.metrics import calibration_line, expected_calibration_error, roc_auc
+
+EPSILONS: tuple[float, ...] = (1.0, 4.0)
+ESTIMATORS: tuple[str, ...] = ("sound", "dpot-cs", "dp-ncm", "dp-lr", "dp-lsq", "source-only")
+PREVALENCE = prev.METHODS
+N_BOOT = 100
+
+
+def source_probabilities(model, X) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Calibration candidate → (probabilities under the source prior, that prior) of a fitted model."""
+    from dpadapt.decision import source_prior_of
+
+    inner = getattr(model, "model_", None)
+    details = getattr(inner, "details", None)
+    if isinstance(details, dict) and "source_prior" in details:  # a SoundModel: undo the target prior, and the temperature
+        s = np.asarray(inner.decision_function(X))
+        log_prior = np.log(np.asarray(details["source_prior"]))
+        t = float(details.get("temperature", 1.0)) if details.get("temperature_applied") else 1.0
+        out = {"temperature": s, "none": (s - log_prior) / t + log_prior}
+        return {c: (np.exp(v - logsumexp(v, axis=1, keepdims=True)), np.exp(log_prior)) for c, v in out.items()}
+    P = np.asarray(model.predict_proba(X), dtype=np.float64)
+    return {"none": (P, source_prior_of(model, P.shape[1]))}
+
+
+def best_threshold_scores(y: np.ndarray, p: np.ndarray) -> tuple[float, float]:
+    """The best balanced accuracy and the best accuracy over every threshold on ``p`` (an oracle)."""
+    order = np.argsort(-p, kind="stable")
+    ys = y[order]
+    tp = np.concatenate([[0], np.cumsum(ys)])
+    fp = np.concatenate([[0], np.cumsum(1 - ys)])
+    distinct = np.concatenate([[True], np.diff(p[order]) != 0, [True]])  # cut only between distinct scores
+    P, N = max(ys.sum(), 1), max((1 - ys).sum(), 1)
+    tpr, tnr = tp / P, (N - fp) / N
+    ba = (0.5 * (tpr + tnr))[distinct]
+    acc = ((tp + (N - fp)) / y.size)[distinct]
+    return float(ba.max()), float(acc.max())
+
+
+def candidate_metrics(y: np.ndarray, P: np.ndarray, source_prior: np.ndarray, method: str) -> dict[str, float]:
+    est = prev.estimate(P, source_prior, method=method, n_boot=N_BOOT)
+    Pt = prev.shift(P, source_prior, est.prior)
+    p = Pt[:, 1]
+    slope, intercept = calibration_line(y, p)
+    pi = float(est.prior[1])
+    balanced = (p >= pi).astype(int)
+    bayes = (p >= 0.5).astype(int)
+    sens = float(np.mean(balanced[y == 1])) if (y == 1).any() else math.nan
+    spec = float(np.mean(1 - balanced[y == 0])) if (y == 0).any() else math.nan
+    best_ba, best_acc = best_threshold_scores(y, p)
+    true = float(np.mean(y))
+    return {"prevalence": pi, "low": float(est.low[1]), "high": float(est.high[1]), "true_rate": true,
+            "abs_error": abs(pi - true), "covered": float(est.low[1] <= true <= est.high[1]),
+            "auc": roc_auc(y, p), "slope": slope, "intercept": intercept, "ece": expected_calibration_error(y, p),
+            "mean_p": float(p.mean()), "balanced_ba": 0.5 * (sens + spec), "sensitivity": sens, "specificity": spec,
+            "best_ba": best_ba, "accuracy": float(np.mean(bayes == y)), "best_accuracy": best_acc}
+
+
+def reliability(y: np.ndarray, p: np.ndarray, bins: int = 10) -> list[list[float]]:
+    """Per equal-width bin: [count, mean predicted, observed rate] (for the figure)."""
+    idx = np.clip((p * bins).astype(int), 0, bins - 1)
+    return [[float((idx == b).sum()), float(p[idx == b].mean()) if (idx == b).any() else math.nan,
+             float(y[idx == b].mean()) if (idx == b).any() else math.nan] for b in range(bins)]
+
+
+def _runner(spec: PairSpec, estimator: str, epsilon: float | None):
+    def run(seed: int) -> RunOutcome:
+        pair = spec.load()
+        delta = None if epsilon is None else spec.delta(len(pair.ys))
+        problem = Problem(spec, pair.Xs, pair.ys, pair.Xt, tuple(range(pair.n_classes)), epsilon, delta, seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = ROWS[estimator].fit(problem)
+        y = np.asarray(pair.yt_test)
+        extra: dict = {"estimator": estimator}
+        for cal, (P, src) in source_probabilities(model, pair.Xt_test).items():
+            for method in PREVALENCE:
+                for key, v in candidate_metrics(y, P, src, method).items():
+                    extra[f"{cal}|{method}|{key}"] = v
+        default = "temperature" if estimator == "sound" else "none"
+        P, src = source_probabilities(model, pair.Xt_test)[default]
+        est = prev.estimate(P, src, method="em", n_boot=0)
+        extra["reliability"] = reliability(y, prev.shift(P, src, est.prior)[:, 1])
+        return RunOutcome(extra[f"{default}|em|balanced_ba"], dict(getattr(model, "guarantees_", {}) or {}), extra)
+
+    return run
+
+
+def tasks_for(pairs: Sequence[PairSpec], epsilons: Sequence[float], estimators: Sequence[str] = ESTIMATORS) -> list[BenchTask]:
+    out = []
+    for spec in pairs:
+        for name in estimators:
+            for eps in ([None] if ROWS[name].kind == "non-private" else [*epsilons, None]):
+                out.append(BenchTask(
+                    suite="decisions", task=spec.task, method=name,
+                    mode="non-private" if ROWS[name].kind == "non-private" else ("noise-free" if eps is None else "sound"),
+                    run=_runner(spec, name, eps), epsilon=math.inf if eps is None else float(eps),
+                    delta=None, metric="balanced_accuracy"))
+    return out
+
+
+def _write_report(rows, out):
+    from dpadapt.bench.suites.decisions_report import write_report
+
+    return write_report(rows, out)
+
+
+@register_suite("decisions", "calibration, target prevalence with interval, decision rules vs an oracle threshold "
+                "(PhysioNet 2012 pairs, Heart)", report=_write_report)
+def build(quick: bool, epsilons=None) -> list[BenchTask]:
+    pairs = [p for p in (*PHYSIONET_PAIRS, *HEART_PAIRS) if p.available()]
+    if quick:
+        pairs = pairs[:2]
+    return tasks_for(pairs, tuple(epsilons) if epsilons else ((1.0,) if quick else EPSILONS))

@@ -1,0 +1,150 @@
+"""The ``decisions`` suite written out: the selection of ``benchmarks/decisions/README.md``, the done-when
+tables (prevalence, calibration, decisions) and a reliability diagram (``reliability.png``)."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+CALIBRATIONS = ("none", "temperature")
+PREVALENCES = ("em", "mean", "source")
+
+
+def _eps(e: float) -> str:
+    return "None" if not math.isfinite(e) else f"{e:g}"
+
+
+def _cells(rows: list[dict[str, Any]]) -> dict[tuple, list[dict]]:
+    cells: dict[tuple, list[dict]] = defaultdict(list)
+    for r in rows:
+        if r.get("error") is None:
+            cells[(r["method"], r["task"], float(r["epsilon_target"]))].append(r)
+    return cells
+
+
+def _mean(rs: list[dict], key: str) -> float:
+    vals = [float(r[key]) for r in rs if key in r and r[key] is not None and not math.isnan(float(r[key]))]
+    return float(np.mean(vals)) if vals else math.nan
+
+
+def _calibrated(slope: float, ece: float) -> bool:
+    return 0.7 <= slope <= 1.4 and ece <= 0.05
+
+
+def selection(rows: list[dict[str, Any]]) -> tuple[list[str], tuple[str, str]]:
+    """The rule of the README applied to SoundDA's development cells (ε ∈ {1, 4, None})."""
+    cells = {k: v for k, v in _cells(rows).items() if k[0] == "sound" and (k[2] in (1.0, 4.0) or not math.isfinite(k[2]))}
+    lines = ["| calibration | prevalence | calibrated cells | mean ECE | prevalence MAE | 90 % coverage |", "|---|---|---|---|---|---|"]
+    score = {}
+    for cal in CALIBRATIONS:
+        for m in PREVALENCES:
+            key = f"{cal}|{m}|"
+            ok = sum(_calibrated(_mean(rs, key + "slope"), _mean(rs, key + "ece")) for rs in cells.values())
+            by_eps = defaultdict(list)
+            for (_, _, e), rs in cells.items():
+                by_eps[e].append((_mean(rs, key + "abs_error"), _mean(rs, key + "covered"), _mean(rs, key + "ece")))
+            mae = float(np.mean([np.mean([a for a, _, _ in v]) for v in by_eps.values()])) if by_eps else math.nan
+            cov = float(np.mean([np.mean([c for _, c, _ in v]) for v in by_eps.values()])) if by_eps else math.nan
+            ece = float(np.mean([np.mean([x for _, _, x in v]) for v in by_eps.values()])) if by_eps else math.nan
+            score[(cal, m)] = (ok, ece, mae, cov)
+            lines.append(f"| {cal} | {m} | {ok}/{len(cells)} | {ece:.3f} | {mae:.3f} | {cov:.2f} |")
+    if score:
+        cal = max(CALIBRATIONS, key=lambda c: (max(score[(c, m)][0] for m in PREVALENCES),
+                                               -min(score[(c, m)][1] for m in PREVALENCES), c == "none"))
+        best = min(score[(cal, m)][2] for m in PREVALENCES)
+        near = [m for m in PREVALENCES if score[(cal, m)][2] <= best + 0.005]
+        m = max(near, key=lambda m: (score[(cal, m)][3], {"source": 2, "mean": 1, "em": 0}[m]))
+        lines += ["", f"Selected by the rule: calibration **{cal}**, prevalence **{m}**."]
+        return lines, (cal, m)
+    return lines, ("none", "em")
+
+
+def _table(rows, title: str, cols: list[tuple[str, str]], cal_of, prev: str) -> list[str]:
+    cells = _cells(rows)
+    out = [f"### {title}", "", "| estimator | pair | ε | n | " + " | ".join(c for c, _ in cols) + " |",
+           "|---|---|---|---|" + "---|" * len(cols)]
+    for (method, task, e), rs in sorted(cells.items(), key=lambda kv: (kv[0][0], kv[0][1], -kv[0][2])):
+        prefix = f"{cal_of(method)}|{prev}|"
+        out.append(f"| {method} | {task} | {_eps(e)} | {len(rs)} | " +
+                   " | ".join(fmt.format(_mean(rs, prefix + key)) for _, (key, fmt) in
+                              [(c, k) for c, k in cols]) + " |")
+    return out
+
+
+def summary(rows, cal_of, prev: str) -> list[str]:
+    """Per estimator × ε, over the PhysioNet pairs: the done-when numbers."""
+    cells = _cells(rows)
+    groups: dict[tuple, list] = defaultdict(list)
+    for (method, task, e), rs in cells.items():
+        if task.startswith("physionet"):
+            groups[(method, e)].append(rs)
+    out = ["| estimator | ε | pairs | prevalence MAE | 90 % coverage | calibrated pairs | mean slope | mean ECE | "
+           "balanced BA | best BA − balanced BA (max) | best acc − predict acc (max) | max |mean p − rate| | AUC |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for (method, e), cell_list in sorted(groups.items(), key=lambda kv: (kv[0][0], -kv[0][1])):
+        p = f"{cal_of(method)}|{prev}|"
+        m = {k: [_mean(rs, p + k) for rs in cell_list] for k in
+             ("abs_error", "covered", "slope", "ece", "balanced_ba", "best_ba", "accuracy", "best_accuracy", "mean_p",
+              "true_rate", "auc")}
+        ok = sum(_calibrated(s, x) for s, x in zip(m["slope"], m["ece"]))
+        out.append(f"| {method} | {_eps(e)} | {len(cell_list)} | {np.mean(m['abs_error']):.3f} | {np.mean(m['covered']):.2f} | "
+                   f"{ok}/{len(cell_list)} | {np.nanmean(m['slope']):.2f} | {np.mean(m['ece']):.3f} | "
+                   f"{100 * np.mean(m['balanced_ba']):.1f} | {100 * np.max(np.subtract(m['best_ba'], m['balanced_ba'])):.1f} | "
+                   f"{100 * np.max(np.subtract(m['best_accuracy'], m['accuracy'])):.1f} | "
+                   f"{np.max(np.abs(np.subtract(m['mean_p'], m['true_rate']))):.3f} | {np.mean(m['auc']):.3f} |")
+    return out
+
+
+def reliability_figure(rows, path: Path, cal_of) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(9, 4))
+    for ax, method in zip(axes, ("sound", "dpot-cs")):
+        by_eps: dict[float, np.ndarray] = defaultdict(lambda: np.zeros((10, 3)))
+        for r in rows:
+            if r.get("error") is None and r["method"] == method and "reliability" in r:
+                R = np.nan_to_num(np.asarray(r["reliability"], dtype=float))
+                acc = by_eps[float(r["epsilon_target"])]
+                acc[:, 0] += R[:, 0]
+                acc[:, 1] += R[:, 0] * R[:, 1]
+                acc[:, 2] += R[:, 0] * R[:, 2]
+        for e, acc in sorted(by_eps.items()):
+            keep = acc[:, 0] > 0
+            ax.plot(acc[keep, 1] / acc[keep, 0], acc[keep, 2] / acc[keep, 0], "o-", label=f"ε = {_eps(e)}")
+        ax.plot([0, 1], [0, 1], "k:", lw=1)
+        ax.set_title(f"{method} ({cal_of(method)}): target rows pooled", fontsize=9)
+        ax.set_xlabel("predicted probability of death")
+        ax.set_ylabel("observed rate")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def write_report(rows: list[dict[str, Any]], out: Path) -> list[Path]:
+    sel, (chosen_cal, prev) = selection(rows)
+
+    def cal_of(method: str) -> str:
+        return chosen_cal if method == "sound" else "none"
+
+    stem = Path(out).with_suffix("")
+    md = Path(f"{stem}-tables.md")
+    cols = [("est. rate", ("prevalence", "{:.3f}")), ("low", ("low", "{:.3f}")), ("high", ("high", "{:.3f}")),
+            ("true rate", ("true_rate", "{:.3f}")), ("covered", ("covered", "{:.2f}")), ("AUC", ("auc", "{:.3f}")),
+            ("slope", ("slope", "{:.2f}")), ("ECE", ("ece", "{:.3f}")), ("mean p", ("mean_p", "{:.3f}")),
+            ("balanced BA", ("balanced_ba", "{:.3f}")), ("best BA", ("best_ba", "{:.3f}")),
+            ("predict acc", ("accuracy", "{:.3f}")), ("best acc", ("best_accuracy", "{:.3f}"))]
+    text = ["# decisions suite", "", "## Selection (SoundDA, development cells)", "", *sel, "",
+            f"## Summary over the PhysioNet pairs (selected: SoundDA calibration {chosen_cal}, prevalence {prev})", "",
+            *summary(rows, cal_of, prev), "",
+            *_table(rows, "Every cell (selected candidates; mean over seeds)", cols, cal_of, prev), ""]
+    md.write_text("\n".join(text), encoding="utf-8")
+    return [md, reliability_figure(rows, Path(f"{stem}-reliability.png"), cal_of)]
