@@ -54,10 +54,10 @@ def _cached_design():
     """``rule.design`` memoised per (target rows, facts, feature type, constants): seeds share one request."""
     plain, cache = rule.design, {}
 
-    def design(Xt, facts, *, feature_type="auto"):
-        key = (id(Xt), facts, feature_type, tuple(getattr(rule, c) for c in DESIGN_CONSTANTS))
+    def design(Xt, facts, *, feature_type="auto", kind="auto"):
+        key = (id(Xt), facts, feature_type, kind, tuple(getattr(rule, c) for c in DESIGN_CONSTANTS))
         if key not in cache:
-            cache[key] = plain(Xt, facts, feature_type=feature_type)
+            cache[key] = plain(Xt, facts, feature_type=feature_type, kind=kind)
         return cache[key]
 
     return design

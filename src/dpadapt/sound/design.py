@@ -157,8 +157,9 @@ class Facts:
         return any(s.epsilon is not None for s in self.sources)
 
 
-def design(Xt, facts: Facts, *, feature_type: str = "auto") -> Request:
-    """The receiver's request for ``facts`` from its rows ``Xt`` (dense or sparse)."""
+def design(Xt, facts: Facts, *, feature_type: str = "auto", kind: str = "auto") -> Request:
+    """The receiver's request for ``facts`` from its rows ``Xt`` (dense or sparse); ``kind`` fixes the
+    post-processing (:data:`DESIGNS`) instead of the gap statistic (``"auto"``)."""
     K = len(facts.classes)
     log1p = choose_log1p(Xt, feature_type)
     M = RowMap(log1p).mapped(Xt)
@@ -169,7 +170,10 @@ def design(Xt, facts: Facts, *, feature_type: str = "auto") -> Request:
     mean, components, spectrum = _spectrum(M, top)
     kc = min(2 * K, components.shape[1])
     ratio = cluster_ratio(RowMap(False, mean, components[:, :kc])(M) if kc >= 1 else M, K)  # M is mapped already
-    kind = "prototypes" if ratio < CLUSTER_RATIO else "discriminant"
+    if kind == "auto":
+        kind = "prototypes" if ratio < CLUSTER_RATIO else "discriminant"
+    elif kind not in DESIGNS:
+        raise ValueError(f"design must be 'auto' or one of {DESIGNS}, got {kind!r}")
     statistics = "sums" if kind == "prototypes" else "moments"
     sigma = effective_noise(facts.sources, statistics)
     quantities = {"design": kind, "cluster_ratio": ratio, "sigma": sigma, "n": facts.n, "K": K, "log1p": log1p,
