@@ -64,10 +64,11 @@ def _cached_design():
 
 
 #: The constants the request depends on (the others act after the release).
-DESIGN_CONSTANTS = ("CLUSTER_RATIO", "GAMMA_PROTOTYPES", "GAMMA_DISCRIMINANT", "MAX_BASIS", "DIRECTIONS_PER_CLASS")
+DESIGN_CONSTANTS = ("CLUSTER_RATIO", "GAMMA_PROTOTYPES", "GAMMA_DISCRIMINANT", "MAX_BASIS", "DIRECTIONS_PER_CLASS",
+                    "MEAN_ONLY_ROWS_PER_CLASS")
 #: The constants of :mod:`dpadapt.sound.design` a grid may set.
 CONSTANTS = ("CLUSTER_RATIO", "GAMMA_PROTOTYPES", "GAMMA_DISCRIMINANT", "RIDGE_SCALE", "RIDGE_FLOOR", "RIDGE_SAMPLING",
-             "MAX_BASIS", "DIRECTIONS_PER_CLASS")
+             "MAX_BASIS", "DIRECTIONS_PER_CLASS", "MEAN_ONLY_ROWS_PER_CLASS")
 
 
 def run_one(task: str, eps, seeds: int, names: list[str], groups: list[list[tuple]]) -> list[dict]:

@@ -64,6 +64,10 @@ RIDGE_FLOOR = 1.0
 RIDGE_SAMPLING = 0.0
 #: The prototypes' floor: at least this many directions per class (issue 37's "low fixed k" for tiny sources).
 DIRECTIONS_PER_CLASS = 1
+#: Below this many source rows per class (n/K, public) the design is the prototypes whatever the gap ratio: sums
+#: and counts only (Δ = 2 rather than √6), no second moment to estimate from a handful of rows. It reads n and K
+#: only, never ε, so the design stays the same at every ε (issue 37's "mean-only" candidate for tiny sources).
+MEAN_ONLY_ROWS_PER_CLASS = 0
 #: The largest basis a request asks for (with or without noise).
 MAX_BASIS = 300
 #: The public seed of the receiver's own randomness here (k-means starts, the Gaussian reference).
@@ -171,7 +175,8 @@ def design(Xt, facts: Facts, *, feature_type: str = "auto", kind: str = "auto") 
     kc = min(2 * K, components.shape[1])
     ratio = cluster_ratio(RowMap(False, mean, components[:, :kc])(M) if kc >= 1 else M, K)  # M is mapped already
     if kind == "auto":
-        kind = "prototypes" if ratio < CLUSTER_RATIO else "discriminant"
+        tiny = facts.n / K < MEAN_ONLY_ROWS_PER_CLASS
+        kind = "prototypes" if ratio < CLUSTER_RATIO or tiny else "discriminant"
     elif kind not in DESIGNS:
         raise ValueError(f"design must be 'auto' or one of {DESIGNS}, got {kind!r}")
     statistics = "sums" if kind == "prototypes" else "moments"
