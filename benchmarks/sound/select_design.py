@@ -50,12 +50,22 @@ def metrics(model, X, y) -> dict:
     return out
 
 
+def _fingerprint(X) -> str:
+    """The rows' identity for the cache: their bytes' digest (an ``id`` can be reused by another pair's rows)."""
+    import hashlib
+
+    import scipy.sparse as sp
+
+    data = X.data if sp.issparse(X) else np.ascontiguousarray(X)
+    return f"{X.shape}:{hashlib.sha1(data.tobytes()).hexdigest()}"
+
+
 def _cached_design():
     """``rule.design`` memoised per (target rows, facts, feature type, constants): seeds share one request."""
     plain, cache = rule.design, {}
 
     def design(Xt, facts, *, feature_type="auto", kind="auto"):
-        key = (id(Xt), facts, feature_type, kind, tuple(getattr(rule, c) for c in DESIGN_CONSTANTS))
+        key = (_fingerprint(Xt), facts, feature_type, kind, tuple(getattr(rule, c) for c in DESIGN_CONSTANTS))
         if key not in cache:
             cache[key] = plain(Xt, facts, feature_type=feature_type, kind=kind)
         return cache[key]
