@@ -126,6 +126,14 @@ def test_the_design_is_the_same_at_every_epsilon_and_k_is_monotone(rng):
     assert ks == sorted(ks)
 
 
+def test_a_declared_design_fixes_the_post_processing_and_the_basis_still_follows_the_rule(rng):
+    diffuse = rng.normal(size=(300, 20))
+    auto = Request.from_release(sound.request(diffuse, sound.Config(epsilon=4.0, classes=(0, 1, 2)), 600))
+    fixed = Request.from_release(sound.request(diffuse, sound.Config(epsilon=4.0, classes=(0, 1, 2), design="prototypes"), 600))
+    assert auto.design["design"] == "discriminant" and auto.statistics == "moments"
+    assert fixed.design["design"] == "prototypes" and fixed.statistics == "sums" and fixed.k >= 3
+
+
 def test_clustered_rows_get_the_prototypes_design_and_diffuse_rows_the_discriminant(rng):
     yt = np.arange(300) % 3
     clustered = np.eye(20)[yt] * 5 + 0.3 * rng.normal(size=(300, 20))
