@@ -12,8 +12,9 @@ fixed public map for the sources. The rule and its derivation are written in
    same covariance leaves ``W_ref``. When ``W / W_ref < CLUSTER_RATIO`` (a gap statistic, Tibshirani, Walther
    & Hastie 2001) classes are likely clusters on its side and the ``"prototypes"`` design refines the DP class
    prototypes on its rows (sums and counts only, Δ = 2); otherwise the ``"discriminant"`` design asks for the
-   pooled second moment too (Δ = √6) and forms Fisher's discriminant of the noisy moments. The design does not
-   depend on ε.
+   pooled second moment too (Δ = √6) and forms Fisher's discriminant of the noisy moments. Sources with fewer
+   than :data:`MEAN_ONLY_ROWS_PER_CLASS` rows a class (n/K) get the prototypes whatever the ratio: a second
+   moment cannot be estimated from a handful of rows. The design does not depend on ε.
 3. **The working space.** The receiver's top-k principal directions, k the number of directions whose signal
    stands above BOTH errors of the source's statistics: the release noise σ_eff (σ_eff² = Σ σ_i²) and the
    sampling error of class means and second moments on n = Σ n_i rows (λ_j the receiver's spectrum of mapped
@@ -52,22 +53,19 @@ from dpadapt.sound.spaces import RowMap
 DESIGNS = ("prototypes", "discriminant")
 #: Below this within-cluster scatter ratio (data / Gaussian reference) the receiver's rows are clusters.
 CLUSTER_RATIO = 0.6
-#: γ_s and γ_m of the rules above, chosen on the development pairs by ``benchmarks/sound/design_rule.md``.
-GAMMA_PROTOTYPES = 4.0
+#: γ_s and γ_m of the rules above, chosen on the development pairs by ``benchmarks/sound/design_rule.md`` (issue 37).
+GAMMA_PROTOTYPES = 1.0
 GAMMA_DISCRIMINANT = 2.0
 #: The discriminant's public ridge λ = a·σ√k + f·n/k (σ√k: the noise's spectral size; n/k: a row's share of the
 #: signal); a fixed a priori, f chosen with the γ's.
 RIDGE_SCALE = 2.0
 RIDGE_FLOOR = 1.0
-#: The ridge's sampling part: λ grows by b·2√(k/n)·n/k (the Marchenko–Pastur spread of the scatter's bulk on
-#: n rows, in units of its mean eigenvalue n/k), so that shrinkage grows with k/n (issue 37; b chosen with the γ's).
-RIDGE_SAMPLING = 0.0
 #: The prototypes' floor: at least this many directions per class (issue 37's "low fixed k" for tiny sources).
 DIRECTIONS_PER_CLASS = 1
 #: Below this many source rows per class (n/K, public) the design is the prototypes whatever the gap ratio: sums
 #: and counts only (Δ = 2 rather than √6), no second moment to estimate from a handful of rows. It reads n and K
 #: only, never ε, so the design stays the same at every ε (issue 37's "mean-only" candidate for tiny sources).
-MEAN_ONLY_ROWS_PER_CLASS = 0
+MEAN_ONLY_ROWS_PER_CLASS = 50
 #: The largest basis a request asks for (with or without noise).
 MAX_BASIS = 300
 #: The public seed of the receiver's own randomness here (k-means starts, the Gaussian reference).
@@ -122,9 +120,8 @@ def effective_noise(sources: tuple[SourceFacts, ...], statistics: str) -> float:
 
 
 def discriminant_ridge(sigma: float, n: float, k: int) -> float:
-    """The public ridge λ = a·σ√k + (f + b·2√(k/n))·n/k of the discriminant (module constants; public σ, n, k only)."""
-    n = max(n, 1.0)
-    return float(RIDGE_SCALE * sigma * math.sqrt(k) + (RIDGE_FLOOR + RIDGE_SAMPLING * 2.0 * math.sqrt(k / n)) * n / k)
+    """The public ridge λ = a·σ√k + f·n/k of the discriminant (module constants; public σ, n and k only)."""
+    return float(RIDGE_SCALE * sigma * math.sqrt(k) + RIDGE_FLOOR * max(n, 1.0) / k)
 
 
 def basis_size(spectrum: np.ndarray, *, design: str, sigma: float, n: float, K: int) -> int:
