@@ -437,6 +437,10 @@ def test_sound_dpot_default_is_the_sound_route_with_the_transport_step_and_adapt
     est = DPOTAdapter(epsilon=4.0, classes=CL, random_state=0).fit_domains(Xs, ys, Xt)
     assert est.release_.kind == STATS_KIND and est.request_.kind == REQUEST_KIND
     assert est.request_.params["design"]["design"] == "prototypes" and est.model_.post == "prototypes"
+    from dpadapt.api import ConfigError
+
+    with pytest.raises(ConfigError, match="not read in sound mode"):  # never silently ignored
+        DPOTAdapter(epsilon=4.0, classes=CL, k=5).fit_domains(Xs, ys, Xt)
     assert est.guarantee_.valid and est.guarantee_.unit == "record" and est.guarantee_.epsilon == pytest.approx(4.0)
     assert est.score(Xt, yt) > 0.9
     assert_no_raw_rows(est.release_, Xs)
