@@ -411,8 +411,8 @@ def test_hole2_label_set_is_public_and_required(rng):
         DPOTAdapter(epsilon=4.0).fit_domains(Xs, ys, Xt)
     with pytest.raises(ValueError, match="refused in sound mode"):
         DPOTAdapter(epsilon=4.0, design="rows").fit_domains(Xs, ys, Xt)
-    est = DPOTAdapter(epsilon=4.0, classes=(0, 1, 2, 3), k=5).fit_domains(Xs, ys, Xt)
-    assert est.release_["sums"].shape == (4, 5) and list(est.classes_) == [0, 1, 2, 3]
+    est = DPOTAdapter(epsilon=4.0, classes=(0, 1, 2, 3)).fit_domains(Xs, ys, Xt)
+    assert est.release_["sums"].shape == (4, est.request_.params["k"]) and list(est.classes_) == [0, 1, 2, 3]
 
 
 def test_hole6_delta_refused_and_public_labels_in_unit(rng):
@@ -423,16 +423,24 @@ def test_hole6_delta_refused_and_public_labels_in_unit(rng):
 
     with pytest.raises(ConfigError, match="1/n"):
         DPOTAdapter(epsilon=4.0, delta=0.02, classes=CL).fit_domains(Xs, ys, Xt)
-    est = DPOTAdapter(epsilon=4.0, classes=CL, k=5).fit_domains(Xs, ys, Xt)
+    est = DPOTAdapter(epsilon=4.0, classes=CL).fit_domains(Xs, ys, Xt)
     assert est.guarantee_.delta <= 1.0 / (10 * len(ys))
     rel = release_dpot_source(Xs, ys, 4.0, 1e-3, classes=CL, labels="public")
     assert rel.guarantee.unit == "record_features" and "label" in rel.guarantee.report()
 
 
-def test_sound_dpot_default_is_class_statistics_and_adapts(rng):
+def test_sound_dpot_default_is_the_sound_route_with_the_transport_step_and_adapts(rng):
+    """Issue 37: DPOT's sound mode is a post-processing of the sound request and release (one format)."""
+    from dpadapt.sound import REQUEST_KIND, STATS_KIND
+
     Xs, ys, Xt, yt = make_domains(rng, n_s=150, n_t=150, shift=0.3)
-    est = DPOTAdapter(epsilon=4.0, classes=CL, k=5, random_state=0).fit_domains(Xs, ys, Xt)
-    assert est.release_.kind == "class_statistics" and est.basis_release_.kind == "target_basis"
+    est = DPOTAdapter(epsilon=4.0, classes=CL, random_state=0).fit_domains(Xs, ys, Xt)
+    assert est.release_.kind == STATS_KIND and est.request_.kind == REQUEST_KIND
+    assert est.request_.params["design"]["design"] == "prototypes" and est.model_.post == "prototypes"
+    from dpadapt.api import ConfigError
+
+    with pytest.raises(ConfigError, match="not read in sound mode"):  # never silently ignored
+        DPOTAdapter(epsilon=4.0, classes=CL, k=5).fit_domains(Xs, ys, Xt)
     assert est.guarantee_.valid and est.guarantee_.unit == "record" and est.guarantee_.epsilon == pytest.approx(4.0)
     assert est.score(Xt, yt) > 0.9
     assert_no_raw_rows(est.release_, Xs)
@@ -471,8 +479,8 @@ def test_adapter_routes_paper_mode_to_the_published_rows_and_sound_to_class_stat
     paper = DPOTAdapter(epsilon=20.0, privacy_mode="paper", random_state=0, head="logreg").fit_domains(Xs, ys, Xt)
     assert paper.release_.kind == "source_projection" and hasattr(paper, "adaptation_")
     assert not hasattr(paper, "basis_release_") and not paper.guarantee_.valid
-    sound = DPOTAdapter(epsilon=4.0, classes=(0, 1, 2, 3), k=5, random_state=0).fit_domains(Xs, ys, Xt)
-    assert hasattr(sound, "basis_release_") and not hasattr(sound, "adaptation_") and sound.guarantee_.valid
+    sound = DPOTAdapter(epsilon=4.0, classes=(0, 1, 2, 3), random_state=0).fit_domains(Xs, ys, Xt)
+    assert hasattr(sound, "request_") and not hasattr(sound, "adaptation_") and sound.guarantee_.valid
 
 
 def test_paper_mode_scales_the_cost_by_its_max_as_pot(rng, monkeypatch):

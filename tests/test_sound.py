@@ -100,8 +100,18 @@ def test_the_map_is_total_one_record_never_makes_it_fail(rng):
 def test_basis_size_grows_with_epsilon_and_keeps_its_floors():
     spectrum = 1.0 / np.arange(1, 201) ** 1.2
     for kind, floor in (("prototypes", 10), ("discriminant", 1)):
-        ks = [design.basis_size(spectrum, design=kind, sigma=s, n=1000, K=10) for s in (50.0, 10.0, 3.0, 1.0, 0.3, 0.0)]
-        assert ks == sorted(ks) and ks[0] >= floor and ks[-1] == 200, (kind, ks)
+        ks = [design.basis_size(spectrum, design=kind, sigma=s, n=1000, K=10) for s in (50.0, 10.0, 3.0, 1.0, 0.3, 1e-9, 0.0)]
+        assert ks == sorted(ks) and ks[0] >= floor and ks[0] < ks[-1], (kind, ks)
+        assert ks[-2] == ks[-1], (kind, ks)  # ε → ∞ converges to the noise-free choice
+
+
+def test_the_noise_free_basis_is_finite_and_bounded_by_the_sampling_error():
+    """Without noise the discriminant keeps at most γ_m²·n/4 directions (the sampling error of n rows), fewer for
+    fewer rows; the prototypes (refined on the receiver's rows) keep the whole basis."""
+    spectrum = np.ones(300)
+    ks = [design.basis_size(spectrum, design="discriminant", sigma=0.0, n=n, K=10) for n in (20, 100, 1000, 10**6)]
+    assert ks == sorted(ks) and ks[0] <= design.GAMMA_DISCRIMINANT**2 * 20 / 4 and ks[-1] == 300, ks
+    assert design.basis_size(spectrum, design="prototypes", sigma=0.0, n=100, K=10) == 300
 
 
 def test_the_design_is_the_same_at_every_epsilon_and_k_is_monotone(rng):
@@ -114,6 +124,14 @@ def test_the_design_is_the_same_at_every_epsilon_and_k_is_monotone(rng):
     assert len({d for d, _ in out}) == 1
     ks = [k for _, k in out]
     assert ks == sorted(ks)
+
+
+def test_a_declared_design_fixes_the_post_processing_and_the_basis_still_follows_the_rule(rng):
+    diffuse = rng.normal(size=(300, 20))
+    auto = Request.from_release(sound.request(diffuse, sound.Config(epsilon=4.0, classes=(0, 1, 2)), 600))
+    fixed = Request.from_release(sound.request(diffuse, sound.Config(epsilon=4.0, classes=(0, 1, 2), design="prototypes"), 600))
+    assert auto.design["design"] == "discriminant" and auto.statistics == "moments"
+    assert fixed.design["design"] == "prototypes" and fixed.statistics == "sums" and fixed.k >= 3
 
 
 def test_clustered_rows_get_the_prototypes_design_and_diffuse_rows_the_discriminant(rng):
@@ -135,8 +153,10 @@ def _request(rng, **cfg):
 
 
 def test_a_tampered_or_hostile_request_is_refused_before_any_row_is_read(rng):
-    config, honest = _request(rng, epsilon=None)  # the features space, no basis
-    _, based = _request(rng, epsilon=0.3)
+    config, based = _request(rng, epsilon=0.3)
+    plain = Request.from_release(based)  # a request may also ask for the features themselves (no basis)
+    honest = Request(plain.classes, plain.n_features, plain.log1p, plain.statistics, plain.sources,
+                     design=plain.design).to_release()
     assert Request.from_release(honest).space == "features"
     assert Request.from_release(based).space == "basis"
 

@@ -1,7 +1,8 @@
 """The sound default on the DEVELOPMENT pairs only, for a grid of its design constants (issue 28).
 
     python benchmarks/sound/select_design.py run OUT.jsonl --seeds 5 [--set NAME=V1,V2 ...] [--pairs googlenet surf]
-    python benchmarks/sound/select_design.py choose OUT.jsonl benchmarks/results/dp-source-only-dev.json
+    python benchmarks/sound/select_design.py references REF.json --seeds 3     # issue 37: the tiny pairs' reference rows
+    python benchmarks/sound/select_design.py choose OUT.jsonl benchmarks/dp_source_only/results/dp-source-only-dev.json [REF.json]
 
 ``run``: every combination of the constants given with ``--set`` (names of :mod:`dpadapt.sound.design`),
 on every development pair (``dpadapt.bench.suites.sound_rows.DEV_PAIRS``, the Heart pairs and the PhysioNet
@@ -34,7 +35,7 @@ EPSILONS = (1.0, 2.0, 4.0, 8.0, None)
 
 
 def dev_pairs(filters: list[str]) -> list:
-    specs = [*R.DEV_PAIRS, *(p for p in (*R.HEART_PAIRS, *R.PHYSIONET_PAIRS) if p.available())]
+    specs = [*R.DEV_PAIRS, *(p for p in R.TINY_DEV_PAIRS if p not in R.DEV_PAIRS), *(p for p in (*R.HEART_PAIRS, *R.PHYSIONET_PAIRS) if p.available())]
     return [p for p in specs if p.split == "dev" and (not filters or any(f in p.task for f in filters))]
 
 
@@ -49,29 +50,40 @@ def metrics(model, X, y) -> dict:
     return out
 
 
+def _fingerprint(X) -> str:
+    """The rows' identity for the cache: their bytes' digest (an ``id`` can be reused by another pair's rows)."""
+    import hashlib
+
+    import scipy.sparse as sp
+
+    data = X.data if sp.issparse(X) else np.ascontiguousarray(X)
+    return f"{X.shape}:{hashlib.sha1(data.tobytes()).hexdigest()}"
+
+
 def _cached_design():
     """``rule.design`` memoised per (target rows, facts, feature type, constants): seeds share one request."""
     plain, cache = rule.design, {}
 
-    def design(Xt, facts, *, feature_type="auto"):
-        key = (id(Xt), facts, feature_type, tuple(getattr(rule, c) for c in DESIGN_CONSTANTS))
+    def design(Xt, facts, *, feature_type="auto", kind="auto"):
+        key = (_fingerprint(Xt), facts, feature_type, kind, tuple(getattr(rule, c) for c in DESIGN_CONSTANTS))
         if key not in cache:
-            cache[key] = plain(Xt, facts, feature_type=feature_type)
+            cache[key] = plain(Xt, facts, feature_type=feature_type, kind=kind)
         return cache[key]
 
     return design
 
 
 #: The constants the request depends on (the others act after the release).
-DESIGN_CONSTANTS = ("CLUSTER_RATIO", "GAMMA_PROTOTYPES", "GAMMA_DISCRIMINANT", "MAX_BASIS")
+DESIGN_CONSTANTS = ("CLUSTER_RATIO", "GAMMA_PROTOTYPES", "GAMMA_DISCRIMINANT", "MAX_BASIS", "DIRECTIONS_PER_CLASS",
+                    "MEAN_ONLY_ROWS_PER_CLASS")
 #: The constants of :mod:`dpadapt.sound.design` a grid may set.
-CONSTANTS = ("CLUSTER_RATIO", "GAMMA_PROTOTYPES", "GAMMA_DISCRIMINANT", "RIDGE_SCALE", "RIDGE_FLOOR", "MAX_BASIS")
+CONSTANTS = ("CLUSTER_RATIO", "GAMMA_PROTOTYPES", "GAMMA_DISCRIMINANT", "RIDGE_SCALE", "RIDGE_FLOOR",
+             "MAX_BASIS", "DIRECTIONS_PER_CLASS", "MEAN_ONLY_ROWS_PER_CLASS")
 
 
 def run_one(task: str, eps, seeds: int, names: list[str], groups: list[list[tuple]]) -> list[dict]:
     """One development pair at one ε: each group of settings is fitted once (its first setting) and recorded for every
-    setting of the group (at ε = None the γ constants size no basis, so the settings that differ only in them share
-    one fit). One process per job: the requests and decompositions are shared within it."""
+    setting of the group. One process per job: the requests and decompositions are shared within it."""
     spec = next(p for p in dev_pairs([]) if p.task == task)
     d = spec.load()
     n = d.Xs.shape[0]
@@ -99,12 +111,8 @@ def _jobs(pairs, seeds: int, names: list[str], grid: list[tuple], done: set) -> 
     for spec in pairs:
         for eps in EPSILONS:
             groups: dict = {}
-            for values in grid:
-                if eps is None:
-                    key = tuple(v for c, v in zip(names, values) if not c.startswith("GAMMA"))
-                else:
-                    key = values
-                groups.setdefault(key, []).append(values)
+            for values in grid:  # since issue 37 the γ's size the basis at ε = None too (the sampling error)
+                groups.setdefault(values, []).append(values)
             todo = [g for g in groups.values()
                     if any((spec.task, eps, seed, v) not in done for v in g for seed in range(seeds if eps is not None else 1))]
             if todo and eps is None:  # one fit each, in the full feature space: one job each
@@ -164,6 +172,35 @@ def run(out: str, seeds: int, settings: dict[str, list], filters: list[str], wor
     return 0
 
 
+#: The reference rows of issue 37's selection on the tiny development pairs that have no DP source-only rows yet.
+REFERENCE_ROWS = ("dpot-cs", "dp-lr", "dp-ncm", "source-only")
+
+
+def references(out: str, seeds: int, filters: list[str]) -> int:
+    """The rows of :data:`REFERENCE_ROWS` on the tiny development pairs, in the records format of
+    ``benchmarks/dp_source_only/results/dp-source-only-dev.json`` (points)."""
+    from dpadapt.bench.suites.sound_rows import ROWS, Problem
+
+    records = []
+    for spec in R.TINY_DEV_PAIRS:
+        if filters and not any(f in spec.task for f in filters):
+            continue
+        d = spec.load()
+        n = d.Xs.shape[0]
+        for name in REFERENCE_ROWS:
+            for eps in EPSILONS if ROWS[name].kind != "non-private" else (None,):
+                for seed in range(seeds if eps is not None else 1):
+                    p = Problem(spec, d.Xs, d.ys, d.Xt, tuple(range(d.n_classes)), eps, spec.delta(n) if eps else None, seed)
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        model = ROWS[name].fit(p)
+                    records.append({"task": spec.task, "row": name, "epsilon": eps, "seed": seed,
+                                    "accuracy": 100 * float(np.mean(model.predict(d.Xt_test) == d.yt_test)), "auc": None})
+            print(spec.task, name, flush=True)
+    Path(out).write_text(json.dumps({"records": records}, indent=1))
+    return 0
+
+
 def _means(rows, key) -> dict:
     acc: dict = {}
     for r in rows:
@@ -182,17 +219,23 @@ def _baseline_rows(path: str) -> list[dict]:
     return out
 
 
-def choose(out: str, baselines: str, metric_of=lambda task: "roc_auc" if task.startswith("physionet") else "accuracy") -> int:
-    """The rule of ``design_rule.md`` ("Selection"): per design, the setting whose worst gap to the strongest
-    baseline over its development pairs and ε (DP source-only at ε ∈ {1, 2, 4, 8}, non-private source-only at
-    ε = None) is largest; ties within 0.5 point by the mean gap; settings that break monotonicity last."""
+def _mean_se(values) -> tuple[float, float]:
+    v = np.asarray(values, dtype=np.float64)
+    return float(v.mean()), float(v.std(ddof=1) / np.sqrt(v.size)) if v.size > 1 else 0.0
+
+
+def choose(out: str, baselines: list[str], metric_of=lambda task: "roc_auc" if task.startswith("physionet") else "accuracy") -> int:
+    """The rule of ``design_rule.md`` (issue 37's selection): per design, settings monotone on every pair up to and
+    including ε = None (mean(ε') ≥ mean(ε) − max(1, 2 SE) for the next larger ε') first; then the largest worst gap
+    to the strongest reference over the design's development pairs and ε (DP source-only and the class-statistics
+    design ``dpot-cs`` at ε ∈ {1, 2, 4, 8}, non-private source-only at ε = None); ties within 0.5 point by the mean gap."""
     rows = [json.loads(line) for line in open(out)]
-    base = _baseline_rows(baselines)
+    base = [r for path in baselines for r in _baseline_rows(path)]
     best: dict = {}
     for (task, method, eps), rs in _means(base, lambda r: (r["task"], r["row"], r["epsilon"])).items():
         kind = "dp" if eps is not None else "np"
-        if (kind == "dp" and method.startswith("dp-")) or (kind == "np" and method == "source-only"):
-            v = float(np.mean([r[metric_of(task)] for r in rs]))
+        if (kind == "dp" and (method.startswith("dp-") or method == "dpot-cs")) or (kind == "np" and method == "source-only"):
+            v = float(np.mean([r[metric_of(task)] for r in rs if metric_of(task) in r]))
             best[(task, eps)] = max(best.get((task, eps), -np.inf), v)
     for design in ("prototypes", "discriminant"):
         mine = [r for r in rows if r["design"] == design]
@@ -200,22 +243,25 @@ def choose(out: str, baselines: str, metric_of=lambda task: "roc_auc" if task.st
         scored = []
         for setting, rs in _means(mine, lambda r: tuple(r.get(c) for c in names)).items():
             cells = _means(rs, lambda r: (r["task"], r["epsilon"]))
-            gaps, mono = [], True
+            gaps, breaks = [], []
             for (task, eps), cr in cells.items():
                 mean = float(np.mean([r[metric_of(task)] for r in cr]))
                 if (task, eps) in best:
                     gaps.append(100 * (mean - best[(task, eps)]))
             for task in {t for t, _ in cells}:
-                means = [float(np.mean([r[metric_of(task)] for r in cells[(task, e)]])) for e in EPSILONS if (task, e) in cells]
-                mono &= all(b >= a - 0.01 for a, b in zip(means, means[1:]))
-            scored.append((mono, min(gaps), float(np.mean(gaps)), setting, len(gaps)))
+                ms = [_mean_se([100 * r[metric_of(task)] for r in cells[(task, e)]]) for e in EPSILONS if (task, e) in cells]
+                breaks += [f"{task} {a[0]:.1f}->{b[0]:.1f}" for a, b in zip(ms, ms[1:])
+                           if b[0] < a[0] - max(1.0, 2 * np.hypot(a[1], b[1]))]
+            scored.append((not breaks, min(gaps) if gaps else -np.inf, float(np.mean(gaps)) if gaps else -np.inf, setting,
+                           len(gaps), breaks))
         if not scored:
             continue
         top = max(x[1] for x in scored if x[0] == max(y[0] for y in scored))
         ranked = sorted(scored, key=lambda x: (x[0], x[1] >= top - 0.5, x[2] if x[1] >= top - 0.5 else x[1]), reverse=True)
         print(f"== {design}: {len(scored)} settings; chosen first (monotone, worst gap, mean gap, cells)")
-        for mono, worst, mean, setting, ncell in ranked:
-            print(f"  {dict(zip(names, setting))}  monotone={mono}  worst {worst:+.2f}  mean {mean:+.2f}  cells {ncell}")
+        for mono, worst, mean, setting, ncell, breaks in ranked:
+            print(f"  {dict(zip(names, setting))}  monotone={mono}  worst {worst:+.2f}  mean {mean:+.2f}  cells {ncell}"
+                  + (f"  breaks: {'; '.join(breaks)}" if breaks else ""))
     return 0
 
 
@@ -230,10 +276,17 @@ def main(argv=None) -> int:
     r.add_argument("--workers", type=int, default=1)
     c = sub.add_parser("choose")
     c.add_argument("out")
-    c.add_argument("baselines", help="benchmarks/results/dp-source-only-dev.json: the DP and non-private source-only rows of the same pairs")
+    c.add_argument("baselines", nargs="+", help="benchmarks/dp_source_only/results/dp-source-only-dev.json (and the "
+                   "`references` rows): the DP and non-private reference rows of the same pairs")
+    f = sub.add_parser("references")
+    f.add_argument("out")
+    f.add_argument("--seeds", type=int, default=5)
+    f.add_argument("--pairs", nargs="*", default=[])
     args = ap.parse_args(argv)
     if args.cmd == "choose":
         return choose(args.out, args.baselines)
+    if args.cmd == "references":
+        return references(args.out, args.seeds, args.pairs)
     settings = {}
     for item in args.set:
         name, _, values = item.partition("=")

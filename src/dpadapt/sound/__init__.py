@@ -61,7 +61,8 @@ def request(Xt, config: Config, n_sources) -> Release:
     if classes is None:
         raise api.ConfigError("classes= must be given: the request names the public label set")
     facts = rule.Facts(tuple(classes), tuple(source_facts(config, n) for n in sizes))
-    return rule.design(check_features(Xt, "Xt (target)", allow_sparse=True), facts, feature_type=config.feature_type).to_release()
+    return rule.design(check_features(Xt, "Xt (target)", allow_sparse=True), facts, feature_type=config.feature_type,
+                       kind=config.design).to_release()
 
 
 def plan(config: Config, facts: dict) -> Plan:

@@ -12,24 +12,27 @@ fixed public map for the sources. The rule and its derivation are written in
    same covariance leaves ``W_ref``. When ``W / W_ref < CLUSTER_RATIO`` (a gap statistic, Tibshirani, Walther
    & Hastie 2001) classes are likely clusters on its side and the ``"prototypes"`` design refines the DP class
    prototypes on its rows (sums and counts only, Δ = 2); otherwise the ``"discriminant"`` design asks for the
-   pooled second moment too (Δ = √6) and forms Fisher's discriminant of the noisy moments. The design does not
-   depend on ε.
+   pooled second moment too (Δ = √6) and forms Fisher's discriminant of the noisy moments. Sources with fewer
+   than :data:`MEAN_ONLY_ROWS_PER_CLASS` rows a class (n/K) get the prototypes whatever the ratio: a second
+   moment cannot be estimated from a handful of rows. The design does not depend on ε.
 3. **The working space.** The receiver's top-k principal directions, k the number of directions whose signal
-   can stand above the release noise σ_eff (σ_eff² = Σ σ_i², n = Σ n_i, λ_j the receiver's spectrum of mapped
-   rows, E_k = λ_1 + … + λ_k the energy the first k directions keep, λ_k / E_k the share of a re-normalised
-   row along the k-th):
+   stands above BOTH errors of the source's statistics: the release noise σ_eff (σ_eff² = Σ σ_i²) and the
+   sampling error of class means and second moments on n = Σ n_i rows (λ_j the receiver's spectrum of mapped
+   rows, E_k = λ_1 + … + λ_k, s_k = λ_k / E_k the share of a re-normalised row along the k-th direction):
 
-   * prototypes: the noise on a coordinate of a class mean, σ_eff·K/n (the DP mean-estimation rate with
-     n/K rows per class), against the spread of a row along the direction: (σ_eff K / n)² ≤ γ_s·λ_k / E_k;
-     at least K directions (K class means span K − 1);
-   * discriminant: the noise on the k × k second moment has spectral norm ≈ 2σ_eff√k (Bai–Yin), the k-th
-     eigenvalue of the second moment of n such rows is ≈ n·λ_k / E_k; a direction is resolved when
-     2σ_eff√k ≤ γ_m·n·λ_k / E_k (Weyl).
+   * prototypes: a coordinate of a class mean along direction k carries the release noise σ_eff·K/n and the
+     sampling error √(s_k·K/n) (n/K rows whose spread there is at most s_k), against the row's spread s_k:
+     (σ_eff K / n)² + s_k·K/n ≤ γ_s·s_k; at least K directions (K class means span K − 1);
+   * discriminant: in the coordinates whitened by the true second moment, the noise on the k × k moment has
+     spectral norm ≈ 2σ_eff√k / (n s_k) at the k-th direction (Bai–Yin) and the sampling error of n rows
+     ≈ 2√(k/n) (the Marchenko–Pastur edge); a direction is resolved when their sum stays below γ_m (Weyl):
+     2√k·(σ_eff / (n s_k) + 1/√n) ≤ γ_m.
 
-   Both sides are monotone in k (λ_k / E_k decreases, the noise side increases or stays), so k is the
-   largest k that passes; a smaller σ_eff (a larger ε, more rows) never gives a smaller k: monotone in ε by
-   construction. Without noise every direction passes: the discriminant uses the mapped features themselves
-   (d ≤ :data:`MAX_FEATURES`), the prototypes the receiver's whole basis.
+   Both left sides grow with k and with σ_eff, so k is the largest k that passes; a smaller σ_eff (a larger ε,
+   more rows) never gives a smaller k, and as ε → ∞ the rule tends to its value at σ_eff = 0 — the one used
+   without noise, where the sampling term alone bounds k (at most γ_m²·n/4 directions): the noise-free model is
+   the limit of the private ones, so monotonicity holds up to and including ε = None by construction.
+   Derivation: ``benchmarks/sound/design_rule.md`` (issue 37).
 """
 
 from __future__ import annotations
@@ -50,16 +53,21 @@ from dpadapt.sound.spaces import RowMap
 DESIGNS = ("prototypes", "discriminant")
 #: Below this within-cluster scatter ratio (data / Gaussian reference) the receiver's rows are clusters.
 CLUSTER_RATIO = 0.6
-#: γ_s and γ_m of the rules above, chosen on the development pairs by ``benchmarks/sound/design_rule.md``.
-GAMMA_PROTOTYPES = 4.0
+#: γ_s and γ_m of the rules above, chosen on the development pairs by ``benchmarks/sound/design_rule.md`` (issue 37).
+GAMMA_PROTOTYPES = 1.0
 GAMMA_DISCRIMINANT = 2.0
 #: The discriminant's public ridge λ = a·σ√k + f·n/k (σ√k: the noise's spectral size; n/k: a row's share of the
 #: signal); a fixed a priori, f chosen with the γ's.
 RIDGE_SCALE = 2.0
 RIDGE_FLOOR = 1.0
-#: The largest basis a private request asks for, and the widest feature space used without noise.
+#: The prototypes' floor: at least this many directions per class (issue 37's "low fixed k" for tiny sources).
+DIRECTIONS_PER_CLASS = 1
+#: Below this many source rows per class (n/K, public) the design is the prototypes whatever the gap ratio: sums
+#: and counts only (Δ = 2 rather than √6), no second moment to estimate from a handful of rows. It reads n and K
+#: only, never ε, so the design stays the same at every ε (issue 37's "mean-only" candidate for tiny sources).
+MEAN_ONLY_ROWS_PER_CLASS = 50
+#: The largest basis a request asks for (with or without noise).
 MAX_BASIS = 300
-MAX_FEATURES = 8192
 #: The public seed of the receiver's own randomness here (k-means starts, the Gaussian reference).
 SEED = 20261126
 
@@ -112,22 +120,25 @@ def effective_noise(sources: tuple[SourceFacts, ...], statistics: str) -> float:
 
 
 def discriminant_ridge(sigma: float, n: float, k: int) -> float:
-    """The public ridge λ of the discriminant (module constants; public σ, n and k only)."""
+    """The public ridge λ = a·σ√k + f·n/k of the discriminant (module constants; public σ, n and k only)."""
     return float(RIDGE_SCALE * sigma * math.sqrt(k) + RIDGE_FLOOR * max(n, 1.0) / k)
 
 
 def basis_size(spectrum: np.ndarray, *, design: str, sigma: float, n: float, K: int) -> int:
-    """The largest k that passes the design's noise rule (module docstring), at least K for the prototypes."""
+    """The largest k that passes the design's rule for the release noise ``sigma`` and the sampling error of
+    ``n`` rows (module docstring), at least K for the prototypes; finite at ``sigma = 0``."""
     lam = np.asarray(spectrum, dtype=np.float64)
     ks = np.arange(1, lam.size + 1)
-    share = lam / np.maximum(np.cumsum(lam), np.finfo(float).tiny)
+    share = np.maximum(lam / np.maximum(np.cumsum(lam), np.finfo(float).tiny), np.finfo(float).tiny)
+    n = max(float(n), 1.0)
     if design == "prototypes":
-        ok = (sigma * K / n) ** 2 <= GAMMA_PROTOTYPES * share
-        floor = K
+        ok = (sigma * K / n) ** 2 + share * K / n <= GAMMA_PROTOTYPES * share
+        floor = DIRECTIONS_PER_CLASS * K
     else:
-        ok = 2.0 * sigma * np.sqrt(ks) <= GAMMA_DISCRIMINANT * n * share
+        ok = 2.0 * np.sqrt(ks) * (sigma / (n * share) + 1.0 / math.sqrt(n)) <= GAMMA_DISCRIMINANT
         floor = 1
-    k = int(ks[ok].max()) if ok.any() else 1
+    passed = ks[ok & (np.cumsum(~ok) == 0)]  # the prefix that passes (both sides are monotone in k)
+    k = int(passed.max()) if passed.size else 1
     return int(min(max(k, floor), lam.size))
 
 
@@ -147,8 +158,9 @@ class Facts:
         return any(s.epsilon is not None for s in self.sources)
 
 
-def design(Xt, facts: Facts, *, feature_type: str = "auto") -> Request:
-    """The receiver's request for ``facts`` from its rows ``Xt`` (dense or sparse)."""
+def design(Xt, facts: Facts, *, feature_type: str = "auto", kind: str = "auto") -> Request:
+    """The receiver's request for ``facts`` from its rows ``Xt`` (dense or sparse); ``kind`` fixes the
+    post-processing (:data:`DESIGNS`) instead of the gap statistic (``"auto"``)."""
     K = len(facts.classes)
     log1p = choose_log1p(Xt, feature_type)
     M = RowMap(log1p).mapped(Xt)
@@ -159,13 +171,15 @@ def design(Xt, facts: Facts, *, feature_type: str = "auto") -> Request:
     mean, components, spectrum = _spectrum(M, top)
     kc = min(2 * K, components.shape[1])
     ratio = cluster_ratio(RowMap(False, mean, components[:, :kc])(M) if kc >= 1 else M, K)  # M is mapped already
-    kind = "prototypes" if ratio < CLUSTER_RATIO else "discriminant"
+    if kind == "auto":
+        tiny = facts.n / K < MEAN_ONLY_ROWS_PER_CLASS
+        kind = "prototypes" if ratio < CLUSTER_RATIO or tiny else "discriminant"
+    elif kind not in DESIGNS:
+        raise ValueError(f"design must be 'auto' or one of {DESIGNS}, got {kind!r}")
     statistics = "sums" if kind == "prototypes" else "moments"
     sigma = effective_noise(facts.sources, statistics)
     quantities = {"design": kind, "cluster_ratio": ratio, "sigma": sigma, "n": facts.n, "K": K, "log1p": log1p,
                   "spectrum_head": spectrum[:10].tolist()}
-    if not facts.private and kind == "discriminant" and d <= MAX_FEATURES:
-        return Request(facts.classes, d, log1p, statistics, facts.sources, design={**quantities, "k_rule": d})
     k = basis_size(spectrum, design=kind, sigma=sigma, n=facts.n, K=K)
     return Request(facts.classes, d, log1p, statistics, facts.sources, mean=mean, components=components[:, :k].copy(),
                    design={**quantities, "k_rule": k})

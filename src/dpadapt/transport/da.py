@@ -273,10 +273,11 @@ def adapt(release_: Release, Xt, config: Config, *, basis_release=None):
 class DPOTAdapter(ConfigEstimator):
     """DPOT with both party steps in one process; skada-compatible.
 
-    Sound mode (default): the class-statistics protocol — the unprotected target discloses its
-    mean and top-k PCA basis, the source releases per-class sums and counts of its rows in that
-    basis as ONE Gaussian (record-level (ε, δ)-DP, labels included, Δ = 2 replace-one), the target
-    refines the DP prototypes on its own rows. ``design="rows"``: the per-row release (weak).
+    Sound mode (default): the sound route (:mod:`dpadapt.sound`) with DPOT's transport step as the
+    post-processing — the unprotected target sends its request (mean and top-k basis, k from the
+    design rule), the source releases per-class sums and counts of its rows in that basis as ONE
+    Gaussian (record-level (ε, δ)-DP, labels included, Δ = 2 replace-one), the target refines the DP
+    prototypes on its own rows by entropic OT. After fitting: ``request_``, ``release_``, ``model_``. ``design="rows"``: the per-row release (weak).
     Paper mode: the published procedure (LeTien et al. 2019), its guarantee marked invalid.
     ``classes`` (the public label set) is required in sound mode; δ defaults to 1/(10 n_s) and
     δ ≥ 1/n_s is refused in sound mode.
@@ -298,10 +299,23 @@ class DPOTAdapter(ConfigEstimator):
 
 
 def _fit_classstats(est: DPOTAdapter, c: Config, Xs, ys, Xt, yt) -> DPOTAdapter:
-    """Class-statistics design (sound default): target basis → one Gaussian on class statistics → refinement."""
+    """Sound mode: DPOT's transport step as a post-processing of the sound route (:mod:`dpadapt.sound`) — the
+    receiver's request (its basis, k from the rule of :mod:`dpadapt.sound.design`), ONE Gaussian release of the
+    source's class sums and counts, the DP prototypes refined by entropic OT on the receiver's rows."""
+    from dpadapt import sound
+
+    defaults = {f.name: f.default for f in dataclasses.fields(Config)}
+    ignored = [name for name in ("k", "refinement") if getattr(c, name) != defaults[name]]
+    if ignored:
+        raise ConfigError(f"{', '.join(ignored)} are not read in sound mode: the sound design sizes the basis from the "
+                          "public noise level and the rows, and the transport step is the refinement (issue 37)")
     Xs, ys, Xt, _ = est._check_domains(Xs, ys, Xt, None, allow_sparse=True)
+    feature_type = c.feature_type if c.log1p == "auto" else ("counts" if c.log1p == "true" else "dense")
+    config = sound.Config(epsilon=c.epsilon, delta=c.delta, classes=c.classes, random_state=c.random_state,
+                          reproducible_noise=c.reproducible_noise, relation=c.relation, feature_type=feature_type,
+                          design="prototypes")
     start = time.perf_counter()
-    est.basis_release_, est.release_, est.model_ = classstats.run_parties(c, Xs, ys, Xt, family="dpot")
+    est.request_, (est.release_,), est.model_ = sound.run_parties(config, [(Xs, ys)], Xt)
     est.seconds_ = {"total": time.perf_counter() - start}
     est.classes_ = est.model_.classes_
     est._set_guarantees(*([est.release_.guarantee] if c.private else []))
