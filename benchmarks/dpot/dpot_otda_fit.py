@@ -3,14 +3,17 @@ effective λ_e on its non-private OTDA row (98.7 on DeCAF6 D→W and W→D), nev
 
 Runs non-private OTDA (whole batch, raw rows, 3-layer net, λ_g = 0.1) for every candidate
 (POT normalisation × λ_e), seeds 0–2, scores each by the mean |accuracy − 98.7| over the two pairs and
-applies the tie rule. Output: ``results/dpot-otda-fit.json`` (all rows and the choice).
-Usage: python benchmarks/dpot/dpot_otda_fit.py
+applies the tie rule. Each candidate's row is appended to ``results/dpot-otda-fit.jsonl`` as it finishes
+(a rerun skips candidates already there; several processes may share the normalisations between them);
+once every candidate is there the choice goes to ``results/dpot-otda-fit.json``.
+Usage: python benchmarks/dpot/dpot_otda_fit.py [NORM ...]   (default: all four)
 """
 
 from __future__ import annotations
 
 import json
 import math
+import sys
 import time
 from pathlib import Path
 
@@ -20,6 +23,7 @@ from dpadapt.bench.common import cached_pair
 from dpadapt.transport import OTDA
 
 OUT = Path(__file__).parent / "results" / "dpot-otda-fit.json"
+ROWS = OUT.with_suffix(".jsonl")
 NORMS = ("max", "median", "log", "loglog")
 REG_ES = (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0)
 PAIRS = (("dslr", "webcam"), ("webcam", "dslr"))
@@ -57,12 +61,24 @@ def choose(rows: list[dict]) -> dict:
     return min(tied, key=lambda r: (r["reg_e"] != 0.01, abs(math.log10(r["reg_e"] / 0.01)), NORMS.index(r["cost_norm"])))
 
 
+def load() -> list[dict]:
+    return [json.loads(line) for line in ROWS.read_text().splitlines() if line.strip()] if ROWS.exists() else []
+
+
 def main() -> None:
-    rows = []
-    for norm in NORMS:
+    for norm in sys.argv[1:] or NORMS:
         for reg_e in REG_ES:
-            rows.append(run_candidate(norm, reg_e))
-            print(json.dumps(rows[-1]), flush=True)
+            if any(r["cost_norm"] == norm and r["reg_e"] == reg_e for r in load()):
+                continue
+            row = run_candidate(norm, reg_e)
+            with ROWS.open("a") as f:
+                f.write(json.dumps(row) + "\n")
+            print(json.dumps(row), flush=True)
+    rows = load()
+    if len({(r["cost_norm"], r["reg_e"]) for r in rows}) < len(NORMS) * len(REG_ES):
+        print("not every candidate has run yet; no choice")
+        return
+    rows = sorted(rows, key=lambda r: (NORMS.index(r["cost_norm"]), r["reg_e"]))
     pick = choose(rows)
     out = {"rule": "benchmarks/dpot/dpot_reading_otda_fit.md (rule 1)", "rows": rows,
            "choice": {"cost_norm": pick["cost_norm"], "reg_e": pick["reg_e"], "score": pick["score"]}}
