@@ -7,8 +7,9 @@ import dataclasses
 from dpadapt.configs import classstats
 from dpadapt.configs.base import ConfigError, param
 
-#: Scalings of the cost before the OT solver: double-centred / max |·| (ours), or POT's ``norm="max"``.
-COST_NORMS: tuple[str, ...] = ("centred_max", "max")
+#: Scalings of the cost before the OT solver: double-centred / max |·| (ours), or one of POT's
+#: ``cost_normalization`` options ("max", "median", "log", "loglog").
+COST_NORMS: tuple[str, ...] = ("centred_max", "max", "median", "log", "loglog")
 
 #: Why sound mode refuses the per-row design. With minibatches its accounting is wrong
 #: (public or randomized-response labels); the whole-batch release is sound but loses everywhere (≈ chance

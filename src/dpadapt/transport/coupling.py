@@ -31,7 +31,7 @@ from dpadapt.configs.dpot import COST_NORMS
 
 OTMethod = Literal["exact", "sinkhorn", "sinkhorn_gl"]
 OT_METHODS: tuple[str, ...] = ("exact", "sinkhorn", "sinkhorn_gl")
-CostNorm = Literal["centred_max", "max"]
+CostNorm = Literal["centred_max", "max", "median", "log", "loglog"]
 #: Cost (in units of the normalised cost, whose entries lie in [−1, 1]) that forbids a pair.
 FORBIDDEN_COST = 1e3
 
@@ -52,14 +52,24 @@ def debiased_cost(Z: np.ndarray, Yt: np.ndarray, sigma: float) -> np.ndarray:
 
 def normalised_cost(C: np.ndarray, rule: CostNorm = "centred_max") -> np.ndarray:
     """The cost the solvers see: ``"centred_max"`` double-centres C (removes row and column means)
-    and divides by its largest absolute entry; ``"max"`` divides C by its maximum (POT's
-    ``cost_normalization(C, "max")``; a non-positive maximum falls back to the largest absolute entry).
+    and divides by its largest absolute entry; ``"max"`` / ``"median"`` divide C by its maximum /
+    median (POT's ``cost_normalization``; a non-positive scale falls back to the largest absolute
+    entry); ``"log"`` / ``"loglog"`` are POT's log(1 + C) / log(1 + log(1 + C)) on C clipped at 0
+    (a debiased cost can dip below 0).
 
-    Both leave every unregularised balanced OT coupling unchanged; they set the effective
-    regularisation scale (see the module docstring). A statistic of C only, hence post-processing.
+    The scalings leave every unregularised balanced OT coupling unchanged and set the effective
+    regularisation scale (see the module docstring); the log variants change the cost function
+    itself. A statistic of C only, hence post-processing.
     """
     if rule not in COST_NORMS:
         raise ValueError(f"cost_norm must be one of {COST_NORMS}, got {rule!r}")
+    if rule in ("log", "loglog"):
+        L = np.log1p(np.maximum(C, 0.0))
+        return np.log1p(L) if rule == "loglog" else L
+    if rule == "median":
+        mid = float(np.median(C))
+        scale = mid if mid > 0 else float(np.abs(C).max())
+        return C / scale if scale > 0 else C
     if rule == "max":
         top = float(C.max())
         scale = top if top > 0 else float(np.abs(C).max())

@@ -186,7 +186,7 @@ def adapt_dpot(
         Target rows per minibatch step (default: the source batch size).
     random_state : int or Generator
         Target-side randomness (target minibatches, classifier initialisation).
-    cost_norm : {"max", "centred_max"}, optional
+    cost_norm : {"max", "centred_max", "median", "log", "loglog"}, optional
         Scaling of each block's cost before the solver. Default: ``"max"`` (POT's ``norm="max"``,
         the reading of ``benchmarks/dpot/dpot_paper_reading.md``) for a paper-mode release,
         ``"centred_max"`` otherwise.
