@@ -55,6 +55,11 @@ class StreamTable(Table):
     def n_features(self) -> int:
         return self.source.n_features
 
+    @property
+    def columns(self) -> tuple[str, ...] | None:
+        """The feature columns' names (a header, an ``.npz``'s ``feature_names``); ``None``: headerless."""
+        return self.source.columns
+
     def _load(self) -> tuple:
         if self._whole is None:
             from dpadapt.stream import materialize

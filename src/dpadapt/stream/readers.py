@@ -60,9 +60,47 @@ class ChunkedSource:
     chunks: Callable[[], Iterator[Chunk]]
     labelled: bool
     name: str = "data"
+    #: the feature columns' names in order (a CSV / Parquet header, an ``.npz``'s ``feature_names``, a
+    #: DataFrame's columns); ``None`` for headerless input (read by position only)
+    columns: tuple[str, ...] | None = None
 
     def __iter__(self) -> Iterator[Chunk]:
         return self.chunks()
+
+
+def _names(names) -> str:
+    shown = ", ".join(repr(str(c)) for c in list(names)[:5])
+    return shown + (f" … ({len(names) - 5} more)" if len(names) > 5 else "")
+
+
+def select_columns(source: ChunkedSource, names, what: str = "the model") -> ChunkedSource:
+    """``source`` with its feature columns taken by name, in the order of ``names`` (what ``what`` was fitted on).
+
+    A missing or an extra column is refused in one line naming them; a source without column names
+    (headerless) is refused, since it can only be read by position. The same names in another order
+    are mapped by name (never read by position).
+    """
+    names = tuple(str(c) for c in names)
+    if source.columns is None:
+        raise ValueError(f"{source.name}: the file has no column names, but {what} has named columns "
+                         f"({_names(names)}); give a CSV / Parquet file with a header, or an .npz with 'feature_names'")
+    have = tuple(source.columns)
+    if have == names:
+        return source
+    missing = [c for c in names if c not in have]
+    extra = [c for c in have if c not in names]
+    if missing or extra:
+        parts = ([f"missing column(s) {_names(missing)}"] if missing else []) + (
+            [f"extra column(s) {_names(extra)}"] if extra else [])
+        raise ValueError(f"{source.name}: {'; '.join(parts)} ({what} has columns {_names(names)}); "
+                         "give exactly these feature columns, in any order")
+    order = np.array([have.index(c) for c in names])
+
+    def chunks() -> Iterator[Chunk]:
+        for X, y in source.chunks():
+            yield X[:, order], y
+
+    return dataclasses.replace(source, chunks=chunks, columns=names)
 
 
 def _short(exc: BaseException) -> str:
@@ -102,6 +140,9 @@ def _check_labels(name: str, y, start: int, label_column: str) -> np.ndarray:
 
 def from_arrays(X, y=None, *, rows: int | None = None, name: str = "data") -> ChunkedSource:
     """Chunks of an in-memory, memory-mapped or sparse (CSR) feature matrix and its labels."""
+    columns = None
+    if hasattr(X, "columns") and hasattr(X, "to_numpy"):  # a DataFrame: its column names travel with the rows
+        columns = tuple(str(c) for c in X.columns)
     if sp.issparse(X):
         X = X.tocsr()
     elif not isinstance(X, np.ndarray):
@@ -120,7 +161,7 @@ def from_arrays(X, y=None, *, rows: int | None = None, name: str = "data") -> Ch
             stop = min(n, start + step)
             yield _check_chunk(name, X[start:stop], None if y is None else y[start:stop], start)
 
-    return ChunkedSource(n, d, chunks, y is not None, name)
+    return _with_columns(ChunkedSource(n, d, chunks, y is not None, name), columns)
 
 
 def labelled_source(X, y=None, *, name: str = "Xs (source)", classes=None) -> ChunkedSource:
@@ -271,8 +312,9 @@ def open_npz(path: str | os.PathLike, label_column: str = "y", *, rows: int | No
     y = None
     if label_name is not None:
         y = _Member(archive, names[label_name], where).read_all()
+    columns = _npz_feature_names(archive, names, where)
     if set(_CSR) <= set(names):
-        return _npz_csr(archive, names, y, where, rows)
+        return _with_columns(_npz_csr(archive, names, y, where, rows), columns)
     if "X" not in names:
         raise ValueError(f"{path}: an .npz data file needs an array 'X' (or CSR arrays data/indices/indptr/shape)")
     member = _Member(archive, names["X"], where)
@@ -285,7 +327,7 @@ def open_npz(path: str | os.PathLike, label_column: str = "y", *, rows: int | No
         raise ValueError(f"{path}: the data file is empty ({n} rows × {d} features)")
     _check_label_count(where, y, n)
     if member.fortran:  # no contiguous rows to stream
-        return from_arrays(member.read_all(), y, rows=rows, name=where)
+        return _with_columns(from_arrays(member.read_all(), y, rows=rows, name=where), columns)
     step = int(rows) if rows else chunk_rows(d)
 
     def chunks() -> Iterator[Chunk]:
@@ -295,7 +337,36 @@ def open_npz(path: str | os.PathLike, label_column: str = "y", *, rows: int | No
                 X = _read_values(fh, (stop - start) * d, member.dtype, where).reshape(stop - start, d)
                 yield _check_chunk(where, X, None if y is None else y[start:stop], start, label_column)
 
-    return ChunkedSource(n, d, chunks, y is not None, where)
+    return _with_columns(ChunkedSource(n, d, chunks, y is not None, where), columns)
+
+
+#: The ``.npz`` member that names the feature columns (one string a column; written by :func:`dpadapt.io.save_table`).
+FEATURE_NAMES = "feature_names"
+
+
+def _npz_feature_names(archive, names: dict, where: str) -> tuple[str, ...] | None:
+    if FEATURE_NAMES not in names:
+        return None
+    member = _Member(archive, names[FEATURE_NAMES], where)
+    if member.dtype.kind not in "US" or len(member.shape) != 1:
+        raise ValueError(f"{where}: '{FEATURE_NAMES}' must be one text name per feature column, got dtype "
+                         f"{member.dtype} and shape {member.shape}")
+    values = member.read_all()
+    return tuple(v.decode() if isinstance(v, bytes) else str(v) for v in values.tolist())
+
+
+def _with_columns(source: ChunkedSource, columns: tuple[str, ...] | None) -> ChunkedSource:
+    """``source`` with its feature names, checked: one distinct name per column."""
+    if columns is None:
+        return source
+    if len(columns) != source.n_features:
+        raise ValueError(f"{source.name}: '{FEATURE_NAMES}' has {len(columns)} names for {source.n_features} "
+                         "feature columns; give one name per column")
+    if len(set(columns)) != len(columns):
+        seen: set = set()
+        dup = next(c for c in columns if c in seen or seen.add(c))
+        raise ValueError(f"{source.name}: '{FEATURE_NAMES}' names column {dup!r} twice; give each column its own name")
+    return dataclasses.replace(source, columns=columns)
 
 
 def _check_label_count(where: str, y, n: int) -> None:
@@ -419,7 +490,7 @@ def open_csv(path: str | os.PathLike, label_column: str = "y", *, rows: int | No
             raise ValueError(f"{path}: {start} data rows were read but {n} lines were counted; "
                              "the file changed while it was read, or has a line break inside a cell")
 
-    return ChunkedSource(n, d, chunks, labelled, str(path))
+    return ChunkedSource(n, d, chunks, labelled, str(path), tuple(features))
 
 
 def _columns(batch, names: list[str]) -> np.ndarray:
@@ -528,7 +599,7 @@ def open_parquet(path: str | os.PathLike, label_column: str = "y", *, rows: int 
             yield _check_chunk(str(path), X, y, start, label_column)
             start += batch.num_rows
 
-    return ChunkedSource(n, d, chunks, labelled, str(path))
+    return ChunkedSource(n, d, chunks, labelled, str(path), tuple(names))
 
 
 # ---- by suffix; the whole table --------------------------------------------------------------------
