@@ -42,6 +42,8 @@ Chunk = tuple["np.ndarray | sp.csr_matrix", "np.ndarray | None"]
 DEFAULT_CHUNK_BYTES = 16 * 2**20
 #: Bytes of CSV text parsed at a time (pyarrow's default block size).
 CSV_BLOCK_BYTES = 1 << 20
+#: Bytes of a CSV header line read at most (a longer header is refused in one line).
+HEADER_BYTES = 1 << 20
 #: The data file types :func:`open_source` reads.
 SUPPORTED = (".npz", ".npy", ".csv", ".parquet")
 
@@ -92,8 +94,10 @@ def select_columns(source: ChunkedSource, names, what: str = "the model") -> Chu
     if missing or extra:
         parts = ([f"missing column(s) {_names(missing)}"] if missing else []) + (
             [f"extra column(s) {_names(extra)}"] if extra else [])
+        hint = (f"; if {extra[0]!r} holds the labels, name it with --label-column" if extra and not missing
+                and not source.labelled else "")
         raise ValueError(f"{source.name}: {'; '.join(parts)} ({what} has columns {_names(names)}); "
-                         "give exactly these feature columns, in any order")
+                         f"give exactly these feature columns, in any order{hint}")
     order = np.array([have.index(c) for c in names])
 
     def chunks() -> Iterator[Chunk]:
@@ -107,7 +111,7 @@ def _short(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:160]
 
 
-def _check_chunk(name: str, X, y, start: int, label_column: str = "y"):
+def _check_chunk(name: str, X, y, start: int, label_column: str = "y", columns=None):
     if sp.issparse(X):
         X = sp.csr_matrix(X, dtype=np.float64)
         values = X.data
@@ -118,8 +122,24 @@ def _check_chunk(name: str, X, y, start: int, label_column: str = "y"):
         X = np.asarray(X, dtype=np.float64)
         values = X
     if not np.isfinite(np.sum(values)) and not np.all(np.isfinite(values)):  # the sum is cheap; exact check if it overflows
-        raise ValueError(f"{name}: features contain NaN or infinite values (rows from {start})")
+        _refuse_non_finite(name, X, start, columns)
     return X, None if y is None else _check_labels(name, y, start, label_column)
+
+
+def _refuse_non_finite(name: str, X, start: int, columns) -> None:
+    """The first NaN / infinite feature value, named by its row (from 1), its column and the value."""
+    if sp.issparse(X):
+        coo = X.tocoo()
+        k = int(np.flatnonzero(~np.isfinite(coo.data))[0])
+        i, j, value = int(coo.row[k]), int(coo.col[k]), coo.data[k]
+    else:
+        flat = int(np.flatnonzero(~np.isfinite(X.ravel(order="K")))[0])
+        i, j = np.unravel_index(flat, X.shape, order="F" if X.flags.f_contiguous and not X.flags.c_contiguous else "C")
+        i, j = int(i), int(j)
+        value = X[i, j]
+    column = repr(columns[j]) if columns is not None and j < len(columns) else f"{j + 1} (counting from 1)"
+    raise ValueError(f"{name}: data row {start + i + 1}, column {column}: value {value} is not a finite number; "
+                     "drop or impute it (with a --schema, declare it a missing-value code)")
 
 
 def _check_labels(name: str, y, start: int, label_column: str) -> np.ndarray:
@@ -131,17 +151,19 @@ def _check_labels(name: str, y, start: int, label_column: str) -> np.ndarray:
         return y.astype(np.int64)
     if y.dtype.kind == "f":
         if not np.all(np.isfinite(y)):
-            raise ValueError(f"{name}: labels in {label_column!r} contain NaN or infinite values (rows from {start})")
+            row = start + int(np.flatnonzero(~np.isfinite(y))[0])
+            raise ValueError(f"{name}: data row {row + 1}, label column {label_column!r}: value {y[row - start]} is not a "
+                             "finite number; give a class index (-1 = unlabelled)")
         return y.astype(np.int64) if np.all(y == np.round(y)) else y.astype(np.float64)
     example = next(iter(y.tolist()), "")
     raise ValueError(f"{name}: labels in {label_column!r} are not integers (e.g. {example!r}); "
                      "map them to the public label set 0..K-1 first (-1 = unlabelled)")
 
 
-def from_arrays(X, y=None, *, rows: int | None = None, name: str = "data") -> ChunkedSource:
-    """Chunks of an in-memory, memory-mapped or sparse (CSR) feature matrix and its labels."""
-    columns = None
-    if hasattr(X, "columns") and hasattr(X, "to_numpy"):  # a DataFrame: its column names travel with the rows
+def from_arrays(X, y=None, *, rows: int | None = None, name: str = "data", columns=None) -> ChunkedSource:
+    """Chunks of an in-memory, memory-mapped or sparse (CSR) feature matrix and its labels; ``columns``: the
+    features' names (a DataFrame's by default), ``None`` for headerless rows."""
+    if columns is None and hasattr(X, "columns") and hasattr(X, "to_numpy"):  # a DataFrame: its column names travel with the rows
         columns = tuple(str(c) for c in X.columns)
     if sp.issparse(X):
         X = X.tocsr()
@@ -159,9 +181,9 @@ def from_arrays(X, y=None, *, rows: int | None = None, name: str = "data") -> Ch
     def chunks() -> Iterator[Chunk]:
         for start in range(0, n, step):
             stop = min(n, start + step)
-            yield _check_chunk(name, X[start:stop], None if y is None else y[start:stop], start)
+            yield _check_chunk(name, X[start:stop], None if y is None else y[start:stop], start, columns=columns)
 
-    return _with_columns(ChunkedSource(n, d, chunks, y is not None, name), columns)
+    return _with_columns(ChunkedSource(n, d, chunks, y is not None, name), None if columns is None else tuple(columns))
 
 
 def labelled_source(X, y=None, *, name: str = "Xs (source)", classes=None) -> ChunkedSource:
@@ -182,6 +204,8 @@ def labelled_source(X, y=None, *, name: str = "Xs (source)", classes=None) -> Ch
 
 def _existing(path: str | os.PathLike) -> Path:
     path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{path}: is a folder, not a data file; give a {', '.join(SUPPORTED)} file")
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such data file")
     return path
@@ -327,7 +351,7 @@ def open_npz(path: str | os.PathLike, label_column: str = "y", *, rows: int | No
         raise ValueError(f"{path}: the data file is empty ({n} rows × {d} features)")
     _check_label_count(where, y, n)
     if member.fortran:  # no contiguous rows to stream
-        return _with_columns(from_arrays(member.read_all(), y, rows=rows, name=where), columns)
+        return from_arrays(member.read_all(), y, rows=rows, name=where, columns=columns)
     step = int(rows) if rows else chunk_rows(d)
 
     def chunks() -> Iterator[Chunk]:
@@ -335,7 +359,7 @@ def open_npz(path: str | os.PathLike, label_column: str = "y", *, rows: int | No
             for start in range(0, n, step):
                 stop = min(n, start + step)
                 X = _read_values(fh, (stop - start) * d, member.dtype, where).reshape(stop - start, d)
-                yield _check_chunk(where, X, None if y is None else y[start:stop], start, label_column)
+                yield _check_chunk(where, X, None if y is None else y[start:stop], start, label_column, columns)
 
     return _with_columns(ChunkedSource(n, d, chunks, y is not None, where), columns)
 
@@ -428,7 +452,10 @@ def open_csv(path: str | os.PathLike, label_column: str = "y", *, rows: int | No
     """
     path = _existing(path)
     with open(path, "rb") as fh:
-        first = fh.readline(1 << 20)
+        first = fh.readline(HEADER_BYTES)
+        if len(first) == HEADER_BYTES and not first.endswith(b"\n") and fh.read(1):
+            raise ValueError(f"{path}: line 1 (the header) is longer than {HEADER_BYTES >> 20} MiB ({first.count(b',') + 1} "
+                             "columns or more); store a table this wide as .npz or .parquet")
     try:
         header = first.decode("utf-8-sig").rstrip("\r\n")
     except UnicodeDecodeError:
@@ -444,7 +471,9 @@ def open_csv(path: str | os.PathLike, label_column: str = "y", *, rows: int | No
     if not features:
         raise ValueError(f"{path}: no feature columns")
     if len(set(names)) != len(names):
-        raise ValueError(f"{path}: duplicate column names in the header")
+        seen: set = set()
+        dup = next(c for c in names if c in seen or seen.add(c))
+        raise ValueError(f"{path}: the header names column {dup!r} {names.count(dup)} times; give each column its own name")
     d = len(features)
     rows = int(rows) if rows else None
     # a block of text holds about ``rows`` rows, at most CSV_BLOCK_BYTES (pyarrow's parse of a larger
@@ -461,7 +490,8 @@ def open_csv(path: str | os.PathLike, label_column: str = "y", *, rows: int | No
         problems: list[str] = []
 
         def on_invalid(row) -> str:
-            line = f"line {row.number}" if row.number is not None else "a line"
+            number = row.number if row.number is not None else _line_of(path, row.text, delimiter, len(names))
+            line = f"line {number}" if number is not None else "a line"
             problems.append(f"{path}: header has {row.expected_columns} columns but {line} has "
                             f"{row.actual_columns}" + (" (a blank line)" if not row.text.strip() else ""))
             return "error"
@@ -484,13 +514,22 @@ def open_csv(path: str | os.PathLike, label_column: str = "y", *, rows: int | No
             y = _csv_labels(path, batch.column(label_column), label_column, start) if labelled else None
             for a in range(0, batch.num_rows, rows or batch.num_rows or 1):
                 b = min(batch.num_rows, a + (rows or batch.num_rows))
-                yield _check_chunk(str(path), X[a:b], None if y is None else y[a:b], start + a, label_column)
+                yield _check_chunk(str(path), X[a:b], None if y is None else y[a:b], start + a, label_column, features)
             start += batch.num_rows
         if start != n:
             raise ValueError(f"{path}: {start} data rows were read but {n} lines were counted; "
                              "the file changed while it was read, or has a line break inside a cell")
 
     return ChunkedSource(n, d, chunks, labelled, str(path), tuple(features))
+
+
+def _line_of(path: Path, text: str, delimiter: str, width: int) -> int | None:
+    """The number (from 1) of the first line whose cells are not ``width`` (an error path: reads the file again)."""
+    with open(path, encoding="utf-8-sig", errors="replace", newline="") as fh:
+        for number, cells in enumerate(csv.reader(fh, delimiter=delimiter), start=1):
+            if len(cells) != width:
+                return number
+    return None
 
 
 def _columns(batch, names: list[str]) -> np.ndarray:
@@ -596,7 +635,7 @@ def open_parquet(path: str | os.PathLike, label_column: str = "y", *, rows: int 
                                          use_threads=False):
             X = _columns(batch, names)
             y = batch.column(label_column).to_numpy(zero_copy_only=False) if labelled else None
-            yield _check_chunk(str(path), X, y, start, label_column)
+            yield _check_chunk(str(path), X, y, start, label_column, names)
             start += batch.num_rows
 
     return ChunkedSource(n, d, chunks, labelled, str(path), tuple(names))
@@ -609,8 +648,7 @@ def open_source(path: str | os.PathLike, label_column: str = "y", *, labels=None
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in SUPPORTED:
-        if not path.exists():
-            raise FileNotFoundError(f"{path}: no such data file")
+        _existing(path)  # a folder or a missing file is named as such, not as a file type
         raise ValueError(f"{path}: unsupported data file type {suffix!r}; use one of {', '.join(SUPPORTED)}")
     if labels is not None and suffix != ".npy":
         raise ValueError(f"{path}: separate labels are for .npy data; {suffix} files carry a label column")

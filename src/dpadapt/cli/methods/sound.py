@@ -55,7 +55,9 @@ def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
     from dpadapt.sound.request import Request
 
     if not table.source.labelled:
-        raise ValueError(f"{table.path}: the source data needs labels")
+        from dpadapt.cli.table_options import missing_labels
+
+        raise missing_labels(table, args)
     req = Request.from_release(Release.load(args.request, expect_method="sound"), n_features=table.n_features)
     schema_classes = getattr(table, "classes", None)
     own = tuple(range(len(schema_classes))) if schema_classes else (
