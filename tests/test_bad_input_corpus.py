@@ -328,3 +328,45 @@ def test_bad_input_is_refused_in_one_line_naming_what_and_where(corpus, capsys, 
         assert word in err, (word, err)
     assert _snapshot(corpus) == before
     assert [(e.release_id, e.state) for e in Ledger(corpus / "ledger.sqlite").history()] == spent
+
+
+# -- the Python API ------------------------------------------------------------------------------------
+def _api_cases():
+    from dpadapt.classstats import ClassStatsDA
+    from dpadapt.sound import SoundDA
+    from dpadapt.transport.da import DPOTAdapter
+
+    source, target = _frame(200, 1), _frame(100, 2)
+    nan = target[COLUMNS].to_numpy().copy()
+    nan[7, 2] = np.inf
+    for estimator in (SoundDA, DPOTAdapter, ClassStatsDA):
+        yield f"{estimator.__name__}/wider", estimator, (lambda m: type(m)(epsilon=None, classes=(0, 1)).fit_domains(
+            source[COLUMNS].to_numpy(), source["y"], target[COLUMNS].to_numpy()).predict(np.zeros((3, 6)))), \
+            ["X has 6 features", "fitted on 4"]
+        yield f"{estimator.__name__}/missing", estimator, (lambda m: m.predict_proba(target[COLUMNS[:3]])), \
+            ["missing column(s) 'hr'"]
+        yield f"{estimator.__name__}/array", estimator, (lambda m: m.predict(target[COLUMNS].to_numpy())), \
+            ["X has no column names", "'age', 'chol', 'bp', 'hr'"]
+        yield f"{estimator.__name__}/target-extra", estimator, (lambda m: type(m)(epsilon=None, classes=(0, 1)).fit_domains(
+            source[COLUMNS], source["y"], target.assign(z=1.0)[COLUMNS + ["z"]])), ["Xt (target)", "extra column(s) 'z'"]
+        yield f"{estimator.__name__}/nan", estimator, (lambda m: type(m)(epsilon=None, classes=(0, 1)).fit_domains(
+            source[COLUMNS].to_numpy(), source["y"], nan)), ["NaN or infinite", "row 7, column 2: inf"]
+
+
+API_CASES = list(_api_cases())
+
+
+@pytest.mark.parametrize("case", API_CASES, ids=[c[0] for c in API_CASES])
+def test_python_api_bad_input_is_refused_naming_what_and_where(case):
+    _, estimator, call, words = case
+    source, target = _frame(200, 1), _frame(100, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = estimator(epsilon=None, classes=(0, 1), random_state=0).fit_domains(source[COLUMNS], source["y"],
+                                                                                     target[COLUMNS])
+        with pytest.raises(ValueError) as info:
+            call(model)
+    message = str(info.value)
+    assert len(message.splitlines()) == 1
+    for word in words:
+        assert word in message, (word, message)

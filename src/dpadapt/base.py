@@ -201,6 +201,9 @@ def _named_labels_fit(fit_domains):
             Xt = _take_columns(Xt, names, f"{type(self).__name__}: Xt (target)", "Xs (source)")
         _fit_domains(self, Xs, ys, Xt, yt, **kwargs)
         _record_names(self, names)
+        first = Xs[0] if several_sources(Xs) else Xs
+        if len(getattr(first, "shape", ())) == 2:  # scikit-learn's n_features_in_: predict checks the width
+            self.n_features_in_ = int(first.shape[1])
         return self
 
     def _fit_domains(self, Xs, ys, Xt=None, yt=None, **kwargs):
@@ -295,9 +298,13 @@ def by_name(estimator, X):
     """``X`` with its columns taken by name when the estimator was fitted on a DataFrame (``feature_names_in_``):
     another order is mapped by name; a missing or extra column, or an array without names, is refused."""
     names = getattr(estimator, "feature_names_in_", None)
-    if names is None:
-        return X
-    return _take_columns(X, tuple(names), f"{type(estimator).__name__}: X", "the data it was fitted on")
+    if names is not None:
+        X = _take_columns(X, tuple(names), f"{type(estimator).__name__}: X", "the data it was fitted on")
+    width, fitted = getattr(X, "shape", (None, None)), getattr(estimator, "n_features_in_", None)
+    if isinstance(fitted, int) and len(width) == 2 and width[1] != fitted:
+        raise ValueError(f"{type(estimator).__name__}: X has {width[1]} features, but it was fitted on {fitted}; "
+                         "give the columns it was fitted on")
+    return X
 
 
 def _whole_numbers(y) -> bool:
