@@ -403,7 +403,7 @@ def test_item1_cli_refuses_a_hostile_basis_before_charging(rng, tmp_path, monkey
     (X, y), _ = _neighbours(rng, n=30, d=6)
     save_table(tmp_path / "source.npz", X, y)
     Ledger(ledger).set_budget("source", fingerprint(tmp_path / "source.npz"), 4.0, 1e-5)
-    honest = classstats.basis(rng.normal(size=(20, 6)), classstats.Config(k=2), family="dpot")
+    honest = classstats.basis(rng.normal(size=(20, 6)), classstats.Config(epsilon=None, k=2), family="dpot")
     comp = np.eye(6)[:, :2].copy()
     comp[2, 0] = np.inf
     _crafted_basis(honest, np.zeros(6), comp).save(tmp_path / "basis.release")

@@ -75,7 +75,7 @@ def _kwargs(src, eps, seed) -> dict:
 def lsq_ridge(src, eps, setting) -> float:
     """λ of a DP-LSQ setting from public facts only (the estimator's own formula): equal λ, equal model."""
     n, d = src.Xs.shape
-    cfg = LSQConfig(**setting)
+    cfg = LSQConfig(**{"epsilon": None, **setting})  # only its public ridge formula is used
     lam = cfg.ridge_floor * n / d
     if eps is not None:
         sigma, _, _ = adassp_plan(eps, src.delta, classes=tuple(range(src.n_classes)))

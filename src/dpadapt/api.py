@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from dpadapt.base import DAEstimator
-from dpadapt.configs.base import Config, ConfigError, param  # noqa: F401  (the family API: declared in configs/)
+from dpadapt.configs.base import Config, ConfigError, param, resolve_epsilon  # noqa: F401  (the family API: declared in configs/)
 from dpadapt.privacy.guarantee import REPRODUCIBLE_NOISE_REASON, Guarantee
 
 @dataclasses.dataclass(frozen=True)
@@ -174,4 +174,6 @@ class ConfigEstimator(DAEstimator):
         """Validate the current hyper-parameters into the family's Config."""
         values = {f.name: getattr(self, f.name) for f in self.config_class.parameters()}
         values.update(overrides)
+        if "epsilon" in values:  # not given: the stated private default, with a warning naming this estimator
+            values["epsilon"] = resolve_epsilon(values["epsilon"], type(self).__name__)
         return self.config_class(**values)

@@ -46,8 +46,9 @@ class DAEstimator(ClassifierMixin, BaseEstimator):
             cls.fit_domains = _named_labels_fit(cls.__dict__["fit_domains"])
         if "predict" in cls.__dict__:
             cls.predict = _named_labels_predict(cls.__dict__["predict"])
-        if "predict_proba" in cls.__dict__:
-            cls.predict_proba = _fitted_first(cls.__dict__["predict_proba"])
+        for name in ("predict_proba", "predict_log_proba", "decision_function"):
+            if name in cls.__dict__:
+                setattr(cls, name, _fitted_first(cls.__dict__[name]))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -71,9 +72,12 @@ class DAEstimator(ClassifierMixin, BaseEstimator):
             if not target.any():
                 return self.fit_source_only(X, y, **fit_params)
             sample_domain = np.where(target, -2, 1)
+        names = column_names(X)
         X = check_features(X, allow_sparse=True)
         Xs, ys, Xt, yt = split_domains(X, y, sample_domain)
-        return self.fit_domains(Xs, ys, Xt, yt, **fit_params)
+        self.fit_domains(Xs, ys, Xt, yt, **fit_params)
+        _record_names(self, names)
+        return self
 
     def fit_source_only(self, X, y, **fit_params):
         """``fit(X, y)`` with no target row (no ``sample_domain``, no label -1): a domain-adaptation estimator
@@ -92,13 +96,13 @@ class DAEstimator(ClassifierMixin, BaseEstimator):
     def _predict(self, X):
         """Labels of ``X`` (subclasses define ``_model_input(X)``: raw rows → ``model_``'s input)."""
         check_is_fitted(self, "model_")
-        return self.model_.predict(self._model_input(X))
+        return self.model_.predict(self._model_input(by_name(self, X)))
 
     @available_if(_has_model_input)
     def predict_proba(self, X):
         """Class probabilities of ``X`` (columns in the order of ``classes_``)."""
         check_is_fitted(self, "model_")
-        return self.model_.predict_proba(self._model_input(X))
+        return self.model_.predict_proba(self._model_input(by_name(self, X)))
 
     predict = available_if(_has_model_input)(functools.wraps(_predict)(lambda self, X: _decode(self, self._predict(X))))
 
@@ -242,6 +246,18 @@ def _named_labels_fit(fit_domains):
 
     @functools.wraps(fit_domains)
     def wrapper(self, Xs, ys, Xt=None, yt=None, **kwargs):
+        _record_names(self, None)  # a refit starts afresh (the subclass's own predict runs on arrays while fitting)
+        names = None if several_sources(Xs) else column_names(Xs)
+        if names is not None and Xt is not None:
+            Xt = _take_columns(Xt, names, f"{type(self).__name__}: Xt (target)", "Xs (source)")
+        _fit_domains(self, Xs, ys, Xt, yt, **kwargs)
+        _record_names(self, names)
+        first = Xs[0] if several_sources(Xs) else Xs
+        if len(getattr(first, "shape", ())) == 2:  # scikit-learn's n_features_in_: predict checks the width
+            self.n_features_in_ = int(first.shape[1])
+        return self
+
+    def _fit_domains(self, Xs, ys, Xt=None, yt=None, **kwargs):
         declared = getattr(self, "classes", None)
         names = label_names(declared)
         self._label_names = None  # while fitting, the subclass works with indices (its own predict included)
@@ -287,9 +303,59 @@ def _named_labels_predict(predict):
     @functools.wraps(predict)
     def wrapper(self, X, *args, **kwargs):
         check_is_fitted(self)
-        return _decode(self, predict(self, X, *args, **kwargs))
+        return _decode(self, predict(self, by_name(self, X), *args, **kwargs))
 
     return wrapper
+
+
+def column_names(X) -> tuple[str, ...] | None:
+    """A DataFrame's column names (scikit-learn's ``feature_names_in_``: only when every name is text), else ``None``."""
+    columns = getattr(X, "columns", None)
+    if columns is None or not hasattr(X, "to_numpy") or not all(isinstance(c, str) for c in columns):
+        return None
+    return tuple(columns)
+
+
+def _record_names(estimator, names: tuple[str, ...] | None) -> None:
+    if names is None:
+        estimator.__dict__.pop("feature_names_in_", None)
+    else:
+        estimator.feature_names_in_ = np.asarray(names, dtype=object)
+
+
+def _take_columns(X, names: tuple[str, ...], what: str, fitted: str):
+    """``X``'s columns by name in the order ``names``; missing / extra columns or no names are refused in one line."""
+    have = column_names(X)
+    if have is None:
+        raise ValueError(f"{what} has no column names, but {fitted} had named columns ({_shown(names)}); pass a "
+                         "DataFrame with these columns (rows are never matched to names by position)")
+    if have == names:
+        return X
+    missing, extra = [c for c in names if c not in have], [c for c in have if c not in names]
+    if missing or extra:
+        parts = ([f"missing column(s) {_shown(missing)}"] if missing else []) + (
+            [f"extra column(s) {_shown(extra)}"] if extra else [])
+        raise ValueError(f"{what}: {'; '.join(parts)} ({fitted} had columns {_shown(names)}); "
+                         "pass exactly these columns, in any order")
+    return X[list(names)]
+
+
+def _shown(names) -> str:
+    names = list(names)
+    return ", ".join(repr(c) for c in names[:5]) + (f" … ({len(names) - 5} more)" if len(names) > 5 else "")
+
+
+def by_name(estimator, X):
+    """``X`` with its columns taken by name when the estimator was fitted on a DataFrame (``feature_names_in_``):
+    another order is mapped by name; a missing or extra column, or an array without names, is refused."""
+    names = getattr(estimator, "feature_names_in_", None)
+    if names is not None:
+        X = _take_columns(X, tuple(names), f"{type(estimator).__name__}: X", "the data it was fitted on")
+    width, fitted = getattr(X, "shape", (None, None)), getattr(estimator, "n_features_in_", None)
+    if isinstance(fitted, int) and len(width) == 2 and width[1] != fitted:
+        raise ValueError(f"{type(estimator).__name__}: X has {width[1]} features, but it was fitted on {fitted}; "
+                         "give the columns it was fitted on")
+    return X
 
 
 def _whole_numbers(y) -> bool:
@@ -306,9 +372,9 @@ def _fitted_first(method):
     """``method`` that raises scikit-learn's ``NotFittedError`` before ``fit``."""
 
     @functools.wraps(method)
-    def wrapper(self, *args, **kwargs):
+    def wrapper(self, X, *args, **kwargs):
         check_is_fitted(self)
-        return method(self, *args, **kwargs)
+        return method(self, by_name(self, X), *args, **kwargs)
 
     return wrapper
 

@@ -20,6 +20,8 @@ class Table:
     X: "np.ndarray | scipy.sparse.csr_matrix"
     y: np.ndarray | None
     path: Path
+    #: the feature columns' names (a header, an ``.npz``'s ``feature_names``); ``None``: headerless
+    columns: tuple[str, ...] | None = None
 
 
 def load_table(path: str | os.PathLike, label_column: str = "y", *, labels=None) -> Table:
@@ -38,18 +40,27 @@ def load_table(path: str | os.PathLike, label_column: str = "y", *, labels=None)
     """
     from dpadapt.stream.readers import materialize, open_source
 
-    X, y = materialize(open_source(path, label_column, labels=labels))
+    source = open_source(path, label_column, labels=labels)
+    X, y = materialize(source)
     if y is not None and y.dtype.kind in "iu" and np.all(y == -1):
         y = None
-    return Table(X=X, y=y, path=Path(path))
+    return Table(X=X, y=y, path=Path(path), columns=source.columns)
 
 
-def save_table(path: str | os.PathLike, X, y=None) -> Path:
-    """Write ``X`` (dense or sparse) and optional ``y`` to an ``.npz`` data file."""
+def save_table(path: str | os.PathLike, X, y=None, feature_names=None) -> Path:
+    """Write ``X`` (dense or sparse) and optional ``y`` to an ``.npz`` data file.
+
+    ``feature_names`` (one name a column; a DataFrame's columns by default) are stored as the member
+    ``feature_names``, so the file is read by name like a CSV with a header.
+    """
     import scipy.sparse as sp
 
     path = Path(path)
     arrays = {}
+    if feature_names is None and hasattr(X, "columns") and hasattr(X, "to_numpy"):
+        feature_names, X = list(X.columns), X.to_numpy()
+    if feature_names is not None:
+        arrays["feature_names"] = np.array([str(c) for c in feature_names], dtype=str)
     if sp.issparse(X):
         X = sp.csr_matrix(X)
         arrays.update(data=X.data, indices=X.indices, indptr=X.indptr, shape=np.array(X.shape))

@@ -168,7 +168,9 @@ def evaluate(
     if y.size == 0:
         raise ValueError("no labelled rows to evaluate")
     if np.any((y < 0) | (y >= K)):
-        raise ValueError(f"labels outside 0..{K - 1}")
+        bad = y[(y < 0) | (y >= K)][0]
+        raise ValueError(f"label {int(bad)} is outside the classes 0..{K - 1} ({', '.join(map(str, classes))}); "
+                         "map the labels to the class indices first")
     if not np.all(np.isfinite(proba)):
         raise ValueError("the model gave non-finite probabilities")
     if not 0.0 < threshold < 1.0:

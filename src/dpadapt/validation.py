@@ -83,7 +83,15 @@ def check_features(X, name: str = "X", allow_sparse: bool = False, min_rows: int
         raise ValueError(f"{name} has no features")
     if not np.all(np.isfinite(values)):
         bad = int(np.size(values) - np.isfinite(values).sum())
-        raise ValueError(f"{name} contains {bad} NaN or infinite values; impute or drop them first")
+        if sp.issparse(X):
+            coo = X.tocoo()
+            k = int(np.flatnonzero(~np.isfinite(coo.data))[0])
+            i, j, v = int(coo.row[k]), int(coo.col[k]), coo.data[k]
+        else:
+            i, j = (int(t) for t in np.argwhere(~np.isfinite(X))[0])
+            v = X[i, j]
+        raise ValueError(f"{name} contains {bad} NaN or infinite values (the first at row {i}, column {j}: {v}); "
+                         "impute or drop them first")
     return X
 
 

@@ -24,6 +24,8 @@ from dpadapt import __version__
 SCHEMA_PARAM = "schema"
 #: Release ``params`` / model ``meta`` key of the class names in index order (``None``: not a classifier).
 CLASS_NAMES_PARAM = "class_names"
+#: Release ``params`` / model ``meta`` key of the feature columns' names (a header; ``None``: headerless or a schema).
+FEATURE_NAMES_PARAM = "feature_names"
 
 
 def table_fingerprint(table: Any) -> dict | None:
@@ -47,7 +49,26 @@ def class_names(table: Any, args: argparse.Namespace) -> list | None:
 
 def owner_params(table: Any, args: argparse.Namespace) -> dict[str, Any]:
     """The public agreement facts a Release (or a model) carries about its owner's table."""
-    return {SCHEMA_PARAM: table_fingerprint(table), CLASS_NAMES_PARAM: class_names(table, args)}
+    columns = None if table_fingerprint(table) is not None else getattr(table, "columns", None)
+    return {SCHEMA_PARAM: table_fingerprint(table), CLASS_NAMES_PARAM: class_names(table, args),
+            FEATURE_NAMES_PARAM: None if columns is None else list(columns)}
+
+
+def map_columns(facts: dict[str, Any], table: Any, path: Any, kind: str) -> None:
+    """Take ``table``'s feature columns by name, in the order the file (``facts``) records (scikit-learn's
+    ``feature_names_in_``): the same names in another order are mapped; a missing or extra column, or a
+    headerless table for a file fitted on named columns, is refused in one line. A file fitted on headerless
+    data (or written before names were recorded) reads any table by position."""
+    from dpadapt.stream.readers import select_columns
+
+    theirs = facts.get(FEATURE_NAMES_PARAM)
+    if theirs is None or table_fingerprint(table) is not None or not hasattr(table, "source"):
+        return
+    if not isinstance(theirs, list) or not all(isinstance(c, str) for c in theirs):
+        raise ValueError(f"{path}: the {kind} file's {FEATURE_NAMES_PARAM!r} is not a list of column names; refused")
+    source = select_columns(table.source, theirs, f"the {kind} {path}")
+    if source is not table.source:
+        table.source, table._whole = source, None
 
 
 def check_agreement(facts: dict[str, Any], table: Any, args: argparse.Namespace, path: Any, kind: str = "release",
@@ -76,6 +97,7 @@ def check_agreement(facts: dict[str, Any], table: Any, args: argparse.Namespace,
         advice = ("score and predict with the schema the model was adapted with" if kind == "model"
                   else "both parties must read their tables through the same schema file")
         raise ValueError(f"{path}: {diff}; refused ({advice})")
+    map_columns(facts, table, path, kind)
     if mine is None:  # no schema: the declared --classes of both sides, when both were given
         theirs, own = facts.get(CLASS_NAMES_PARAM), class_names(table, args)
         if theirs is not None and own is not None and [str(c) for c in theirs] != [str(c) for c in own]:

@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     from dpadapt import classstats
 
     table, out = open_receiver_disclosure(args)
-    config = Config(k=args.k, feature_type=args.feature_type)
+    config = Config(epsilon=None, k=args.k, feature_type=args.feature_type)  # a disclosure: no noise
     release = classstats.basis(table.source, config, family=args.method)  # a few passes over the file, chunk by chunk
     release.params[N_FEATURES_PARAM] = table.n_features
     release.params.update(owner_params(table, args))

@@ -8,6 +8,7 @@ adding ε.
 from __future__ import annotations
 
 import argparse
+import os
 import json
 import math
 from pathlib import Path
@@ -49,6 +50,10 @@ def _dataset_id(args) -> str | None:
 
     if args.data and args.dataset_id:
         raise ValueError("give --data or --dataset-id, not both")
+    if args.data and os.path.isdir(args.data):
+        raise ValueError(f"{args.data}: is a folder, not a data file; give the dataset's file")
+    if args.data and not os.path.exists(args.data):
+        raise ValueError(f"{args.data}: no such data file")
     return fingerprint(args.data) if args.data else args.dataset_id
 
 

@@ -122,5 +122,6 @@ def config_from_args(config_class: type[Config], args: argparse.Namespace, **ove
         option = DRIVER_FIELDS.get(f.name, f.name)
         if hasattr(args, option):
             values[f.name] = getattr(args, option)
+    values.setdefault("epsilon", None)  # a command without --epsilon releases nothing private (the CLI says ε out loud)
     values.update(overrides)
     return config_class(**values)

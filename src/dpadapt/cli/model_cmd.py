@@ -19,7 +19,7 @@ import numpy as np
 
 from dpadapt.cli.agreement import CLASS_NAMES_PARAM, check_agreement
 from dpadapt.cli.party_cmd import _check_out, add_trust_argument, trusted_keys
-from dpadapt.cli.table_options import SchemaTable, add_table_arguments, load_data
+from dpadapt.cli.table_options import SchemaTable, add_table_arguments, check_label_range, load_data, missing_labels
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -141,7 +141,7 @@ def run_score(args) -> int:
 
     model, table = _load(args)
     if table.y is None:
-        raise ValueError(f"{table.path}: scoring needs labels")
+        raise missing_labels(table, args, "scoring")
     known = np.asarray(table.y) != -1
     X, y = table.X[known], np.asarray(table.y)[known]
     if y.dtype.kind == "f":  # a regression target
@@ -158,6 +158,7 @@ def run_score(args) -> int:
               "(this model gives no class probabilities: no ROC-AUC, calibration or intervals)")
         _note(args, model)
         return 0
+    check_label_range(table, y, names, args)
     evaluations = score_variants(model, proba, y, names, args)
     if args.json:
         print(json.dumps({label: e.to_dict() for label, e in evaluations.items()}, indent=2))

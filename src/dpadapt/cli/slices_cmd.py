@@ -50,7 +50,9 @@ def run(args: argparse.Namespace) -> int:
     table = load_table(args.data, args.label_column)
     check_disclosure(args, args.data, "source")
     if table.y is None:
-        raise ValueError(f"{table.path}: the source data needs labels (column '{args.label_column}')")
+        from dpadapt.cli.table_options import missing_labels
+
+        raise missing_labels(table, args)
     X = check_features(table.X, "source data")
     y = check_labels(table.y, X.shape[0], "source labels", classes=config.classes)
     out = _check_out(args.out, args.force)

@@ -55,6 +55,11 @@ class StreamTable(Table):
     def n_features(self) -> int:
         return self.source.n_features
 
+    @property
+    def columns(self) -> tuple[str, ...] | None:
+        """The feature columns' names (a header, an ``.npz``'s ``feature_names``); ``None``: headerless."""
+        return self.source.columns
+
     def _load(self) -> tuple:
         if self._whole is None:
             from dpadapt.stream import materialize
@@ -168,6 +173,37 @@ def load_data(args: argparse.Namespace, path: str | None = None) -> StreamTable:
     tables.append(SchemaTable(_with_progress(args, source), path, schema))
     _schema_classes(args, schema.classes)
     return tables[0]
+
+
+def missing_labels(table: Any, args: argparse.Namespace, what: str = "the source data") -> ValueError:
+    """The one-line error for a table without labels: names the file, the label column it was read with
+    (the schema's, ``--label-column``'s, an ``.npz`` member, ``--label-file``) and what to do."""
+    schema = getattr(table, "schema", None)
+    label = getattr(args, "label_column", "y")
+    suffix = Path(table.path).suffix.lower()
+    if schema is not None:
+        where = (f"no column {schema.label.column!r} (the label column of the schema {args.schema})"
+                 if schema.label is not None else f"no label column (the schema {args.schema} declares none)")
+        todo = "add that column, or declare the table's label column in the schema"
+    elif suffix == ".npy":
+        where, todo = "no labels (.npy holds features only)", "give --label-file LABELS.npy"
+    elif suffix == ".npz":
+        where, todo = f"no array {label!r}", f"store the labels as {label!r} in the archive (or name it with --label-column)"
+    else:
+        where, todo = f"no column {label!r} (--label-column)", "name the label column with --label-column NAME"
+    return ValueError(f"{table.path}: {what} needs labels and has {where}; {todo}")
+
+
+def check_label_range(table: Any, y: np.ndarray, names: list, args: argparse.Namespace) -> None:
+    """Refuse labels outside the model's classes ``0..K-1`` in one line naming the file, the column and the value."""
+    bad = (y < 0) | (y >= len(names))
+    if np.any(bad):
+        schema = getattr(table, "schema", None)
+        column = schema.label.column if schema is not None and schema.label is not None else getattr(args, "label_column", "y")
+        row = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"{table.path}: label {int(y[row])} in column {column!r} (labelled row {row + 1}) is not one of the "
+                         f"model's {len(names)} classes 0..{len(names) - 1} ({', '.join(map(str, names))}); "
+                         "map the labels to the model's class indices (-1 = unlabelled)")
 
 
 def report_counts(counts: Any, schema: Any, where: str) -> None:

@@ -16,6 +16,54 @@ import numpy as np
 
 _MISSING = dataclasses.MISSING
 
+#: The budget a DP estimator uses when ``epsilon`` is not given (diffprivlib's practice: a stated private
+#: default and a :class:`PrivacyDefaultWarning`, never a silent non-private run). ``epsilon=None`` is the
+#: non-private counterpart and must be said out loud.
+PRIVATE_DEFAULT_EPSILON = 1.0
+
+
+class PrivacyDefaultWarning(UserWarning):
+    """``epsilon`` was not given: the estimator runs at the stated private default :data:`PRIVATE_DEFAULT_EPSILON`."""
+
+
+class _DefaultEpsilon:
+    """The default of ``epsilon``: "not given" (one object; copies, clones and pickles are the same object)."""
+
+    _instance: _DefaultEpsilon | None = None
+
+    def __new__(cls) -> _DefaultEpsilon:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "DEFAULT_EPSILON"
+
+    def __reduce__(self) -> str:
+        return "DEFAULT_EPSILON"
+
+    def __copy__(self) -> _DefaultEpsilon:
+        return self
+
+    def __deepcopy__(self, memo: Any) -> _DefaultEpsilon:
+        return self
+
+
+#: ``epsilon``'s default: resolved to :data:`PRIVATE_DEFAULT_EPSILON` with a :class:`PrivacyDefaultWarning`.
+DEFAULT_EPSILON = _DefaultEpsilon()
+
+
+def resolve_epsilon(value: Any, owner: str = "this estimator") -> Any:
+    """``value``, or the private default (with a warning) when it is :data:`DEFAULT_EPSILON`."""
+    if value is not DEFAULT_EPSILON:
+        return value
+    import warnings
+
+    warnings.warn(f"{owner}: epsilon not given, so the run is private at the default ε = {PRIVATE_DEFAULT_EPSILON:g}; "
+                  "pass epsilon=... to choose the budget, or epsilon=None for the non-private counterpart",
+                  PrivacyDefaultWarning, stacklevel=4)
+    return PRIVATE_DEFAULT_EPSILON
+
 
 class ConfigError(ValueError):
     """A hyper-parameter is out of its declared range (one line, names the parameter)."""
@@ -98,8 +146,9 @@ class Config:
     """Hyper-parameters shared by every family; subclasses add their own with :func:`param`."""
 
     epsilon: float | None = param(
-        None, optional=True, low=0.0, low_open=True,
-        help="privacy budget ε of each protected party; None = the non-private counterpart",
+        DEFAULT_EPSILON, optional=True, low=0.0, low_open=True,
+        help=f"privacy budget ε of each protected party; not given: the private default {PRIVATE_DEFAULT_EPSILON:g} "
+             "(with a PrivacyDefaultWarning); None = the non-private counterpart",
     )
     delta: float | None = param(
         None, optional=True, low=0.0, high=1.0, low_open=True,
@@ -126,6 +175,7 @@ class Config:
     family: ClassVar[str] = ""
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", resolve_epsilon(self.epsilon, type(self).__name__))
         for f in dataclasses.fields(self):
             if not f.metadata:
                 continue

@@ -116,6 +116,8 @@ class DANNConfig(_NetworkConfig):
     """Non-private DANN (Ganin et al. 2016); ``adapt=False`` is the source-only network."""
 
     family: ClassVar[str] = "dpda"
+    epsilon: float | None = param(None, optional=True, low=0.0, low_open=True,
+                                  help="always None: DANN is non-private (DPDA / GDPDA are its private forms)")
     adapt: bool = param(True, choices=(True, False), help="False trains only the label block (source-only)")
 
     def __post_init__(self) -> None:

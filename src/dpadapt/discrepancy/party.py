@@ -128,7 +128,7 @@ def adapt_from_weights(release: Release, X_source, y_source, *, Lambda: float | 
     q = check_simplex(release["q"], Xs.shape[0])
     w = np.asarray(release["w"], dtype=np.float64) if "w" in release.arrays else weighted_regression(
         q, Xs, ys, Lambda=Lambda, ridge=ridge)
-    model = DiscrepancyRegressor(algorithm=release.params["algorithm"], Lambda=Lambda, ridge=ridge,
+    model = DiscrepancyRegressor(epsilon=None, algorithm=release.params["algorithm"], Lambda=Lambda, ridge=ridge,
                                  r=float(release.params["r"]), K=int(release.params["K"]))
     model.config_ = model.make_config()
     model.q_, model.coef_, model.n_features_in_ = q, w, Xs.shape[1]

@@ -15,7 +15,7 @@ import importlib
 from typing import Any
 
 _READERS = ("ChunkedSource", "chunk_rows", "from_arrays", "materialize", "open_csv", "open_npy", "open_npz",
-            "open_parquet", "open_schema_table", "open_source")
+            "open_parquet", "open_schema_table", "open_source", "select_columns")
 _SUMS = ("ClassMomentSums", "ClassSums", "MomentSums", "RowMap", "SlicedCounts", "accumulate", "label_indices")
 
 __all__ = sorted(_READERS + _SUMS)

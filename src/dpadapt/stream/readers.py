@@ -42,6 +42,8 @@ Chunk = tuple["np.ndarray | sp.csr_matrix", "np.ndarray | None"]
 DEFAULT_CHUNK_BYTES = 16 * 2**20
 #: Bytes of CSV text parsed at a time (pyarrow's default block size).
 CSV_BLOCK_BYTES = 1 << 20
+#: Bytes of a CSV header line read at most (a longer header is refused in one line).
+HEADER_BYTES = 1 << 20
 #: The data file types :func:`open_source` reads.
 SUPPORTED = (".npz", ".npy", ".csv", ".parquet")
 
@@ -60,16 +62,56 @@ class ChunkedSource:
     chunks: Callable[[], Iterator[Chunk]]
     labelled: bool
     name: str = "data"
+    #: the feature columns' names in order (a CSV / Parquet header, an ``.npz``'s ``feature_names``, a
+    #: DataFrame's columns); ``None`` for headerless input (read by position only)
+    columns: tuple[str, ...] | None = None
 
     def __iter__(self) -> Iterator[Chunk]:
         return self.chunks()
+
+
+def _names(names) -> str:
+    shown = ", ".join(repr(str(c)) for c in list(names)[:5])
+    return shown + (f" … ({len(names) - 5} more)" if len(names) > 5 else "")
+
+
+def select_columns(source: ChunkedSource, names, what: str = "the model") -> ChunkedSource:
+    """``source`` with its feature columns taken by name, in the order of ``names`` (what ``what`` was fitted on).
+
+    A missing or an extra column is refused in one line naming them; a source without column names
+    (headerless) is refused, since it can only be read by position. The same names in another order
+    are mapped by name (never read by position).
+    """
+    names = tuple(str(c) for c in names)
+    if source.columns is None:
+        raise ValueError(f"{source.name}: the file has no column names, but {what} has named columns "
+                         f"({_names(names)}); give a CSV / Parquet file with a header, or an .npz with 'feature_names'")
+    have = tuple(source.columns)
+    if have == names:
+        return source
+    missing = [c for c in names if c not in have]
+    extra = [c for c in have if c not in names]
+    if missing or extra:
+        parts = ([f"missing column(s) {_names(missing)}"] if missing else []) + (
+            [f"extra column(s) {_names(extra)}"] if extra else [])
+        hint = (f"; if {extra[0]!r} holds the labels, name it with --label-column" if extra and not missing
+                and not source.labelled else "")
+        raise ValueError(f"{source.name}: {'; '.join(parts)} ({what} has columns {_names(names)}); "
+                         f"give exactly these feature columns, in any order{hint}")
+    order = np.array([have.index(c) for c in names])
+
+    def chunks() -> Iterator[Chunk]:
+        for X, y in source.chunks():
+            yield X[:, order], y
+
+    return dataclasses.replace(source, chunks=chunks, columns=names)
 
 
 def _short(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:160]
 
 
-def _check_chunk(name: str, X, y, start: int, label_column: str = "y"):
+def _check_chunk(name: str, X, y, start: int, label_column: str = "y", columns=None):
     if sp.issparse(X):
         X = sp.csr_matrix(X, dtype=np.float64)
         values = X.data
@@ -80,8 +122,24 @@ def _check_chunk(name: str, X, y, start: int, label_column: str = "y"):
         X = np.asarray(X, dtype=np.float64)
         values = X
     if not np.isfinite(np.sum(values)) and not np.all(np.isfinite(values)):  # the sum is cheap; exact check if it overflows
-        raise ValueError(f"{name}: features contain NaN or infinite values (rows from {start})")
+        _refuse_non_finite(name, X, start, columns)
     return X, None if y is None else _check_labels(name, y, start, label_column)
+
+
+def _refuse_non_finite(name: str, X, start: int, columns) -> None:
+    """The first NaN / infinite feature value, named by its row (from 1), its column and the value."""
+    if sp.issparse(X):
+        coo = X.tocoo()
+        k = int(np.flatnonzero(~np.isfinite(coo.data))[0])
+        i, j, value = int(coo.row[k]), int(coo.col[k]), coo.data[k]
+    else:
+        flat = int(np.flatnonzero(~np.isfinite(X.ravel(order="K")))[0])
+        i, j = np.unravel_index(flat, X.shape, order="F" if X.flags.f_contiguous and not X.flags.c_contiguous else "C")
+        i, j = int(i), int(j)
+        value = X[i, j]
+    column = repr(columns[j]) if columns is not None and j < len(columns) else f"{j + 1} (counting from 1)"
+    raise ValueError(f"{name}: data row {start + i + 1}, column {column}: value {value} is not a finite number; "
+                     "drop or impute it (with a --schema, declare it a missing-value code)")
 
 
 def _check_labels(name: str, y, start: int, label_column: str) -> np.ndarray:
@@ -93,15 +151,20 @@ def _check_labels(name: str, y, start: int, label_column: str) -> np.ndarray:
         return y.astype(np.int64)
     if y.dtype.kind == "f":
         if not np.all(np.isfinite(y)):
-            raise ValueError(f"{name}: labels in {label_column!r} contain NaN or infinite values (rows from {start})")
+            row = start + int(np.flatnonzero(~np.isfinite(y))[0])
+            raise ValueError(f"{name}: data row {row + 1}, label column {label_column!r}: value {y[row - start]} is not a "
+                             "finite number; give a class index (-1 = unlabelled)")
         return y.astype(np.int64) if np.all(y == np.round(y)) else y.astype(np.float64)
     example = next(iter(y.tolist()), "")
     raise ValueError(f"{name}: labels in {label_column!r} are not integers (e.g. {example!r}); "
                      "map them to the public label set 0..K-1 first (-1 = unlabelled)")
 
 
-def from_arrays(X, y=None, *, rows: int | None = None, name: str = "data") -> ChunkedSource:
-    """Chunks of an in-memory, memory-mapped or sparse (CSR) feature matrix and its labels."""
+def from_arrays(X, y=None, *, rows: int | None = None, name: str = "data", columns=None) -> ChunkedSource:
+    """Chunks of an in-memory, memory-mapped or sparse (CSR) feature matrix and its labels; ``columns``: the
+    features' names (a DataFrame's by default), ``None`` for headerless rows."""
+    if columns is None and hasattr(X, "columns") and hasattr(X, "to_numpy"):  # a DataFrame: its column names travel with the rows
+        columns = tuple(str(c) for c in X.columns)
     if sp.issparse(X):
         X = X.tocsr()
     elif not isinstance(X, np.ndarray):
@@ -118,9 +181,9 @@ def from_arrays(X, y=None, *, rows: int | None = None, name: str = "data") -> Ch
     def chunks() -> Iterator[Chunk]:
         for start in range(0, n, step):
             stop = min(n, start + step)
-            yield _check_chunk(name, X[start:stop], None if y is None else y[start:stop], start)
+            yield _check_chunk(name, X[start:stop], None if y is None else y[start:stop], start, columns=columns)
 
-    return ChunkedSource(n, d, chunks, y is not None, name)
+    return _with_columns(ChunkedSource(n, d, chunks, y is not None, name), None if columns is None else tuple(columns))
 
 
 def labelled_source(X, y=None, *, name: str = "Xs (source)", classes=None) -> ChunkedSource:
@@ -141,6 +204,8 @@ def labelled_source(X, y=None, *, name: str = "Xs (source)", classes=None) -> Ch
 
 def _existing(path: str | os.PathLike) -> Path:
     path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{path}: is a folder, not a data file; give a {', '.join(SUPPORTED)} file")
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such data file")
     return path
@@ -271,8 +336,9 @@ def open_npz(path: str | os.PathLike, label_column: str = "y", *, rows: int | No
     y = None
     if label_name is not None:
         y = _Member(archive, names[label_name], where).read_all()
+    columns = _npz_feature_names(archive, names, where)
     if set(_CSR) <= set(names):
-        return _npz_csr(archive, names, y, where, rows)
+        return _with_columns(_npz_csr(archive, names, y, where, rows), columns)
     if "X" not in names:
         raise ValueError(f"{path}: an .npz data file needs an array 'X' (or CSR arrays data/indices/indptr/shape)")
     member = _Member(archive, names["X"], where)
@@ -285,7 +351,7 @@ def open_npz(path: str | os.PathLike, label_column: str = "y", *, rows: int | No
         raise ValueError(f"{path}: the data file is empty ({n} rows × {d} features)")
     _check_label_count(where, y, n)
     if member.fortran:  # no contiguous rows to stream
-        return from_arrays(member.read_all(), y, rows=rows, name=where)
+        return from_arrays(member.read_all(), y, rows=rows, name=where, columns=columns)
     step = int(rows) if rows else chunk_rows(d)
 
     def chunks() -> Iterator[Chunk]:
@@ -293,9 +359,38 @@ def open_npz(path: str | os.PathLike, label_column: str = "y", *, rows: int | No
             for start in range(0, n, step):
                 stop = min(n, start + step)
                 X = _read_values(fh, (stop - start) * d, member.dtype, where).reshape(stop - start, d)
-                yield _check_chunk(where, X, None if y is None else y[start:stop], start, label_column)
+                yield _check_chunk(where, X, None if y is None else y[start:stop], start, label_column, columns)
 
-    return ChunkedSource(n, d, chunks, y is not None, where)
+    return _with_columns(ChunkedSource(n, d, chunks, y is not None, where), columns)
+
+
+#: The ``.npz`` member that names the feature columns (one string a column; written by :func:`dpadapt.io.save_table`).
+FEATURE_NAMES = "feature_names"
+
+
+def _npz_feature_names(archive, names: dict, where: str) -> tuple[str, ...] | None:
+    if FEATURE_NAMES not in names:
+        return None
+    member = _Member(archive, names[FEATURE_NAMES], where)
+    if member.dtype.kind not in "US" or len(member.shape) != 1:
+        raise ValueError(f"{where}: '{FEATURE_NAMES}' must be one text name per feature column, got dtype "
+                         f"{member.dtype} and shape {member.shape}")
+    values = member.read_all()
+    return tuple(v.decode() if isinstance(v, bytes) else str(v) for v in values.tolist())
+
+
+def _with_columns(source: ChunkedSource, columns: tuple[str, ...] | None) -> ChunkedSource:
+    """``source`` with its feature names, checked: one distinct name per column."""
+    if columns is None:
+        return source
+    if len(columns) != source.n_features:
+        raise ValueError(f"{source.name}: '{FEATURE_NAMES}' has {len(columns)} names for {source.n_features} "
+                         "feature columns; give one name per column")
+    if len(set(columns)) != len(columns):
+        seen: set = set()
+        dup = next(c for c in columns if c in seen or seen.add(c))
+        raise ValueError(f"{source.name}: '{FEATURE_NAMES}' names column {dup!r} twice; give each column its own name")
+    return dataclasses.replace(source, columns=columns)
 
 
 def _check_label_count(where: str, y, n: int) -> None:
@@ -357,7 +452,10 @@ def open_csv(path: str | os.PathLike, label_column: str = "y", *, rows: int | No
     """
     path = _existing(path)
     with open(path, "rb") as fh:
-        first = fh.readline(1 << 20)
+        first = fh.readline(HEADER_BYTES)
+        if len(first) == HEADER_BYTES and not first.endswith(b"\n") and fh.read(1):
+            raise ValueError(f"{path}: line 1 (the header) is longer than {HEADER_BYTES >> 20} MiB ({first.count(b',') + 1} "
+                             "columns or more); store a table this wide as .npz or .parquet")
     try:
         header = first.decode("utf-8-sig").rstrip("\r\n")
     except UnicodeDecodeError:
@@ -373,7 +471,9 @@ def open_csv(path: str | os.PathLike, label_column: str = "y", *, rows: int | No
     if not features:
         raise ValueError(f"{path}: no feature columns")
     if len(set(names)) != len(names):
-        raise ValueError(f"{path}: duplicate column names in the header")
+        seen: set = set()
+        dup = next(c for c in names if c in seen or seen.add(c))
+        raise ValueError(f"{path}: the header names column {dup!r} {names.count(dup)} times; give each column its own name")
     d = len(features)
     rows = int(rows) if rows else None
     # a block of text holds about ``rows`` rows, at most CSV_BLOCK_BYTES (pyarrow's parse of a larger
@@ -390,7 +490,8 @@ def open_csv(path: str | os.PathLike, label_column: str = "y", *, rows: int | No
         problems: list[str] = []
 
         def on_invalid(row) -> str:
-            line = f"line {row.number}" if row.number is not None else "a line"
+            number = row.number if row.number is not None else _line_of(path, row.text, delimiter, len(names))
+            line = f"line {number}" if number is not None else "a line"
             problems.append(f"{path}: header has {row.expected_columns} columns but {line} has "
                             f"{row.actual_columns}" + (" (a blank line)" if not row.text.strip() else ""))
             return "error"
@@ -413,13 +514,22 @@ def open_csv(path: str | os.PathLike, label_column: str = "y", *, rows: int | No
             y = _csv_labels(path, batch.column(label_column), label_column, start) if labelled else None
             for a in range(0, batch.num_rows, rows or batch.num_rows or 1):
                 b = min(batch.num_rows, a + (rows or batch.num_rows))
-                yield _check_chunk(str(path), X[a:b], None if y is None else y[a:b], start + a, label_column)
+                yield _check_chunk(str(path), X[a:b], None if y is None else y[a:b], start + a, label_column, features)
             start += batch.num_rows
         if start != n:
             raise ValueError(f"{path}: {start} data rows were read but {n} lines were counted; "
                              "the file changed while it was read, or has a line break inside a cell")
 
-    return ChunkedSource(n, d, chunks, labelled, str(path))
+    return ChunkedSource(n, d, chunks, labelled, str(path), tuple(features))
+
+
+def _line_of(path: Path, text: str, delimiter: str, width: int) -> int | None:
+    """The number (from 1) of the first line whose cells are not ``width`` (an error path: reads the file again)."""
+    with open(path, encoding="utf-8-sig", errors="replace", newline="") as fh:
+        for number, cells in enumerate(csv.reader(fh, delimiter=delimiter), start=1):
+            if len(cells) != width:
+                return number
+    return None
 
 
 def _columns(batch, names: list[str]) -> np.ndarray:
@@ -525,10 +635,10 @@ def open_parquet(path: str | os.PathLike, label_column: str = "y", *, rows: int 
                                          use_threads=False):
             X = _columns(batch, names)
             y = batch.column(label_column).to_numpy(zero_copy_only=False) if labelled else None
-            yield _check_chunk(str(path), X, y, start, label_column)
+            yield _check_chunk(str(path), X, y, start, label_column, names)
             start += batch.num_rows
 
-    return ChunkedSource(n, d, chunks, labelled, str(path))
+    return ChunkedSource(n, d, chunks, labelled, str(path), tuple(names))
 
 
 # ---- by suffix; the whole table --------------------------------------------------------------------
@@ -538,8 +648,7 @@ def open_source(path: str | os.PathLike, label_column: str = "y", *, labels=None
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in SUPPORTED:
-        if not path.exists():
-            raise FileNotFoundError(f"{path}: no such data file")
+        _existing(path)  # a folder or a missing file is named as such, not as a file type
         raise ValueError(f"{path}: unsupported data file type {suffix!r}; use one of {', '.join(SUPPORTED)}")
     if labels is not None and suffix != ".npy":
         raise ValueError(f"{path}: separate labels are for .npy data; {suffix} files carry a label column")

@@ -57,7 +57,9 @@ def adapt(args: argparse.Namespace, table: Table, releases: list) -> AdaptOutcom
     if len(mine) != 1:
         raise ValueError(f"adapt discrepancy needs exactly one {METHOD}/{KIND} release, got {len(mine)}")
     if table.y is None:
-        raise ValueError(f"{table.path}: the source file needs labels")
+        from dpadapt.cli.table_options import missing_labels
+
+        raise missing_labels(table, args)
     model = adapt_from_weights(mine[0], table.X, table.y, Lambda=args.Lambda, ridge=args.ridge)
     metrics = {"source_r2": float(model.score(table.X, table.y))}
     return AdaptOutcome(model=model, guarantees=dict(model.guarantees_), metrics=metrics)

@@ -67,7 +67,9 @@ def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
             "pass --declare-public to confirm the source data is public"
         )
     if table.y is None:
-        raise ValueError(f"{table.path}: the source data needs labels (column 'y')")
+        from dpadapt.cli.table_options import missing_labels
+
+        raise missing_labels(table, args)
     X = check_features(table.X, "source data", allow_sparse=True)
     y = check_labels(table.y, X.shape[0], "source labels")
     guarantee = Guarantee.non_private("source", PUBLIC_REASON)

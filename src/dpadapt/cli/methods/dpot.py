@@ -69,7 +69,9 @@ def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
     from dpadapt.validation import check_features, check_labels
 
     if not table.source.labelled:
-        raise ValueError(f"{table.path}: the source data needs labels (column 'y')")
+        from dpadapt.cli.table_options import missing_labels
+
+        raise missing_labels(table, args)
     n, d = table.n_rows, table.n_features
     basis = Release.load(args.basis, expect_method="dpot") if args.basis else None
     if basis is not None:  # untrusted input, checked before the ledger is touched or a private row mapped

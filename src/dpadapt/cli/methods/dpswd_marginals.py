@@ -90,7 +90,9 @@ def adapt(args: argparse.Namespace, table: Table, releases: list[Release]) -> Ad
     hist, map_release = _split(releases)
     X = check_features(table.X, "source data")
     if table.y is None:
-        raise ValueError(f"{table.path}: the source data needs labels (column '{args.label_column}')")
+        from dpadapt.cli.table_options import missing_labels
+
+        raise missing_labels(table, args)
     public_map = load_map(map_release, X.shape[1])
     y = check_labels(table.y, X.shape[0], "source labels", classes=public_map.classes.tolist())
     sm.check_release(hist, public_map.slices)

@@ -79,7 +79,9 @@ def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
     from dpadapt.sound.request import Request
 
     if not table.source.labelled:
-        raise ValueError(f"{table.path}: the source data needs labels")
+        from dpadapt.cli.table_options import missing_labels
+
+        raise missing_labels(table, args)
     own = own_classes(table, args)
     req = Request.from_release(Release.load(args.request, expect_method="sound", max_array_bytes=request_bytes(table.n_features)),
                                n_features=table.n_features)
