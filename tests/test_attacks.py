@@ -204,7 +204,6 @@ def release_files(est) -> dict:
     Guarantees. Only the noisy values (and the file's id and time) are left out: they are what the noise covers."""
     import json
 
-    from dpadapt.jsonutil import to_jsonable
     from dpadapt.release import Release
 
     out: dict = {"guarantees_": {p: g.to_dict() for p, g in sorted(getattr(est, "guarantees_", {}).items())}}
@@ -212,10 +211,17 @@ def release_files(est) -> dict:
         items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, (list, tuple)) else [("", value)]
         for key, rel in items:
             if isinstance(rel, Release):
-                out[f"{name}[{key}]"] = {"method": rel.method, "kind": rel.kind, "owner": rel.owner,
-                                         "params": to_jsonable(rel.params), "guarantee": rel.guarantee.to_dict(),
-                                         "arrays": {k: (v.dtype.str, v.shape) for k, v in sorted(rel.arrays.items())}}
+                out[f"{name}[{key}]"] = public_fields(rel)
     return json.loads(json.dumps(out, sort_keys=True, default=str))  # NaN-safe, tuple = list: compared as the file is
+
+
+def public_fields(rel) -> dict:
+    """What a release file states beside its noisy values: method, kind, owner, params, guarantee, array dtypes and
+    shapes (its random id and its time left out)."""
+    from dpadapt.jsonutil import to_jsonable
+
+    return {"method": rel.method, "kind": rel.kind, "owner": rel.owner, "params": to_jsonable(rel.params),
+            "guarantee": rel.guarantee.to_dict(), "arrays": {k: (v.dtype.str, v.shape) for k, v in sorted(rel.arrays.items())}}
 
 
 def _first_difference(a: dict, b: dict, path: str = "") -> str:
@@ -461,9 +467,13 @@ def _budget_all(folder: Path, ledger: Path) -> None:
 
 
 def attack_cli_one_class(name: str, folder: Path) -> None:
-    """`dpadapt release NAME` on D and on its one-class neighbour D′: the same answer (both written). A release of
-    data declared public (``--declare-public``, DPDA's public source) protects no record: nothing to compare."""
+    """`dpadapt release NAME` on D and on its one-class neighbour D′: the same answer (both written) and release files
+    identical in every public field. A release of data declared public (``--declare-public``, DPDA's public source)
+    protects no record: nothing to compare."""
+    import json
+
     from dpadapt.cli.main import main
+    from dpadapt.release import Release
 
     if "--declare-public" in _release_args(name, folder, "d.npz"):
         return
@@ -475,6 +485,10 @@ def attack_cli_one_class(name: str, folder: Path) -> None:
             codes.append(main(["release", name, *_release_args(name, folder, source), "--epsilon", "4", "--delta", "1e-5",
                                "--out", str(out), "--seed", "0", "--force"]))
     assert codes == [0, 0], f"{name}: `dpadapt release` exits {codes} on D and its one-class neighbour D′"
+    files = [json.loads(json.dumps(public_fields(Release.load(folder / f"{name}-{source}.release")), sort_keys=True,
+                                   default=str)) for source in ("d.npz", "d_prime.npz")]
+    diff = _first_difference(*files)
+    assert not diff, f"{name}: the release files of D and its one-class neighbour D′ differ beyond the noise: {diff}"
 
 
 @pytest.mark.parametrize("name", _cli_methods())

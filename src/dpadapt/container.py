@@ -312,18 +312,7 @@ def write_atomic(path: str | os.PathLike, data: bytes, before_publish: Callable[
 def file_meta_field(path: str | os.PathLike, field: str) -> Any:
     """One header field of a container file, unverified (``None`` if unreadable); never unpickles."""
     try:
-        if Path(path).stat().st_size > MAX_FILE_BYTES:
-            return None
-        with open(path, "rb") as fh:
-            if not zipfile.is_zipfile(fh):
-                return None
-            fh.seek(0)
-            with zipfile.ZipFile(fh) as zf:
-                check_declared_sizes(zf, str(path))
-            fh.seek(0)
-            with np.load(fh, allow_pickle=False) as npz:
-                meta = parse_json_header(npz[META_KEY].tobytes(), str(path))
-        return meta.get(field)
+        return read_header(path).get(field)
     except Exception:  # noqa: BLE001 - any unreadable file means "no such field here"
         return None
 
