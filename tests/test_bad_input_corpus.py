@@ -342,7 +342,7 @@ def _api_cases():
     for estimator in (SoundDA, DPOTAdapter, ClassStatsDA):
         yield f"{estimator.__name__}/wider", estimator, (lambda m: type(m)(epsilon=None, classes=(0, 1)).fit_domains(
             source[COLUMNS].to_numpy(), source["y"], target[COLUMNS].to_numpy()).predict(np.zeros((3, 6)))), \
-            ["X has 6 features", "fitted on 4"]
+            ["X has 6 features", "is expecting 4 features"]
         yield f"{estimator.__name__}/missing", estimator, (lambda m: m.predict_proba(target[COLUMNS[:3]])), \
             ["missing column(s) 'hr'"]
         yield f"{estimator.__name__}/array", estimator, (lambda m: m.predict(target[COLUMNS].to_numpy())), \
