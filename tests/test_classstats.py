@@ -108,7 +108,7 @@ def test_receiver_warns_when_the_release_is_mostly_noise(rng, recwarn):
 
 def test_non_private_counterpart_has_no_guarantee(rng):
     Xs, ys, Xt, yt = shifted_domains(rng)
-    est = ClassStatsDA(k=5).fit_domains(Xs, ys, Xt)
+    est = ClassStatsDA(epsilon=None, k=5).fit_domains(Xs, ys, Xt)
     assert est.guarantee_ is None and est.score(Xt, yt) > 0.8
 
 
@@ -134,7 +134,7 @@ def test_dp_logistic_regression_calibration_and_accuracy(rng):
     assert g.sensitivity == 2.0 * est.config_.clip and est.score(Xs, ys) > 0.8  # replace-one: Δ = 2C
     with pytest.raises(ConfigError, match="classes="):
         DPLogisticRegression(epsilon=4.0).fit_domains(Xs, ys)
-    nonpriv = DPLogisticRegression(steps=10).fit(Xs, ys)
+    nonpriv = DPLogisticRegression(epsilon=None, steps=10).fit(Xs, ys)
     assert nonpriv.guarantee_ is None
 
 

@@ -330,7 +330,7 @@ def test_regressor_sklearn_api(bms):
     assert est.predict(bms["X_test"]).shape == (len(bms["X_test"]),)
     assert est.guarantee_.valid and est.guarantee_.party == "target" and "target" in est.privacy_report()
     assert clone(est).get_params() == est.get_params()
-    public = DiscrepancyRegressor(algorithm="public_only").fit_domains(Xs, bms["ys"], Xt)
+    public = DiscrepancyRegressor(epsilon=None, algorithm="public_only").fit_domains(Xs, bms["ys"], Xt)
     assert public.guarantee_ is None and "non-private" in public.privacy_report()
     with pytest.raises(ValueError, match="features"):
         est.predict(bms["X_test"][:, :3])

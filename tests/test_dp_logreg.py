@@ -57,8 +57,8 @@ def test_noise_free_optimiser_reaches_the_logistic_optimum_where_the_old_one_sto
     X[np.arange(n), y] += 1.0
     F = _features(X, log1p=False)
     best = _loss(F, y, LogisticRegression(C=1e4, fit_intercept=False, max_iter=10_000, tol=1e-10).fit(F, y).coef_)
-    new = DPLogisticRegression(classes=(0, 1, 2)).fit(X, y)
-    old = DPLogisticRegression(classes=(0, 1, 2), steps=100, momentum=0.0, time_scale=None).fit(X, y)
+    new = DPLogisticRegression(epsilon=None, classes=(0, 1, 2)).fit(X, y)
+    old = DPLogisticRegression(epsilon=None, classes=(0, 1, 2), steps=100, momentum=0.0, time_scale=None).fit(X, y)
     assert _loss(F, y, new.coef_) - best < 0.05
     assert _loss(F, y, old.coef_) - best > 0.2
 

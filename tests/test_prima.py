@@ -376,7 +376,7 @@ def test_sparse_counts_and_ablation_variants(rng):
     Xt = sp.random(80, 10, density=0.3, random_state=2, format="csr") * 5
     ys = np.arange(80) % 2
     for part, repair in (("full", "none"), ("random", "none"), ("full", "shrink"), ("random", "eig_clip")):
-        est = PRIMA(source_release="dpsgd_heads", subspace_size=4, partition=part, psd_repair=repair, log_counts=True,
+        est = PRIMA(epsilon=None, source_release="dpsgd_heads", subspace_size=4, partition=part, psd_repair=repair, log_counts=True,
                     epochs=2, random_state=0)
         assert est.fit_domains(Xs, ys, Xt).predict(Xt).shape == (80,)
     est = PRIMA(epsilon=2.0, delta=1e-5, classes=(0, 1), log_counts=True, basis_dim=4, random_state=0)

@@ -55,7 +55,7 @@ def rows_for(pair, eps_list, seeds):
         rec("dpda-paper", "paper", eps, lambda s: DPOTAdapter(privacy_mode="paper", head="logreg", random_state=s,
                                                               epsilon=eps, delta=delta))
     inf = float("inf")
-    rec("classstats-nonprivate", "non-private", inf, lambda s: DPOTAdapter(random_state=s, classes=classes))
+    rec("classstats-nonprivate", "non-private", inf, lambda s: DPOTAdapter(epsilon=None, random_state=s, classes=classes))
     rec("otda-logreg", "non-private", inf, lambda s: OTDA(head="logreg", random_state=s))
     rec("otda-mlp", "non-private", inf, lambda s: OTDA(head="mlp", random_state=s))
     rec("source-only-logreg", "non-private", inf, lambda s: SourceOnly(head="logreg", random_state=s), fit_target=False)

@@ -59,6 +59,9 @@ def plan(config: Config, facts: dict) -> Plan:
         extra_theorem=f"per-row map: {'log1p, ' if config.use_log1p() else ''}ℓ2-normalise"
         + (f", project on the receiver's public {facts.get('k', config.k)}-d basis, re-normalise" if config.k else ""),
     )
+    from dpadapt.classstats.tiny import warn_if_pure_noise
+
+    warn_if_pure_noise(n, len(classes), sigma, config.epsilon, delta)
     return Plan(config.family, STATS_KIND, config, dict(facts), guarantee, {"sigma": sigma, "delta": delta})
 
 

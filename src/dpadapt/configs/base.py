@@ -26,36 +26,14 @@ class PrivacyDefaultWarning(UserWarning):
     """``epsilon`` was not given: the estimator runs at the stated private default :data:`PRIVATE_DEFAULT_EPSILON`."""
 
 
-class _DefaultEpsilon:
-    """The default of ``epsilon``: "not given" (one object; copies, clones and pickles are the same object)."""
-
-    _instance: _DefaultEpsilon | None = None
-
-    def __new__(cls) -> _DefaultEpsilon:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "DEFAULT_EPSILON"
-
-    def __reduce__(self) -> str:
-        return "DEFAULT_EPSILON"
-
-    def __copy__(self) -> _DefaultEpsilon:
-        return self
-
-    def __deepcopy__(self, memo: Any) -> _DefaultEpsilon:
-        return self
-
-
-#: ``epsilon``'s default: resolved to :data:`PRIVATE_DEFAULT_EPSILON` with a :class:`PrivacyDefaultWarning`.
-DEFAULT_EPSILON = _DefaultEpsilon()
+#: ``epsilon``'s default, "not given" (a plain string, as scikit-learn's ``"auto"`` / ``"warn"`` defaults): resolved
+#: to :data:`PRIVATE_DEFAULT_EPSILON` with a :class:`PrivacyDefaultWarning`.
+DEFAULT_EPSILON = "default"
 
 
 def resolve_epsilon(value: Any, owner: str = "this estimator") -> Any:
     """``value``, or the private default (with a warning) when it is :data:`DEFAULT_EPSILON`."""
-    if value is not DEFAULT_EPSILON:
+    if not (isinstance(value, str) and value == DEFAULT_EPSILON):
         return value
     import warnings
 

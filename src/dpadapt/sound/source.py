@@ -19,6 +19,7 @@ import functools
 import warnings
 
 from dpadapt.api import Plan
+from dpadapt.classstats.tiny import TinySourceWarning, warn_if_pure_noise  # noqa: F401  (TinySourceWarning: part of this step's API)
 from dpadapt.privacy.families.classstats import class_statistics_plan
 from dpadapt.privacy.families.sound import class_moments_plan
 from dpadapt.privacy.guarantee import Guarantee
@@ -33,22 +34,6 @@ KIND = "class_statistics"
 
 class RequestMismatchWarning(UserWarning):
     """The source releases for other public facts than the request was designed for (valid, but not the best design)."""
-
-
-class TinySourceWarning(UserWarning):
-    """The release would be (nearly) pure noise: judged from public numbers only (n, K, the request's k, σ from ε, δ)."""
-
-
-def warn_if_pure_noise(n_source: int, n_classes: int, k: int, sigma: float, epsilon: float, delta: float) -> None:
-    """Warn (before anything is spent) when a class's sum — at most n/K rows of norm ≤ 1 on average — is smaller
-    than the noise's norm σ·√(k+1) on it (its k coordinates and its count): the released class statistics then
-    say next to nothing. Only public numbers enter, so the warning reveals nothing about the rows."""
-    per_class, noise = n_source / max(n_classes, 1), sigma * float(np.sqrt(k + 1))
-    if per_class < noise:
-        warnings.warn(f"a source of {n_source} rows over {n_classes} classes at (ε = {epsilon:g}, δ = {delta:g}) releases "
-                      f"about {per_class:.3g} rows per class under noise of norm {noise:.3g} (σ = {sigma:.3g}): the release "
-                      "would be nearly pure noise; pool more rows, raise ε, or ask for fewer directions (k)",
-                      TinySourceWarning, stacklevel=3)
 
 
 def plan(request: Request, config, n_source: int) -> Plan:
@@ -73,7 +58,7 @@ def plan(request: Request, config, n_source: int) -> Plan:
                             extra_theorem=f"the receiver's request {request.digest()[:12]}: "
                             f"{'signed log1p, ' if request.log1p else ''}ℓ2-normalise"
                             + (f", its {request.k}-d basis, re-normalise" if request.space == "basis" else ""))
-    warn_if_pure_noise(n_source, len(request.classes), request.k, sigma, config.epsilon, delta)
+    warn_if_pure_noise(n_source, len(request.classes), sigma, config.epsilon, delta)
     return Plan(METHOD, KIND, config, public, guarantee, {"sigma": sigma, "delta": delta})
 
 

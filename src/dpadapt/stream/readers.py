@@ -138,8 +138,8 @@ def _refuse_non_finite(name: str, X, start: int, columns) -> None:
         i, j = int(i), int(j)
         value = X[i, j]
     column = repr(columns[j]) if columns is not None and j < len(columns) else f"{j + 1} (counting from 1)"
-    raise ValueError(f"{name}: data row {start + i + 1}, column {column}: value {value} is not a finite number; "
-                     "drop or impute it (with a --schema, declare it a missing-value code)")
+    raise ValueError(f"{name}: data row {start + i + 1}, column {column}: value {value} (features must be finite: no "
+                     "NaN or infinite values); drop or impute it (with a --schema, declare it a missing-value code)")
 
 
 def _check_labels(name: str, y, start: int, label_column: str) -> np.ndarray:
