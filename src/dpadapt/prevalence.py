@@ -25,6 +25,8 @@ import numpy as np
 from dpadapt.labelshift import MIN_PRIOR, em_target_prior
 
 METHODS = ("em", "mean", "source")
+#: The estimator the defaults use, chosen by ``benchmarks/decisions/README.md``.
+DEFAULT = "em"
 #: The public seed of the bootstrap resamples (the interval is reproducible).
 BOOTSTRAP_SEED = 20261129
 
