@@ -110,3 +110,17 @@ def test_sound_model_predicts_at_the_target_prior():
     assert abs(model.predict_proba(Xt)[:, 1].mean() - 0.1) < 0.05
     raw = model.model_.classes[np.argmax(model.decision_function(Xt), axis=1)]  # at the DP source prior
     assert np.mean(model.predict(Xt) == yt) > np.mean(raw == yt) + 0.01
+
+
+@pytest.mark.parametrize("name", ["DPNearestClassMean", "DPLogisticRegression", "DPLeastSquares"])
+def test_the_rule_wraps_any_estimator_with_probabilities(name):
+    from dpadapt import classstats
+
+    rng = np.random.default_rng(6)
+    Xs, ys = draw(400, 0.5, rng)
+    Xt, yt = draw(400, 0.2, rng)
+    est = getattr(classstats, name)(epsilon=None, classes=(0, 1), random_state=0).fit_domains(Xs, ys)
+    rule = DecisionRule(est, "balanced", n_boot=20).fit(Xt)
+    pred = rule.predict(Xt)
+    assert 0.5 * (np.mean(pred[yt == 1] == 1) + np.mean(pred[yt == 0] == 0)) > 0.75
+    assert rule.prevalence_.low[1] <= rule.prevalence_.prior[1] <= rule.prevalence_.high[1]

@@ -18,6 +18,9 @@ estimate with its interval; ``threshold_`` the threshold on P(``classes_[-1]``) 
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 import numpy as np
 
 from dpadapt import prevalence as prev
@@ -66,18 +69,22 @@ def parse_rule(text: str) -> tuple[str, float | None]:
     return name, target
 
 
+@dataclasses.dataclass
 class DecisionRule:
-    """A decision rule over a fitted ``estimator`` (module docstring); ``fit(X_target)`` reads unlabelled rows."""
+    """A decision rule over a fitted ``estimator`` (module docstring); ``fit(X_target)`` reads unlabelled rows.
 
-    def __init__(self, estimator, rule: str = "bayes", target: float | None = None, *, prevalence: str | None = None,
-                 level: float = 0.9, n_boot: int = 200, source_prior=None):
-        self.estimator = estimator
-        self.source_prior = source_prior
-        self.rule = rule
-        self.target = target
-        self.prevalence = prevalence
-        self.level = level
-        self.n_boot = n_boot
+    ``prevalence``: the estimator of :mod:`dpadapt.prevalence` (default :data:`dpadapt.prevalence.DEFAULT`);
+    ``level``/``n_boot``: its bootstrap interval; ``source_prior``: the prior the estimator's probabilities are
+    for, when the estimator does not record it (:func:`source_prior_of`).
+    """
+
+    estimator: Any
+    rule: str = "bayes"
+    target: float | None = None
+    prevalence: str | None = None
+    level: float = 0.9
+    n_boot: int = 200
+    source_prior: Any = None
 
     def fit(self, X, y=None):
         if self.rule not in RULES:
