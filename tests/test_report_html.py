@@ -65,6 +65,12 @@ def test_report_page_for_the_target(sweep, capsys):
     rows = re.findall(r"<tr><td class=\"num\">(\d+)</td><td class=\"num\">(\d)</td>", page)
     assert rows == [("1", "2"), ("4", "2")]  # two runs per ε: a band, not one noisy point
     assert "One run per ε" not in text
+    # issue 36: the prevalence with its interval, the rule, in-sample said plainly, calibration and a reliability diagram
+    assert re.search(r"estimated prevalence of '\w+': \d+\.\d % \(90 % interval \d+\.\d–\d+\.\d %", text)
+    assert "decision rule: most probable class at the target's estimated prior" in text
+    assert "the scores are in-sample" in text
+    assert re.search(r"At this rule: sensitivity \d+ %, specificity \d+ %.*slope -?\d\.\d\d.*error \d\.\d{3}", text)
+    assert '<img id="reliability" alt="reliability diagram" src="data:image/png;base64,' in page
     assert not (tmp / "target-ledger.sqlite").exists()  # the report reads; it creates no ledger
     # the release itself is refused for --html (a model file is what a report describes)
     assert main(["report", "s1-1.release", "--html", "x.html"]) == 1 and not (tmp / "x.html").exists()
@@ -92,3 +98,7 @@ def test_report_renders_in_headless_chromium(sweep, tmp_path):
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     width, height = struct.unpack(">II", data[16:24])
     assert (width, height) == (1100, 3000) and len(data) > 50_000  # a page with text and a plot, not a blank
+    dom = subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", (tmp / "r.html").as_uri()],
+                         capture_output=True, timeout=120, text=True).stdout
+    for anchor in ('id="prevalence"', 'id="rule"', 'id="in-sample"', 'id="at-rule"', 'id="reliability"'):
+        assert anchor in dom, anchor  # the rendered page carries the prevalence, the rule, calibration and the diagram

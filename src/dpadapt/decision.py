@@ -18,38 +18,73 @@ estimate with its interval; ``threshold_`` the threshold on P(``classes_[-1]``) 
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 import numpy as np
 
 from dpadapt import prevalence as prev
 
 RULES = ("bayes", "balanced", "sensitivity", "alert_rate")
+#: Methods whose probabilities are known to be badly calibrated on the development pairs
+#: (``benchmarks/decisions/README.md``): method → what was measured. ``dpadapt adapt`` warns for these.
+KNOWN_MISCALIBRATED = {
+    "sound": "its probabilities were over-confident on the PhysioNet development pairs (benchmarks/decisions)",
+    "dpot": "its probabilities were over-confident on the development pairs (calibration slope ≈ 0.1, benchmarks/decisions)",
+}
 
 
 def source_prior_of(estimator, K: int) -> np.ndarray:
-    """The class prior the estimator's probabilities are for: its recorded DP source prior, else uniform-free
-    ``class_prior_`` / ``source_prior_`` attributes, else the model details; uniform as the last resort."""
-    for owner in (estimator, getattr(estimator, "model_", None)):
+    """The class prior the estimator's ``predict_proba`` is for: a SoundModel's ``details`` (the target prior it
+    already predicts at, else its DP source prior), a ``source_prior_`` / ``class_prior_`` attribute, or a
+    model file's recorded ``source_prior``; uniform as the last resort (stated in ``docs/decisions.md``)."""
+    for owner in (estimator, getattr(estimator, "model_", None), getattr(estimator, "model", None)):
+        details = getattr(owner, "details", None)
+        if isinstance(details, dict):
+            for key in ("target_prior", "source_prior"):
+                if details.get(key) is not None and np.size(details[key]) == K:
+                    return np.asarray(details[key], dtype=np.float64)
         for name in ("source_prior_", "class_prior_"):
             value = getattr(owner, name, None)
             if value is not None and np.size(value) == K:
                 return np.asarray(value, dtype=np.float64)
-        details = getattr(owner, "details", None)
-        if isinstance(details, dict) and details.get("source_prior") is not None:
-            return np.asarray(details["source_prior"], dtype=np.float64)
+    meta = getattr(estimator, "meta", None)
+    if isinstance(meta, dict) and meta.get("source_prior") is not None and np.size(meta["source_prior"]) == K:
+        return np.asarray(meta["source_prior"], dtype=np.float64)
     return np.full(K, 1.0 / K)
 
 
-class DecisionRule:
-    """A decision rule over a fitted ``estimator`` (module docstring); ``fit(X_target)`` reads unlabelled rows."""
+def parse_rule(text: str) -> tuple[str, float | None]:
+    """``"bayes"``, ``"balanced"``, ``"sensitivity:0.9"`` or ``"alert_rate:0.1"`` → (rule, target)."""
+    name, _, value = str(text).partition(":")
+    name = name.strip().replace("-", "_")
+    if name not in RULES:
+        raise ValueError(f"unknown decision rule {text!r}: one of bayes, balanced, sensitivity:S, alert_rate:A")
+    needs = name in ("sensitivity", "alert_rate")
+    if needs != bool(value):
+        raise ValueError(f"decision rule {text!r}: {'give a target, e.g. ' + name + ':0.9' if needs else name + ' takes no target'}")
+    target = float(value) if value else None
+    if target is not None and not 0.0 < target < 1.0:
+        raise ValueError(f"decision rule {text!r}: the target must be in (0, 1)")
+    return name, target
 
-    def __init__(self, estimator, rule: str = "bayes", target: float | None = None, *, prevalence: str = "em",
-                 level: float = 0.9, n_boot: int = 200):
-        self.estimator = estimator
-        self.rule = rule
-        self.target = target
-        self.prevalence = prevalence
-        self.level = level
-        self.n_boot = n_boot
+
+@dataclasses.dataclass
+class DecisionRule:
+    """A decision rule over a fitted ``estimator`` (module docstring); ``fit(X_target)`` reads unlabelled rows.
+
+    ``prevalence``: the estimator of :mod:`dpadapt.prevalence` (default :data:`dpadapt.prevalence.DEFAULT`);
+    ``level``/``n_boot``: its bootstrap interval; ``source_prior``: the prior the estimator's probabilities are
+    for, when the estimator does not record it (:func:`source_prior_of`).
+    """
+
+    estimator: Any
+    rule: str = "bayes"
+    target: float | None = None
+    prevalence: str | None = None
+    level: float = 0.9
+    n_boot: int = 200
+    source_prior: Any = None
 
     def fit(self, X, y=None):
         if self.rule not in RULES:
@@ -57,12 +92,15 @@ class DecisionRule:
         if self.rule in ("sensitivity", "alert_rate") and not (self.target is not None and 0.0 < self.target < 1.0):
             raise ValueError(f"the {self.rule} rule needs a target in (0, 1), got {self.target!r}")
         P = np.asarray(self.estimator.predict_proba(X), dtype=np.float64)
-        self.classes_ = np.asarray(self.estimator.classes_)
         K = P.shape[1]
+        self.classes_ = np.asarray(getattr(self.estimator, "classes_", np.arange(K)))
         if self.rule in ("sensitivity", "alert_rate") and K != 2:
             raise ValueError(f"the {self.rule} rule is for a binary outcome; this model has {K} classes")
-        self.source_prior_ = source_prior_of(self.estimator, K)
-        self.prevalence_ = prev.estimate(P, self.source_prior_, method=self.prevalence, level=self.level, n_boot=self.n_boot)
+        own = source_prior_of(self.estimator, K)
+        given = self.source_prior is not None and np.allclose(own, 1.0 / K)
+        self.source_prior_ = np.asarray(self.source_prior, dtype=np.float64) if given else own
+        method = prev.DEFAULT if self.prevalence is None else self.prevalence
+        self.prevalence_ = prev.estimate(P, self.source_prior_, method=method, level=self.level, n_boot=self.n_boot)
         Pt = prev.shift(P, self.source_prior_, self.prevalence_.prior)
         self.threshold_ = self._threshold(Pt[:, -1]) if K == 2 else None
         return self
@@ -98,5 +136,5 @@ class DecisionRule:
         what = {"bayes": "most probable class at the target's estimated prior",
                 "balanced": "balanced (likelihood ratio > 1)",
                 "sensitivity": f"target sensitivity {self.target}", "alert_rate": f"alert rate {self.target}"}[self.rule]
-        thr = "" if getattr(self, "threshold_", None) is None else f"; flags P({self.classes_[-1]!r}) ≥ {self.threshold_:.3f} at the target's prior"
+        thr = "" if getattr(self, "threshold_", None) is None else f"; flags P(positive) ≥ {self.threshold_:.3f} at the estimated prevalence"
         return f"decision rule: {what}{thr}"

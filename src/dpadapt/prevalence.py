@@ -25,6 +25,8 @@ import numpy as np
 from dpadapt.labelshift import MIN_PRIOR, em_target_prior
 
 METHODS = ("em", "mean", "source")
+#: The estimator the defaults use, chosen by ``benchmarks/decisions/README.md``.
+DEFAULT = "em"
 #: The public seed of the bootstrap resamples (the interval is reproducible).
 BOOTSTRAP_SEED = 20261129
 
@@ -83,9 +85,33 @@ def estimate(proba, source_prior, *, method: str = "em", level: float = 0.9, n_b
     if n_boot <= 0 or method == "source":
         return Prevalence(est, est.copy(), est.copy(), level, method, src)
     rng = np.random.default_rng(seed)
-    draws = np.array([point(P[rng.integers(0, P.shape[0], P.shape[0])], src, method) for _ in range(n_boot)])
+    n = P.shape[0]
+    counts = np.array([np.bincount(rng.integers(0, n, n), minlength=n) for _ in range(n_boot)], dtype=np.float64)
+    draws = _em_weighted(P, src, counts) if method == "em" else _normalised_rows(counts @ P / n)
     tail = (1.0 - level) / 2.0
     return Prevalence(est, np.quantile(draws, tail, axis=0), np.quantile(draws, 1 - tail, axis=0), level, method, src)
+
+
+def _normalised_rows(A: np.ndarray) -> np.ndarray:
+    A = np.maximum(A, MIN_PRIOR)
+    return A / A.sum(axis=1, keepdims=True)
+
+
+def _em_weighted(P: np.ndarray, source_prior: np.ndarray, weights: np.ndarray, *, max_iter: int = 300,
+                 tol: float = 1e-6) -> np.ndarray:
+    """The EM of :func:`dpadapt.labelshift.em_target_prior` for every row-weighting (B, n) at once (the bootstrap)."""
+    ratio_base = np.clip(P, np.finfo(float).tiny, None) / source_prior  # p_s(y|x)/π_s(y)
+    prior = np.tile(source_prior, (weights.shape[0], 1))
+    total = weights.sum(axis=1, keepdims=True)
+    for _ in range(max_iter):
+        post = ratio_base[None, :, :] * prior[:, None, :]
+        post /= post.sum(axis=2, keepdims=True)
+        new = _normalised_rows(np.einsum("bn,bnk->bk", weights, post) / total)
+        moved = float(np.abs(new - prior).sum(axis=1).max())
+        prior = new
+        if moved < tol:
+            break
+    return prior
 
 
 def shift(proba, source_prior, target_prior) -> np.ndarray:

@@ -34,7 +34,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     sp.add_argument("--bootstrap", type=int, default=1000, metavar="N",
                     help="bootstrap resamples of the rows for the 95 %% intervals (default 1000; 0: none)")
     sp.add_argument("--json", action="store_true", help="print the metrics as JSON")
+    from dpadapt.cli.party_cmd import DECISION_HELP
+
     for p in (pp, sp):
+        p.add_argument("--decision", default=None, metavar="RULE",
+                       help=DECISION_HELP + "; default: the rule the model file records, re-fitted on these rows")
         p.add_argument("--model", required=True, help="model file (dpadapt adapt --out)")
         p.add_argument("--data", required=True, help="data file (.npz, .csv, .parquet)")
         p.add_argument("--label-column", default="y", help="label column of a .csv/.parquet file (default y)")
@@ -66,9 +70,14 @@ def _class_names(model, table) -> list | None:
 def run_predict(args) -> int:
     out = _check_out(args.out, args.force) if args.out else None
     model, table = _load(args)
-    parts = [(np.asarray(model.predict(X)), _proba(model, X) if args.proba else None) for X, _ in table.source]  # by chunk
+    rule = decision_rule(model, table.X, args)
+    predictor = model if rule is None else rule
+    parts = [(np.asarray(predictor.predict(X)), _proba(predictor, X) if args.proba else None) for X, _ in table.source]  # by chunk
     labels = np.concatenate([p[0] for p in parts])
     proba = np.concatenate([p[1] for p in parts]) if args.proba and all(p[1] is not None for p in parts) else None
+    if rule is not None:
+        print(rule.prevalence_.line(_class_names(model, table)) + " — on these rows", file=sys.stderr)
+        print(rule.describe(), file=sys.stderr)
     if args.proba and proba is None:
         raise ValueError(f"{args.model}: this {model.meta.get('method', '')} model gives no probabilities; drop --proba")
     if isinstance(table, SchemaTable):
@@ -90,6 +99,38 @@ def run_predict(args) -> int:
         print(f"wrote {len(labels)} predictions to {out}")
     _note(args, model)
     return 0
+
+
+def decision_rule(model, X, args):
+    """The decision rule (``--decision``, else the one the model file records, else ``bayes``) fitted on the rows
+    ``X`` without their labels (:class:`dpadapt.decision.DecisionRule`); ``None`` for a model without probabilities."""
+    from dpadapt.decision import DecisionRule, parse_rule
+
+    recorded = model.meta.get("decision") or {}
+    if args.decision:
+        rule, target = parse_rule(args.decision)
+    else:
+        rule, target = recorded.get("rule", "bayes"), recorded.get("target")
+    if _proba(model, X[:1]) is None:
+        if args.decision:
+            raise ValueError(f"--decision {args.decision}: this model gives no class probabilities")
+        return None
+    return DecisionRule(model, rule, target, source_prior=model.meta.get("source_prior")).fit(X)
+
+
+def in_sample(model, args) -> bool:
+    """Whether the scored file holds the rows the model was adapted on (its recorded content hash)."""
+    return bool(model.meta.get("adapted_on") and model.meta.get("adapted_on") == file_sha256(args.data))
+
+
+def file_sha256(path: str) -> str | None:
+    import hashlib
+
+    try:
+        with open(path, "rb") as fh:
+            return hashlib.file_digest(fh, "sha256").hexdigest()
+    except OSError:
+        return None
 
 
 def warn_duplicate_ids(table: SchemaTable) -> None:
@@ -160,10 +201,19 @@ def run_score(args) -> int:
         return 0
     check_label_range(table, y, names, args)
     evaluations = score_variants(model, proba, y, names, args)
+    rule = decision_rule(model, X, args)
+    label = f"at the estimated prevalence, {rule.describe()}"
+    evaluations = {label: decision_evaluation(rule, X, y, names, args), **evaluations}
+    sample = ("in-sample: these are the rows the model was adapted on (optimistic)" if in_sample(model, args)
+              else "out-of-sample or unknown: the file is not the one the model was adapted on")
     if args.json:
-        print(json.dumps({label: e.to_dict() for label, e in evaluations.items()}, indent=2))
+        print(json.dumps({"prevalence": rule.prevalence_.to_dict(), "decision": {"rule": rule.rule, "target": rule.target,
+                          "threshold": rule.threshold_}, "in_sample": in_sample(model, args),
+                          **{k: e.to_dict() for k, e in evaluations.items()}}, indent=2))
     else:
-        print(f"scored {args.model} on {table.path}")
+        print(f"scored {args.model} on {table.path} ({sample})")
+        print(rule.prevalence_.line(names) + " — estimated on these rows without their labels; "
+              f"observed: {100 * float(np.mean(y == len(names) - 1)):.1f} %")
         for label, e in evaluations.items():
             if len(evaluations) > 1:
                 print(f"-- {label}")
@@ -171,6 +221,15 @@ def run_score(args) -> int:
                 print(line)
     _note(args, model)
     return 0
+
+
+def decision_evaluation(rule, X, y, names: list, args):
+    """The evaluation at the estimated prevalence: calibration of those probabilities, sensitivity and
+    specificity at the rule's threshold (binary)."""
+    from dpadapt.metrics import evaluate
+
+    threshold = rule.threshold_ if rule.threshold_ is not None and 0.0 < rule.threshold_ < 1.0 else 0.5
+    return evaluate(y, rule.predict_proba(X), names, threshold=threshold, n_boot=args.bootstrap)
 
 
 def score_variants(model, proba: np.ndarray, y: np.ndarray, names: list, args) -> dict:

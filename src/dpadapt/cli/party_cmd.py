@@ -184,6 +184,7 @@ def _add_adapt_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--epsilon", type=float, default=None, help="ε of the return release (methods with a return leg)")
     p.add_argument("--delta", type=float, default=None, help="δ of the return release")
     p.add_argument("--seed", type=int, default=None, help=SEED_HELP)
+    p.add_argument("--decision", default=None, metavar="RULE", help=DECISION_HELP)
     _add_ledger_arguments(p)
     add_trust_argument(p)
 
@@ -492,6 +493,11 @@ def run_adapt(args: argparse.Namespace) -> int:
     if agreement[CLASS_NAMES_PARAM] is None:  # data without a schema: the label set the release declared
         agreement[CLASS_NAMES_PARAM] = next((r.params[CLASS_NAMES_PARAM] for r in releases
                                              if r.params.get(CLASS_NAMES_PARAM) is not None), None)
+    decision = decide_at_adapt(outcome.model, table, args, agreement.get("source_prior"))
+    agreement["decision"] = None if decision is None else decision["record"]
+    from dpadapt.cli.model_cmd import file_sha256
+
+    agreement["adapted_on"] = file_sha256(args.data)  # so that score can say when it scores these very rows
     save_model(out, outcome.model, commands.name, guarantees, outcome.metrics, releases, sign_key=args.sign_key,
                n_features=table.n_features, agreement=agreement)
     print(f"wrote {out}: {commands.name} model trained from {', '.join(r.release_id[:12] for r in releases)}")
@@ -501,6 +507,9 @@ def run_adapt(args: argparse.Namespace) -> int:
         print(f"  {g.summary()}")
     for key, value in outcome.metrics.items():
         print(f"  {key} = {value:.4f}" if isinstance(value, float) else f"  {key} = {value}")
+    for line in [] if decision is None else decision["lines"]:
+        print(f"  {line}")
+    warn_calibration(commands.name, outcome.model)
     if outcome.return_release is not None:
         back = budgeted_release(outcome.return_release, table, args, Path(args.return_release), commands.name, (args.epsilon, args.delta))
         with _interrupted_after(f"after the return release {args.return_release} was written and charged ({back.guarantee.summary()})"):
@@ -509,6 +518,44 @@ def run_adapt(args: argparse.Namespace) -> int:
     elif args.return_release:
         print(f"note: method {commands.name!r} has no return release; {args.return_release} was not written", file=sys.stderr)
     return 0
+
+
+DECISION_HELP = ("decision rule: bayes (the most probable class at the target's estimated prevalence; default), "
+                 "balanced (likelihood ratio > 1), sensitivity:S or alert_rate:A (binary); docs/decisions.md")
+
+
+def decide_at_adapt(model: Any, table: Table, args: argparse.Namespace, prior: list[float] | None) -> dict[str, Any] | None:
+    """The decision rule fitted on the adapting party's own rows (no labels, no privacy cost): what the model file
+    records (``decision``) and the lines ``adapt`` prints; ``None`` for a model without class probabilities."""
+    from dpadapt.decision import DecisionRule, parse_rule
+
+    rule, target = parse_rule(args.decision or "bayes")
+    X = getattr(table, "X", None)
+    if X is None or not hasattr(model, "predict_proba"):
+        if args.decision:
+            raise ValueError(f"--decision {args.decision}: this model gives no class probabilities")
+        return None
+    fitted = DecisionRule(model, rule, target, source_prior=prior).fit(X)
+    record = {"rule": rule, "target": target, "threshold": fitted.threshold_, "prevalence": fitted.prevalence_.to_dict(),
+              "rows": int(X.shape[0])}
+    names = getattr(table, "classes", None)
+    return {"record": record, "lines": [fitted.prevalence_.line(names) + " — on these rows, no labels", fitted.describe()]}
+
+
+class CalibrationWarning(UserWarning):
+    """The method's probabilities are known to be badly calibrated (``benchmarks/decisions``)."""
+
+
+def warn_calibration(method: str, model: Any) -> None:
+    """A one-line warning when the method's probabilities are known to be badly calibrated (:data:`decision.KNOWN_MISCALIBRATED`)."""
+    import warnings
+
+    from dpadapt.decision import KNOWN_MISCALIBRATED
+
+    words = KNOWN_MISCALIBRATED.get(method)
+    if words:
+        warnings.warn(f"{method}: {words}; rank by these probabilities, but check calibration before acting on them "
+                      "(dpadapt score on labelled rows)", CalibrationWarning, stacklevel=2)
 
 
 def release_sources(releases: list[Release]) -> list[dict[str, Any]]:

@@ -36,6 +36,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--threshold", type=float, default=0.5, help="with --data: binary decision threshold (default 0.5)")
     p.add_argument("--bootstrap", type=int, default=1000, metavar="N",
                    help="with --data: bootstrap resamples for the intervals (default 1000)")
+    p.add_argument("--decision", default=None, metavar="RULE", help="with --data: the decision rule (bayes, balanced, "
+                   "sensitivity:S, alert_rate:A; default: the one the model file records), fitted on those rows without labels")
     p.add_argument("--force", action="store_true", help="overwrite --html OUT")
     add_trust_argument(p)
     add_table_arguments(p)
@@ -174,4 +176,30 @@ def _local_data(args, bundles):
                                  for label, adjusted in label_shift_variants(b["loaded"], proba).items()}
         evaluations.append(ev)
     return LocalData(path=str(args.data), rows=rows, labelled=labelled, schema=args.schema,
-                     notes=notes, warnings=warns, evaluations=evaluations, corrected=corrected)
+                     notes=notes, warnings=warns, evaluations=evaluations, corrected=corrected,
+                     decision=_decision(args, bundles[0]["loaded"], table))
+
+
+def _decision(args, model, table) -> dict | None:
+    """The first model's decision rule fitted on the reader's rows (no labels): the prevalence with its interval, the
+    rule, whether these are the rows it was adapted on, and — with labels — the evaluation at that rule and the
+    reliability diagram's bins."""
+    import numpy as np
+
+    from dpadapt.cli.model_cmd import _class_names, decision_evaluation, decision_rule, in_sample
+
+    rule = decision_rule(model, table.X, args)
+    if rule is None:
+        return None
+    names = _class_names(model, table)
+    out = {"prevalence": rule.prevalence_.line(names), "rule": rule.describe(), "in_sample": in_sample(model, args),
+           "evaluation": None, "reliability": None}
+    if table.y is not None and np.asarray(table.y).dtype.kind in "iu" and names is not None and len(names) == 2:
+        known = np.asarray(table.y) != -1
+        X, y = table.X[known], np.asarray(table.y)[known]
+        out["evaluation"] = decision_evaluation(rule, X, y, names, args)
+        p = rule.predict_proba(X)[:, 1]
+        idx = np.clip((p * 10).astype(int), 0, 9)
+        out["reliability"] = [(float(p[idx == b].mean()), float(y[idx == b].mean()), int((idx == b).sum()))
+                              for b in range(10) if (idx == b).any()]
+    return out

@@ -61,6 +61,9 @@ class LocalData:
     evaluations: list[Any]
     #: the first model's evaluation after each label-shift correction available (``dpadapt.cli.model_cmd.label_shift_variants``)
     corrected: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: the first model's decision rule on these rows (``dpadapt.cli.report_cmd._decision``): prevalence, rule,
+    #: in-sample, evaluation at the rule and reliability bins (mean predicted, observed, rows)
+    decision: dict[str, Any] | None = None
 
 
 def _eps(x: float) -> str:
@@ -200,6 +203,7 @@ def render(paths: list[str], bundles: list[dict[str, Any]], ledger_path: str | N
         parts.append(f'<p class="muted">{e(note)}</p>')
     parts += _data_section(main, local)
     parts += _performance_section(main, local)
+    parts += _decision_section(local)
     sweep = _sweep_section(paths, bundles, local)
     parts += sweep
     parts.append('<p class="muted">Everything on this page was read from the files named above and, where given, '
@@ -285,6 +289,52 @@ def _performance_section(bundle: dict[str, Any], local: LocalData | None) -> lis
         out.append("<p>No accuracy recorded (the receiver's data had no labels when it adapted); give labelled data "
                    "with <code>--data</code> to measure it here.</p>")
     return out
+
+
+def _decision_section(local: LocalData | None) -> list[str]:
+    """The estimated prevalence with its interval, the decision rule, sensitivity / specificity at it, and the
+    calibration of the probabilities at the estimated prevalence (slope, ECE, a reliability diagram)."""
+    if local is None or local.decision is None:
+        return []
+    e = html.escape
+    d = local.decision
+    out = ['<h2 id="decision">Prevalence, calibration and the decision rule</h2>',
+           f'<p id="prevalence">{e(d["prevalence"])} — estimated on your rows without their labels.</p>',
+           f'<p id="rule">{e(d["rule"])}.</p>']
+    out.append('<p class="warn" id="in-sample">These are the rows the model was adapted on: the scores are in-sample '
+               "(optimistic).</p>" if d["in_sample"] else
+               '<p class="muted" id="in-sample">These are not the rows the model was adapted on (or that is unknown): '
+               "the scores are out-of-sample.</p>")
+    ev = d.get("evaluation")
+    if ev is not None:
+        v = ev.values
+        out.append(f'<p id="at-rule">At this rule: sensitivity {100 * v["sensitivity"]:.0f} %, specificity '
+                   f'{100 * v["specificity"]:.0f} %, balanced accuracy {100 * v["balanced_accuracy"]:.1f} %. '
+                   f'Calibration at the estimated prevalence: slope {v["calibration_slope"]:.2f} (1 is calibrated; below 1 '
+                   f'over-confident), expected calibration error {v["ece"]:.3f}.</p>')
+        if d.get("reliability"):
+            out.append(_reliability_plot(d["reliability"]))
+    return out
+
+
+def _reliability_plot(bins: list[tuple[float, float, int]]) -> str:
+    """Observed rate against mean predicted probability per bin (an inline PNG)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(4.2, 4.0), dpi=100)
+    ax.plot([0, 1], [0, 1], "k:", lw=1, label="calibrated")
+    ax.plot([b[0] for b in bins], [b[1] for b in bins], "o-", label="this model")
+    ax.set_xlabel("predicted probability (at the estimated prevalence)")
+    ax.set_ylabel("observed rate")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    return f'<img id="reliability" alt="reliability diagram" src="data:image/png;base64,{base64.b64encode(buf.getvalue()).decode("ascii")}">'
 
 
 def _point(bundle: dict[str, Any]) -> float:

@@ -1,0 +1,126 @@
+"""Calibration, target prevalence and decision rules (issue 36): fast synthetic cases with known answers."""
+
+import numpy as np
+import pytest
+from scipy.special import expit
+
+from dpadapt import prevalence as prev
+from dpadapt.decision import DecisionRule, parse_rule
+from dpadapt.metrics import calibration_line
+
+
+class Known:
+    """A calibrated binary model of two unit-variance Gaussians at ±1 under a source prior π_s (known posteriors)."""
+
+    classes_ = np.array([0, 1])
+
+    def __init__(self, pi_s: float):
+        self.source_prior_ = np.array([1 - pi_s, pi_s])
+
+    def predict_proba(self, X):
+        x = np.asarray(X)[:, 0]
+        p = expit(2.0 * x + np.log(self.source_prior_[1] / self.source_prior_[0]))
+        return np.column_stack([1 - p, p])
+
+
+def draw(n: int, pi: float, rng) -> tuple[np.ndarray, np.ndarray]:
+    y = (rng.random(n) < pi).astype(int)
+    return (rng.normal(size=n) + np.where(y == 1, 1.0, -1.0))[:, None], y
+
+
+@pytest.mark.parametrize("pi_t", [0.05, 0.3, 0.6])
+def test_em_recovers_a_known_prior_shift_and_its_interval_covers_it(pi_t):
+    rng = np.random.default_rng(0)
+    model = Known(0.5)
+    covered = 0
+    for rep in range(10):
+        X, _ = draw(1000, pi_t, rng)
+        est = prev.estimate(model.predict_proba(X), model.source_prior_, method="em", n_boot=40, seed=rep)
+        assert abs(est.prior[1] - pi_t) < 0.06
+        covered += est.low[1] <= pi_t <= est.high[1]
+    assert covered >= 7  # a 90 % interval: 10 runs, at least 7 expected to cover
+
+
+def test_the_source_prior_and_mean_estimators_do_not_adapt_as_em_does():
+    rng = np.random.default_rng(1)
+    model = Known(0.5)
+    X, _ = draw(4000, 0.1, rng)
+    P = model.predict_proba(X)
+    assert prev.estimate(P, model.source_prior_, method="source", n_boot=0).prior[1] == pytest.approx(0.5)
+    em, mean = (prev.estimate(P, model.source_prior_, method=m, n_boot=0).prior[1] for m in ("em", "mean"))
+    assert abs(em - 0.1) < abs(mean - 0.1)  # the mean posterior is pulled towards the source prior
+
+
+def test_calibrated_at_the_target_prior_after_the_shift():
+    rng = np.random.default_rng(2)
+    model = Known(0.5)
+    X, y = draw(6000, 0.1, rng)
+    rule = DecisionRule(model, "bayes", n_boot=0).fit(X)
+    slope, intercept = calibration_line(y, rule.predict_proba(X)[:, 1])
+    assert 0.85 < slope < 1.15 and abs(intercept) < 0.25
+    raw_slope, raw_intercept = calibration_line(y, model.predict_proba(X)[:, 1])
+    assert raw_intercept < -0.8  # at the source prior the probabilities over-state the rare class
+
+
+def _best_balanced(y, p):
+    return max(0.5 * (np.mean(p[y == 1] >= t) + np.mean(p[y == 0] < t)) for t in np.unique(p))
+
+
+def test_balanced_rule_is_close_to_the_oracle_threshold_and_bayes_maximises_accuracy():
+    rng = np.random.default_rng(3)
+    model = Known(0.5)
+    X, y = draw(6000, 0.1, rng)
+    balanced = DecisionRule(model, "balanced", n_boot=0).fit(X)
+    pred = balanced.predict(X)
+    ba = 0.5 * (np.mean(pred[y == 1] == 1) + np.mean(pred[y == 0] == 0))
+    assert ba >= _best_balanced(y, model.predict_proba(X)[:, 1]) - 0.02
+    bayes = DecisionRule(model, "bayes", n_boot=0).fit(X)
+    acc_target, acc_source = np.mean(bayes.predict(X) == y), np.mean(model.predict_proba(X).argmax(1) == y)
+    assert acc_target > acc_source + 0.01  # predicting at the target's prior, not the source's
+
+
+def test_alert_rate_and_sensitivity_rules():
+    rng = np.random.default_rng(4)
+    model = Known(0.5)
+    X, y = draw(5000, 0.2, rng)
+    alert = DecisionRule(model, "alert_rate", 0.1, n_boot=0).fit(X)
+    assert np.mean(alert.predict(X) == 1) == pytest.approx(0.1, abs=0.01)
+    sens = DecisionRule(model, "sensitivity", 0.9, n_boot=0).fit(X)
+    assert np.mean(sens.predict(X)[y == 1] == 1) == pytest.approx(0.9, abs=0.04)
+
+
+@pytest.mark.parametrize("text", ["sensitivity", "balanced:0.3", "alert_rate:1.5", "nonsense"])
+def test_bad_rules_are_refused(text):
+    with pytest.raises(ValueError):
+        parse_rule(text)
+
+
+def test_sound_model_predicts_at_the_target_prior():
+    from dpadapt.sound import SoundDA
+
+    rng = np.random.default_rng(5)
+    Xs, ys = draw(600, 0.5, rng)
+    Xt, yt = draw(600, 0.1, rng)
+    Xs, Xt = np.hstack([Xs, rng.normal(size=(600, 2))]), np.hstack([Xt, rng.normal(size=(600, 2))])
+    model = SoundDA(epsilon=None, classes=(0, 1), random_state=0).fit_domains(Xs, ys, Xt)
+    d = model.model_.details
+    assert abs(d["source_prior"][1] - 0.5) < 0.06
+    assert abs(d["prevalence"]["prior"][1] - 0.1) < 0.05
+    assert d["prevalence"]["low"][1] <= d["prevalence"]["prior"][1] <= d["prevalence"]["high"][1]
+    assert abs(model.predict_proba(Xt)[:, 1].mean() - 0.1) < 0.05
+    raw = model.model_.classes[np.argmax(model.decision_function(Xt), axis=1)]  # at the DP source prior
+    assert np.mean(model.predict(Xt) == yt) > np.mean(raw == yt) + 0.01
+
+
+@pytest.mark.parametrize("name", ["DPNearestClassMean", "DPLogisticRegression", "DPLeastSquares"])
+def test_the_rule_wraps_any_estimator_with_probabilities(name):
+    from dpadapt import classstats
+
+    rng = np.random.default_rng(6)
+    Xs, ys = draw(400, 0.5, rng)
+    Xt, yt = draw(400, 0.2, rng)
+    est = getattr(classstats, name)(epsilon=None, classes=(0, 1), random_state=0).fit_domains(Xs, ys)
+    rule = DecisionRule(est, "balanced", n_boot=20).fit(Xt)
+    pred = rule.predict(Xt)
+    assert 0.5 * (np.mean(pred[yt == 1] == 1) + np.mean(pred[yt == 0] == 0)) > 0.75
+    assert rule.prevalence_.low[1] <= rule.prevalence_.prior[1] <= rule.prevalence_.high[1]
