@@ -168,7 +168,7 @@ def test_item4_one_class_neighbour_is_released_too(rng, name):
     cls = {"ClassStatsDA": ClassStatsDA, "DPNearestClassMean": DPNearestClassMean,
            "DPLogisticRegression": DPLogisticRegression, "DPOTAdapter": DPOTAdapter, "PRIMA": PRIMA}[name]
     kw = {"epsilon": 2.0, "delta": 1e-5, "classes": (0, 1), "random_state": 0}
-    if name in ("ClassStatsDA", "DPOTAdapter"):
+    if name == "ClassStatsDA":
         kw["k"] = 3
     if name == "PRIMA":
         kw.update(source_release="dpsgd_heads", subspace_size=3, epochs=1)

@@ -199,7 +199,7 @@ def _classstats_routes() -> list[Route]:
 def _dpot_routes() -> list[Route]:
     from dpadapt.transport import DPOTAdapter
 
-    return [Route("dpot/classstats", DPOTAdapter, {"epsilon": 1.0, "delta": 1e-5, "classes": CLASSES, "k": 3}, blobs,
+    return [Route("dpot/classstats", DPOTAdapter, {"epsilon": 1.0, "delta": 1e-5, "classes": CLASSES}, blobs,
                   ("source",), taken=lambda est: est.config_.resolved_design() == "classstats", worst_pair=relabel_first)]
 
 
