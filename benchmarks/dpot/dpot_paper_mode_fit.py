@@ -4,7 +4,7 @@ Rows of the ``dpot`` suite, ε = 20 total (ε′ = 5 inside it), δ = 1/(1.2 n_s
 the headline ``dpda-mb-fit-mlp`` D→W (5 seeds), ``dpda-mb-fit-logreg`` D→W (5) and W→D (3), the cause
 isolation rows on D→W (3 seeds), ``otda-fit`` on both pairs, then ``dpda-mb-fit-mlp`` W→D (``W_D_MLP``
 seeds; ≈ 10 min a run on the shared machine). Resumable; the optional FILTERs keep the plan's lines whose
-"task method mode" contains one of them (to split the plan over processes writing different files). Usage:
+"task method mode" (plus a trailing space) contains one of them (to split the plan over processes writing different files). Usage:
 python benchmarks/dpot/dpot_paper_mode_fit.py [OUT.json] [W_D_MLP] [FILTER ...]
 """
 
@@ -35,7 +35,7 @@ PLAN = [  # (task, method, mode, seeds), in run order
 
 def main() -> None:
     tasks = {(t.task, t.method, t.mode): t for t in get_suite("dpot").build(False, None)}
-    plan = [p for p in PLAN if not FILTERS or any(f in " ".join(map(str, p[:3])) for f in FILTERS)]
+    plan = [p for p in PLAN if not FILTERS or any(f in " ".join(map(str, p[:3])) + " " for f in FILTERS)]
     jobs = [(tasks[(task, method, mode)], seed) for task, method, mode, n in plan for seed in range(n)]
     rows = run_resumable(jobs, OUT)
     print(format_table(with_current_causes(rows, list(tasks.values()))))
