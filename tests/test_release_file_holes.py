@@ -119,12 +119,17 @@ def test_patient_level_release_files_do_not_tell_a_patients_row_count(method, tm
         assert main(["basis", "--data", "target.csv", *S, "--k", "2", "--out", "other.release"]) == 0
         extra = ["--basis", "other.release"]
     for name in ("d", "d_prime"):
-        Ledger(tmp_path / "ledger.sqlite").set_budget("source", fingerprint(tmp_path / f"{name}.csv"), 100.0, 1e-3)
+        Ledger(tmp_path / "ledger.sqlite").set_budget("source", fingerprint(tmp_path / f"{name}.csv"), 100.0, 0.5)
         assert main(["release", method, "--data", f"{name}.csv", *S, *extra, "--epsilon", "2", "--delta", "1e-5",
                      "--rows-per-patient", "3", "--out", f"{name}.release"]) == 0, capsys.readouterr().err
     d, d_prime = _public_fields("d.release"), _public_fields("d_prime.release")
     assert d == d_prime
     assert d["guarantee"]["unit"] == "patient" and "n_source" not in d["params"]
+    # δ between 1/302 and 1/300: compared with the 3 × 300 rows the patients may have, not with the 300 vs 302 rows
+    # they have — the same answer for D and D′ (a refusal, δ ≥ 1/900)
+    codes = [main(["release", method, "--data", f"{name}.csv", *S, *extra, "--epsilon", "2", "--delta", "0.00332",
+                   "--rows-per-patient", "3", "--out", f"{name}-delta.release"]) for name in ("d", "d_prime")]
+    assert codes == [1, 1], capsys.readouterr().err
 
 
 # --- hole 4: a received file's declared sizes are checked before anything is inflated or parsed ------------------

@@ -220,7 +220,7 @@ def run_release(args: argparse.Namespace) -> int:
     check_delta(args.delta)
     key = sign_key(args)
     table = bound_rows_per_patient(load_data(args), args.rows_per_patient)
-    check_release_delta(args, table, n_units(table) if args.rows_per_patient else None)
+    check_release_delta(args, table, n_units(table) * args.rows_per_patient if args.rows_per_patient else None)
     for option in ("basis", "map", "request"):  # the other party's public map / basis: computed through the same schema?
         path = getattr(args, option, None)
         if path:  # its header only (no array inflated): the method verifies the whole file, with its own size bound
@@ -353,22 +353,22 @@ def _interrupted_words(ledger: Ledger, release_id: str, party: str, dataset_id: 
     return f"before any privacy noise was drawn: the reservation ({cost}) on {where} was refunded; nothing was charged"
 
 
-def check_release_delta(args: argparse.Namespace, table: Table, n_patients: int | None = None) -> None:
+def check_release_delta(args: argparse.Namespace, table: Table, row_bound: int | None = None) -> None:
     """δ ∈ (0, 1), and δ < 1/n in sound mode (a larger δ allows publishing a whole record).
 
     Not compared with n under ``--relation add_remove``: there n is private, and a refusal that depends on
     it would reveal it; δ is then the owner's choice from a public bound on n. A patient-level release compares
-    δ with the number of patients ``n_patients`` (a refusal that depended on the row count would reveal how many
-    rows a patient has).
+    δ with ``row_bound`` = K × the number of patients, the most rows they may have (a refusal that depended on the
+    row count would reveal how many rows a patient has; below 1/row_bound, δ is below 1/n for every row count).
     """
     from dpadapt.validation import check_delta
 
-    n = table.n_rows if n_patients is None else n_patients
+    n = table.n_rows if row_bound is None else row_bound
     check_delta(args.delta)
     if getattr(args, "relation", "replace_one") == "add_remove":
         return
     if args.delta >= 1.0 / n and getattr(args, "privacy_mode", "sound") != "paper":
-        unit = "rows" if n_patients is None else "patients"
+        unit = "rows" if row_bound is None else f"rows that {row_bound // args.rows_per_patient} patients may have"
         raise ValueError(f"--delta {args.delta:g} is ≥ 1/n = {1.0 / n:.3g} for the {n} {unit} of {table.path}: refused (use δ ≪ 1/n)")
 
 
