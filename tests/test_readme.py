@@ -188,3 +188,23 @@ def test_hospital_guide_default_flow_runs_as_written(data_root, tmp_path, monkey
     assert "Metric sources" not in shown
     balanced = float(re.search(r"balanced accuracy\s+(\d\.\d+) \[", out).group(1))
     assert balanced > 0.7  # the guide shows 0.80; all-healthy scores 0.5
+
+
+def test_cli_reference_page_is_generated_from_the_parser():
+    """docs/cli.md is filled at build time (the MkDocs hook in mkdocs.yml) with every command's --help."""
+    import importlib.util
+
+    from dpadapt.cli.main import COMMANDS
+    from dpadapt.cli.reference import markdown
+
+    repo = README.parent
+    assert "scripts/mkdocs_hooks.py" in (repo / "mkdocs.yml").read_text() and "cli.md" in (repo / "mkdocs.yml").read_text()
+    spec = importlib.util.spec_from_file_location("mkdocs_hooks", repo / "scripts" / "mkdocs_hooks.py")
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    page = type("Page", (), {"file": type("File", (), {"src_uri": "cli.md"})()})()
+    text = hooks.on_page_markdown((repo / "docs" / "cli.md").read_text(), page)
+    assert hooks.MARKER not in text and markdown() in text
+    for name in COMMANDS:  # every command, and the sub-commands below it, with its own options
+        assert f"## `dpadapt {name}`" in text
+    assert "## `dpadapt release sound`" in text and "## `dpadapt adapt dpot`" in text and "--n-source N_SOURCE" in text
