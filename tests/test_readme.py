@@ -132,7 +132,7 @@ class Shell:
 def test_readme_hospital_example_runs_as_written(data_root, tmp_path, monkeypatch, capsys):
     """docs/tables.md's Cleveland → Hungary block as written: two folders, two ledgers, the key exchange."""
     block = next(b for b in _bash_blocks([README.parent / "docs" / "tables.md"]) if any(line[:2] == ["dpadapt", "keys"] for line in b)
-                 and any("heart.schema.toml" in " ".join(line) for line in b))
+                 and any(line[:2] == ["dpadapt", "basis"] for line in b))
     repo = README.parent
     monkeypatch.chdir(tmp_path)
     (tmp_path / "examples").symlink_to(repo / "examples")  # the block runs from the repository root
@@ -157,3 +157,54 @@ def test_readme_hospital_example_runs_as_written(data_root, tmp_path, monkeypatc
     assert rows[0] == ["row", "predicted_num", "p_healthy", "p_disease"] and len(rows) == 295
     page = (tmp_path / "hungary" / "heart-report.html").read_text()
     assert "kept in the source party&#x27;s own ledger" in page and "imputed as declared" in page
+    assert "more)" not in page and "trestbps 1 (0.3 %)" in page  # the page lists every imputed column (was: "… (3 more)")
+
+
+def test_hospital_guide_default_flow_runs_as_written(data_root, tmp_path, monkeypatch, capsys):
+    """docs/tables.md's default flow as written: request → release sound → adapt sound → score, two hospitals."""
+    block = next(b for b in _bash_blocks([README.parent / "docs" / "tables.md"])
+                 if any(line[:2] == ["dpadapt", "request"] for line in b))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "examples").symlink_to(README.parent / "examples")  # the block runs from the repository root
+    shell = Shell(monkeypatch, {str(tmp_path / "../shared/data"): str(data_root)})
+    for line in block:
+        shell.run(line)
+    assert [a[:2] for a in shell.ran if a[0] in ("request", "release", "adapt", "score")] == [
+        ["request", "--data"], ["release", "sound"], ["adapt", "sound"], ["score", "--model"]]
+    assert os.getcwd() == str(tmp_path)
+    out = capsys.readouterr().out
+    page = (README.parent / "docs" / "tables.md").read_text(encoding="utf-8")
+    for shown in ("for 1 source(s), discriminant design", "sound/class_statistics, release id", "sound model trained from",
+                  "authenticated: signed by trusted key", "294 labelled rows: healthy 188 (63.9 %), disease 106 (36.1 %)"):
+        assert shown in out and shown in page  # the output the guide shows is the output a user sees
+    assert "sources = " not in out  # no bookkeeping figure printed as a metric
+    # the request has one id everywhere: as written, in the source's theorem, in the model's provenance
+    request_id = re.search(r"release request ([0-9a-f]{12}) for 1 source", out).group(1)
+    assert main(["report", "exchange/heart.release", "--trust", "exchange/cleveland.pub"]) == 0
+    assert main(["report", "hungary/heart.dpadapt"]) == 0
+    shown = capsys.readouterr().out
+    assert f"the receiver's request {request_id}:" in shown and re.search(f"Trained from release\\(s\\): .*{request_id}", shown)
+    assert "classes       : ['healthy', 'disease']" in shown and "[0, 1]" not in shown  # by name (was: [0, 1])
+    assert "Metric sources" not in shown
+    balanced = float(re.search(r"balanced accuracy\s+(\d\.\d+) \[", out).group(1))
+    assert balanced > 0.7  # the guide shows 0.80; all-healthy scores 0.5
+
+
+def test_cli_reference_page_is_generated_from_the_parser():
+    """docs/cli.md is filled at build time (the MkDocs hook in mkdocs.yml) with every command's --help."""
+    import importlib.util
+
+    from dpadapt.cli.main import COMMANDS
+    from dpadapt.cli.reference import markdown
+
+    repo = README.parent
+    assert "scripts/mkdocs_hooks.py" in (repo / "mkdocs.yml").read_text() and "cli.md" in (repo / "mkdocs.yml").read_text()
+    spec = importlib.util.spec_from_file_location("mkdocs_hooks", repo / "scripts" / "mkdocs_hooks.py")
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    page = type("Page", (), {"file": type("File", (), {"src_uri": "cli.md"})()})()
+    text = hooks.on_page_markdown((repo / "docs" / "cli.md").read_text(), page)
+    assert hooks.MARKER not in text and markdown() in text
+    for name in COMMANDS:  # every command, and the sub-commands below it, with its own options
+        assert f"## `dpadapt {name}`" in text
+    assert "## `dpadapt release sound`" in text and "## `dpadapt adapt dpot`" in text and "--n-source N_SOURCE" in text

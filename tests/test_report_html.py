@@ -61,7 +61,11 @@ def test_report_page_for_the_target(sweep, capsys):
     for words in ("balanced accuracy", "ROC-AUC", "sensitivity", "specificity", "Brier score", "calibration slope"):
         assert re.search(re.escape(words) + r"</td><td class=\"num\">\d\.\d{3}</td><td class=\"num\">\d\.\d{3} – \d\.\d{3}",
                          page), words
-    assert re.search(r'<img alt="balanced accuracy on your data against epsilon" src="data:image/png;base64,', page)
+    # the axis names both curves drawn on it (was: ROC-AUC drawn on an axis labelled balanced accuracy)
+    assert re.search(r'<img alt="balanced accuracy / ROC-AUC on your data against epsilon" src="data:image/png;base64,', page)
+    # a page of several models is titled as such (was: by its first model only); the metrics say when they are in-sample
+    assert f"<h1>Run report: ε sweep of {len(models)} sound models ({models[0]} … {models[-1]})</h1>" in page
+    assert "In-sample when these are the rows the model was adapted on" in text
     rows = re.findall(r"<tr><td class=\"num\">(\d+)</td><td class=\"num\">(\d)</td>", page)
     assert rows == [("1", "2"), ("4", "2")]  # two runs per ε: a band, not one noisy point
     assert "One run per ε" not in text

@@ -130,7 +130,7 @@ def test_report_html_numbers_and_sweep(heart, capsys):
     assert ["m0.5.dpadapt", "0.5", f"{recorded['0.5'][0]:.4f}"] == cells[cells.index("m0.5.dpadapt"):][:3]
     assert ["m2.dpadapt", "2", f"{recorded['2'][0]:.4f}"] == cells[cells.index("m2.dpadapt"):][:3]
     assert "ε = 0.5, δ = 1e-05" in cells and "ε = 8, δ = 1e-05" in cells  # spent by this model, the budget
-    assert re.search(r'<img alt="accuracy recorded at adapt against epsilon" src="data:image/png;base64,[A-Za-z0-9+/=]{200,}">', page)
+    assert re.search(r'<img alt="accuracy recorded at adapt \(in-sample\) against epsilon" src="data:image/png;base64,[A-Za-z0-9+/=]{200,}">', page)
     assert "One run per ε" in page  # one model file per ε: said, not drawn as a trend
     assert main(["report", "s2.release", "--html", "x.html"]) == 1 and not (tmp / "x.html").exists()
 

@@ -21,6 +21,7 @@ import sys
 import warnings
 
 from dpadapt import __version__
+from dpadapt.parsing import is_number
 
 #: Sub-command → (module of :mod:`dpadapt.cli` that defines it, one-line help), in help order.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -63,19 +64,11 @@ def _join_negative_values(argv: list[str]) -> list[str]:
     would take it for an option), so the command's own check reports it in one line."""
     out: list[str] = []
     for arg in argv:
-        if out and out[-1].startswith("--") and "=" not in out[-1] and arg.startswith("-") and _is_number(arg):
+        if out and out[-1].startswith("--") and "=" not in out[-1] and arg.startswith("-") and is_number(arg):
             out[-1] = f"{out[-1]}={arg}"
         else:
             out.append(arg)
     return out
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-        return True
-    except ValueError:
-        return False
 
 
 def _command_of(argv: list[str]) -> str | None:

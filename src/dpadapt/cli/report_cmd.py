@@ -11,11 +11,13 @@ checked; a signature is checked when present, and required with ``--trust PUBKEY
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
 
 from dpadapt import container
+from dpadapt.cli.agreement import CLASS_NAMES_PARAM
 from dpadapt.cli.main import add_command
 from dpadapt.cli.party_cmd import add_trust_argument, load_model, trusted_keys
 from dpadapt.cli.table_options import add_table_arguments
@@ -93,8 +95,11 @@ def words(path: str | Path, trusted: list[Any] | tuple = ()) -> str:
 
     path = Path(path)
     if _is_release(path):
-        return Release.load(path, trusted=trusted).report()
+        release = Release.load(path, trusted=trusted)
+        release.guarantee = _named_classes(release.guarantee, release.params.get(CLASS_NAMES_PARAM))
+        return release.report()
     bundle = load_model(path, trusted)
+    names = bundle["meta"].get(CLASS_NAMES_PARAM)
     lines = [
         f"Model {path.name} — {bundle['method']}, written by dpadapt {bundle['version']} at {bundle['created']}",
         "Authenticity: " + bundle["loaded"].authenticity(),
@@ -103,8 +108,16 @@ def words(path: str | Path, trusted: list[Any] | tuple = ()) -> str:
     for key, value in bundle["metrics"].items():
         lines.append(f"Metric {key}: {value:.4f}" if isinstance(value, float) else f"Metric {key}: {value}")
     for party, g in bundle["guarantees"].items():
-        lines += ["", f"What the model reveals about the {party} data:", g.report()]
+        lines += ["", f"What the model reveals about the {party} data:", _named_classes(g, names).report()]
     return "\n".join(lines)
+
+
+def _named_classes(g, names: list | None):
+    """``g`` with its label set by the names of the table's schema (the release holds indices 0..K-1)."""
+    classes = g.details.get("classes")
+    if not names or classes is None or list(classes) != list(range(len(names))):
+        return g
+    return dataclasses.replace(g, details={**g.details, "classes": list(names)})
 
 
 def run(args) -> int:
@@ -160,7 +173,7 @@ def _local_data(args, bundles):
     notes, warns = [], []
     counts = getattr(table, "counts", None)
     if counts is not None:
-        notes, warns = counts.summary(load_schema(args.schema), Path(args.data).name)
+        notes, warns = counts.summary(load_schema(args.schema), Path(args.data).name, most=None)  # the page lists every column
     evaluations, corrected = [], {}
     for i, b in enumerate(bundles):
         ev = None

@@ -141,7 +141,8 @@ def _sweep_plot(groups: dict[float, list[float]], baselines: dict[str, dict[floa
     import numpy as np
 
     fig, ax = plt.subplots(figsize=(6.4, 3.8), dpi=100)
-    for (name, data), style in zip([("adapted model", groups)] + list(baselines.items()), ("o-", "s--", "^:")):
+    series = ylabel.split(" on ")[0].split(" / ")[0]  # the first metric named on the axis is the model's line
+    for (name, data), style in zip([(f"adapted model, {series}", groups)] + list(baselines.items()), ("o-", "s--", "^:")):
         xs = sorted(data)
         if not xs:
             continue
@@ -173,12 +174,14 @@ def render(paths: list[str], bundles: list[dict[str, Any]], ledger_path: str | N
            local: LocalData | None = None) -> str:
     """The HTML page for one model file (or a sweep of model files of one method)."""
     e = html.escape
-    main, first = bundles[0], paths[0]
+    main = bundles[0]
     method = str(main["method"])
+    names = [Path(p).name for p in paths]
+    title = names[0] if len(names) == 1 else f"ε sweep of {len(names)} {method} models ({names[0]} … {names[-1]})"
     parts = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>dpadapt report: {e(Path(first).name)}</title>", f"<style>{STYLE}</style></head><body>",
-        f"<h1>Run report: {e(Path(first).name)}</h1>",
+        f"<title>dpadapt report: {e(title)}</title>", f"<style>{STYLE}</style></head><body>",
+        f"<h1>Run report: {e(title)}</h1>",
         f'<p class="muted">Method <b>{e(method)}</b>, written by dpadapt {e(str(main["version"]))} at '
         f"{e(str(main['created']))}. Authenticity of the model file: {e(main['loaded'].authenticity())}."
         + (f" This page covers {len(bundles)} model files (an ε sweep)." if len(bundles) > 1 else "") + "</p>",
@@ -274,6 +277,9 @@ def _performance_section(bundle: dict[str, Any], local: LocalData | None) -> lis
             out.append(f'<p class="warn">Always predicting “{e(str(evaluation.majority_class))}” would be right '
                        f"{100 * evaluation.constant_accuracy:.1f} % of the time, as often as this model or more: "
                        "read balanced accuracy and ROC-AUC, not accuracy.</p>")
+        out.append('<p class="warn">In-sample when these are the rows the model was adapted on (the target adapts '
+                   "on its own rows, without their labels): a transductive figure, not a held-out estimate. Score a "
+                   "file the model never saw for that.</p>")
         out.append(f'<p class="muted">Intervals: {100 * evaluation.level:g} % percentile bootstrap over '
                    f"{evaluation.n_boot} resamples of the rows. Balanced accuracy is the mean of sensitivity and "
                    "specificity; a ROC-AUC of 0.5 is chance, 1 a perfect ranking; a calibration slope of 1 means the "
@@ -281,7 +287,8 @@ def _performance_section(bundle: dict[str, Any], local: LocalData | None) -> lis
     metrics = bundle["metrics"]
     shown = [(label, metrics[key]) for key, label in ACCURACY_METRICS.items() if isinstance(metrics.get(key), (int, float))]
     if shown:
-        out.append("<p>Recorded when the model was adapted (accuracy on the receiver's labels at that time):</p>")
+        out.append("<p>Recorded when the model was adapted: accuracy on the receiver's labels of the rows it adapted "
+                   "on (in-sample, not a held-out estimate):</p>")
         out.append("<table><tr><th>model</th><th>accuracy on the target's labels</th></tr>")
         out += [f"<tr><td>{e(label)}</td><td class=\"num\">{value:.4f}</td></tr>" for label, value in shown]
         out.append("</table>")
@@ -356,7 +363,7 @@ def _sweep_section(paths: list[str], bundles: list[dict[str, Any]], local: Local
         raise ValueError("a sweep needs model files with a finite ε (a protected party)")
     evaluations = local.evaluations if local is not None else []
     if evaluations and all(ev is not None for ev in evaluations):
-        key, ylabel = "balanced_accuracy", "balanced accuracy on your data"
+        key, ylabel = "balanced_accuracy", "balanced accuracy / ROC-AUC on your data"
         values = [ev.values[key] for ev in evaluations]
         extra = {"ROC-AUC": [ev.values["roc_auc"] for ev in evaluations]}
     else:
@@ -364,7 +371,7 @@ def _sweep_section(paths: list[str], bundles: list[dict[str, Any]], local: Local
         if any(v is None for v in recorded):
             raise ValueError("a sweep needs labelled data: give --data FILE with labels, or model files that recorded "
                              "an accuracy (adapt on labelled data)")
-        key, ylabel, values, extra = "accuracy", "accuracy recorded at adapt", [float(v) for v in recorded], {}
+        key, ylabel, values, extra = "accuracy", "accuracy recorded at adapt (in-sample)", [float(v) for v in recorded], {}
     groups: dict[float, list[float]] = {}
     for x, v in zip(eps, values):
         groups.setdefault(x, []).append(v)

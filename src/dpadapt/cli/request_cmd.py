@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     release.save(out)
     d = release.params["design"]
     space = f"{release.params['k']} directions of your rows" if release.params["space"] == "basis" else "the features themselves"
-    print(f"wrote {out}: release request for {len(args.n_source)} source(s), {d['design']} design, {release.params['statistics']} "
+    print(f"wrote {out}: release request {release.release_id[:12]} for {len(args.n_source)} source(s), {d['design']} design, {release.params['statistics']} "
           f"in {space} (σ = {d['sigma']:.3g})")
     print(f"  disclosure, not a DP release: {release.params['disclosure']}")
     return 0

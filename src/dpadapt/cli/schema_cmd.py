@@ -16,6 +16,7 @@ from pathlib import Path
 
 from dpadapt.cli.main import add_command
 from dpadapt.cli.party_cmd import _check_out
+from dpadapt.parsing import is_number
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -75,7 +76,7 @@ def _public_columns(path: Path) -> tuple[list[str], dict[str, str], str | None]:
         raise ValueError(str(exc)) from None
     if not names or not all(names):
         raise ValueError(f"{path}: line 1: not a header (empty names); give --columns instead")
-    numeric = sum(_is_number(n) for n in names)
+    numeric = sum(is_number(n) for n in names)
     if numeric:  # a header-less file: line 1 is a record; never copy its cells into a schema
         raise ValueError(f"{path}: line 1 has {numeric} numeric cell(s): it looks like a data row, not a header; "
                          "give the column names with --columns (nothing was written)")
@@ -83,14 +84,6 @@ def _public_columns(path: Path) -> tuple[list[str], dict[str, str], str | None]:
         dup = next(n for n in names if names.count(n) > 1)
         raise ValueError(f"{path}: line 1: duplicate column name {dup!r}")
     return names, {}, delimiter
-
-
-def _is_number(cell: str) -> bool:
-    try:
-        float(cell)
-    except ValueError:
-        return False
-    return True
 
 
 def draft_text(names: list[str], *, header: bool, delimiter: str | None, label: str | None, classes: list[str],

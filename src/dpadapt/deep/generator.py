@@ -28,6 +28,7 @@ from torch import nn
 
 from dpadapt.deep.runtime import blas_like_torch, training_device
 from dpadapt.deep.swd_da import (
+    SWDRun,
     clip_rows_torch,
     sliced_wasserstein_torch,
     target_projections,
@@ -71,19 +72,14 @@ def joint_rows(X: np.ndarray, y: np.ndarray, n_classes: int, label_scale: float)
 
 
 @dataclasses.dataclass
-class GeneratorConfig:
-    mode: str = "sound"
+class GeneratorConfig(SWDRun):
     steps: int = 3000
     batch_size: int = 100
     k: int = 1000
     lr: float = 1e-3
-    epsilon: float = 10.0
-    delta: float = 1e-5
     clip_norm: float = 12.0
     label_scale: float = 5.0
-    sensitivity: str = "spectral"
     classes: tuple | None = None  # the public label set (required; never inferred from private labels)
-    device: str = "auto"  # see dpadapt.deep.runtime.training_device
 
 
 @dataclasses.dataclass
@@ -123,8 +119,7 @@ def train_generator(
     n, d = R.shape
     plan = None
     if cfg.mode == "sound":
-        plan = swd.plan_releases(cfg.epsilon, cfg.delta, n=n, batch_size=cfg.batch_size, steps=cfg.steps, k=cfg.k,
-                                 d=d, clip_norm=cfg.clip_norm, method=cfg.sensitivity)
+        plan = cfg.sound_plan(n, d, cfg.steps, cfg.clip_norm)
     device = training_device(cfg.device)
     torch.manual_seed(int(rng.integers(2**31)))
     G = ConditionalGenerator(n_classes=n_classes).to(device)

@@ -210,24 +210,39 @@ def source_alignment_loss(
 
 
 @dataclasses.dataclass
-class SWDDAConfig:
-    """Hyper-parameters of one SWD-DA training run (resolved from :class:`DPSWDConfig`)."""
+class SWDRun:
+    """What every training run on DP-SWD releases declares (SWD-DA here, the DP generator of
+    :mod:`dpadapt.deep.generator`): its mode, steps and batches, the k projections, (ε, δ), the row clip and
+    the sensitivity rule its sound plan is made with (:meth:`sound_plan`)."""
 
     mode: str = "sound"
     steps: int = 500
-    align_from: int = 0
     batch_size: int = 128
     lr: float = 5e-4
-    lam: float = 0.05
     k: int = 200
     epsilon: float = 10.0
     delta: float = 1e-5
-    clip_norm: float | None = None  # default: sqrt(d_feat)/2 (centre of sigmoid features)
+    clip_norm: float | None = None
     sensitivity: str = "spectral"
+    device: str = "auto"  # see dpadapt.deep.runtime.training_device
+
+    def sound_plan(self, n: int, d: int, steps: int, clip_norm: float) -> swd.DPSWDPlan:
+        """The sound plan of ``steps`` releases of k noisy projections of n private rows of dimension d, clipped to
+        ``clip_norm`` (:func:`dpadapt.transport.swd.plan_releases`)."""
+        return swd.plan_releases(self.epsilon, self.delta, n=n, batch_size=self.batch_size, steps=steps, k=self.k,
+                                 d=d, clip_norm=clip_norm, method=self.sensitivity)
+
+
+@dataclasses.dataclass
+class SWDDAConfig(SWDRun):
+    """Hyper-parameters of one SWD-DA training run (resolved from :class:`DPSWDConfig`); ``clip_norm`` defaults to
+    sqrt(d_feat)/2 (the centre of sigmoid features)."""
+
+    align_from: int = 0
+    lam: float = 0.05
     paper_method: str = "bernstein_code"
     q: int = 2
     steps_per_epoch: int = 1
-    device: str = "auto"  # see dpadapt.deep.runtime.training_device
 
 
 @dataclasses.dataclass
@@ -243,8 +258,7 @@ class TrainResult:
 
 def _plan(cfg: SWDDAConfig, n_t: int, d_feat: int, releases: int) -> swd.DPSWDPlan | None:
     if cfg.mode == "sound":
-        return swd.plan_releases(cfg.epsilon, cfg.delta, n=n_t, batch_size=cfg.batch_size, steps=releases, k=cfg.k,
-                                 d=d_feat, clip_norm=cfg.clip_norm or math.sqrt(d_feat) / 2, method=cfg.sensitivity)
+        return cfg.sound_plan(n_t, d_feat, releases, cfg.clip_norm or math.sqrt(d_feat) / 2)
     if cfg.mode == "paper":
         epochs = max(1, round(cfg.steps / max(cfg.steps_per_epoch, 1)))
         charged = (n_t // cfg.batch_size + 1) * epochs

@@ -126,7 +126,8 @@ class Request:
         arrays = {} if self.components is None else {"mean": self.mean, "components": self.components}
         g = dataclasses.replace(Guarantee.non_private("target", DISCLOSURE),
                                 details={"disclosed": f"its release request ({self.space}, k = {self.k})"})
-        return Release(method=METHOD, kind=KIND, owner="target", arrays=arrays, guarantee=g,
+        # its id is its digest's prefix: the one id a source's release names it by (one id in every place)
+        return Release(method=METHOD, kind=KIND, owner="target", arrays=arrays, guarantee=g, release_id=self.digest()[:32],
                        params={**self._public(), "sha256": self.digest(), "design": self.design,
                                "disclosure": g.reasons[0]})
 

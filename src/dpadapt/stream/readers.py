@@ -36,6 +36,8 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from dpadapt.parsing import is_number
+
 Chunk = tuple["np.ndarray | sp.csr_matrix", "np.ndarray | None"]
 
 #: Bytes of float64 features per chunk by default (the per-row map makes about two copies of one chunk).
@@ -577,17 +579,9 @@ def _csv_labels(path: Path, column, label_column: str, start: int) -> np.ndarray
     try:
         return np.asarray(pc.cast(pc.utf8_trim_whitespace(column), pa.float64()).to_numpy(zero_copy_only=False))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        bad = next((v for v in column.to_pylist() if not _is_number(v)), "")
+        bad = next((v for v in column.to_pylist() if not is_number(v)), "")
         raise ValueError(f"{path}: labels in {label_column!r} are not integers (e.g. {bad!r}); "
                          "map them to the public label set 0..K-1 first (-1 = unlabelled)") from None
-
-
-def _is_number(text) -> bool:
-    try:
-        float(text)
-        return True
-    except (TypeError, ValueError):
-        return False
 
 
 # ---- Parquet ---------------------------------------------------------------------------------------

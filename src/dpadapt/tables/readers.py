@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from dpadapt.parsing import is_number
+
 from .rowmap import MapCounts, RowMap, TableError
 from .schema import DELIMITERS, Schema
 
@@ -120,7 +122,7 @@ def iter_chunks(
 def _resolve(schema: Schema, present: list[str], where: str) -> list[str]:
     """The columns to read, after checking ``present`` (the data's columns) against the schema."""
     needed = [c.name for c in schema.columns]
-    numeric = sum(_looks_numeric(p) for p in present)
+    numeric = sum(is_number(p) for p in present)
     if present and numeric >= max(1, len(present) // 2) and any(n not in present for n in needed):
         raise TableError(f"{where}: the first line looks like data, not a header: set header = false and list "
                          "table.names in the schema")
@@ -141,14 +143,6 @@ def _resolve(schema: Schema, present: list[str], where: str) -> list[str]:
     if unknown:
         raise TableError(f"{where}: column {unknown[0]!r} is not in the schema; declare it or list it in table.ignore")
     return [n for n in schema.used_columns() if n in seen]
-
-
-def _looks_numeric(text: str) -> bool:
-    try:
-        float(text)
-        return True
-    except ValueError:
-        return False
 
 
 # ---- CSV -------------------------------------------------------------------------------------------

@@ -81,9 +81,11 @@ class MapCounts:
         return {"rows": self.rows, "columns": {k: dataclasses.asdict(v) for k, v in self.columns.items()
                                                if v.imputed or v.clipped}}
 
-    def summary(self, schema: Schema, where: str, warn_share: float = WARN_SHARE) -> tuple[list[str], list[str]]:
-        """``(notes, warnings)``: one note line for what was imputed and one for what was clipped, and one
-        warning per column whose imputed or clipped share of the rows exceeds ``warn_share``."""
+    def summary(self, schema: Schema, where: str, warn_share: float = WARN_SHARE,
+                most: int | None = 6) -> tuple[list[str], list[str]]:
+        """``(notes, warnings)``: one note line for what was imputed (the ``most`` largest columns; all with
+        ``None``) and one for what was clipped, and one warning per column whose imputed or clipped share of the
+        rows exceeds ``warn_share``."""
         n = max(self.rows, 1)
         ranges = {c.name: (c.low, c.high) for c in schema.columns if isinstance(c, NumericColumn)}
         imputed = [(k, c.imputed) for k, c in self.columns.items() if c.imputed]
@@ -92,8 +94,8 @@ class MapCounts:
         if imputed:
             shown = sorted(imputed, key=lambda kv: -kv[1])
             notes.append(f"{where}: imputed as declared (missing cells and missing codes) in {len(imputed)} of {len(schema.columns)} columns: "
-                         + ", ".join(f"{k} {v} ({100 * v / n:.1f} %)" for k, v in shown[:6])
-                         + (f", … ({len(shown) - 6} more)" if len(shown) > 6 else ""))
+                         + ", ".join(f"{k} {v} ({100 * v / n:.1f} %)" for k, v in shown[:most])
+                         + (f", … ({len(shown) - most} more)" if most is not None and len(shown) > most else ""))
         outside = [(k, c.outside) for k, c in self.columns.items() if c.outside]
         if outside:
             notes.append(f"{where}: values outside the declared range taken as missing (outside = \"missing\"): "

@@ -297,9 +297,11 @@ def build_office(quick: bool, epsilons=None) -> list[BenchTask]:
 _DW = ("dslr", "webcam", "decaf6")
 
 
-def _epsilons(epsilons, quick: bool, quick_list: list[float], full_list: list[float]) -> list[float]:
-    """The ε grid: the user's ``--epsilon`` values, else the suite's quick or full grid."""
-    return list(epsilons) if epsilons else (quick_list if quick else full_list)
+def _dw_grid(epsilons, quick: bool, quick_list: list[float], full_list: list[float]) -> tuple[str, str, str, str, list[float]]:
+    """The D→W task of the ε sweeps, ``(source, target, dataset, task name, ε grid)``: the grid is the user's
+    ``--epsilon`` values, else the suite's quick or full grid."""
+    s, t, dataset = _DW
+    return s, t, dataset, task_name(dataset, s, t), list(epsilons) if epsilons else (quick_list if quick else full_list)
 
 
 @register_suite(
@@ -307,10 +309,8 @@ def _epsilons(epsilons, quick: bool, quick_list: list[float], full_list: list[fl
     "DPOT-DA accuracy versus ε on DeCAF6 D→W: sound vs paper, with OTDA and source-only",
 )
 def build_sweep(quick: bool, epsilons=None) -> list[BenchTask]:
-    s, t, dataset = _DW
-    name = task_name(dataset, s, t)
+    s, t, dataset, name, eps_list = _dw_grid(epsilons, quick, [2.0, 20.0], [1.0, 2.0, 4.0, 8.0, 20.0])
     n_s = len(cached_pair(dataset, s, t).ys)
-    eps_list = _epsilons(epsilons, quick, [2.0, 20.0], [1.0, 2.0, 4.0, 8.0, 20.0])
     sound_extra = [] if quick or epsilons else [50.0, 100.0]
     head = "logreg"
     tasks = []
@@ -444,9 +444,7 @@ def _fig2_runner(
     "DPOT Fig. 2: relative error |W̃−W|/W vs ε (whole batch) and vs σ/Δ (minibatch), DeCAF6 D→W",
 )
 def build_fig2(quick: bool, epsilons=None) -> list[BenchTask]:
-    s, t, dataset = _DW
-    name = task_name(dataset, s, t)
-    eps_list = _epsilons(epsilons, quick, [4.0, 10.0], [1.0, 2.0, 4.0, 5.0, 10.0, 20.0, 50.0, 100.0])
+    s, t, dataset, name, eps_list = _dw_grid(epsilons, quick, [4.0, 10.0], [1.0, 2.0, 4.0, 5.0, 10.0, 20.0, 50.0, 100.0])
     n_batches = 20 if quick else 200
     tasks = []
     for mode in ("sound", "paper"):
