@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from dpadapt.cli.cluster import add_cluster_arguments
 from dpadapt.cli.config_options import _tuple, add_option
 from dpadapt.cli.methods import AdaptOutcome, PlannedRelease, register_module
 from dpadapt.configs.sound import Config
@@ -32,6 +33,7 @@ def add_release_arguments(parser: argparse.ArgumentParser) -> None:
                help="your public label set, comma-separated, to check against the request's (default: the request's)")
     add_option(parser, "--relation", default="replace_one", choices=("replace_one", "add_remove"),
                help="neighbouring relation of the guarantee (the request must have been made for it)")
+    add_cluster_arguments(parser)
 
 
 def label_indices(table: Table, classes: tuple, rows=slice(None)) -> np.ndarray:
@@ -54,8 +56,12 @@ def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
     from dpadapt.release import Release
     from dpadapt.sound.request import Request
 
-    if not table.source.labelled:
+    on_cluster = getattr(table, "on_cluster", False)
+    if not on_cluster and not table.source.labelled:
         raise ValueError(f"{table.path}: the source data needs labels")
+    if not on_cluster and (args.scheduler or args.workers):
+        raise ValueError("--scheduler / --workers sum a Parquet dataset (--data DIR, or a quoted glob) on a cluster; "
+                         f"{table.path} is one file, read here chunk by chunk")
     req = Request.from_release(Release.load(args.request, expect_method="sound"), n_features=table.n_features)
     schema_classes = getattr(table, "classes", None)
     own = tuple(range(len(schema_classes))) if schema_classes else (
@@ -65,7 +71,16 @@ def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
     config = Config(epsilon=args.epsilon, delta=args.delta, classes=req.classes, relation=args.relation)
     plan = sound.plan(config, {"request": req, "n_source": table.n_rows})
     _, noise = random_streams(args.seed)
-    return PlannedRelease(plan.guarantee, lambda: sound.release(plan, req, table.source, noise=noise))
+    if not on_cluster:
+        return PlannedRelease(plan.guarantee, lambda: sound.release(plan, req, table.source, noise=noise))
+
+    def on_the_cluster() -> Release:
+        from dpadapt.cli.cluster import client
+
+        with client(args) as c:
+            return sound.release(plan, req, table.path, noise=noise, client=c, label_column=table.label_column)
+
+    return PlannedRelease(plan.guarantee, on_the_cluster)
 
 
 def add_adapt_arguments(parser: argparse.ArgumentParser) -> None:
