@@ -9,8 +9,8 @@ Rule (fixed before the run):
 * paths: ``stream`` — :func:`dpadapt.sound.release` of a :class:`~dpadapt.stream.ChunkedSource` that makes
   the blocks in this process; ``dask-1`` / ``dask-2`` — a ``dask.array`` whose blocks are made on the workers
   of a ``LocalCluster`` of 1 / 2 worker processes (one thread each), summed there;
-* measured: wall time of the release; the caller's peak RSS growth during it; each worker's peak RSS
-  (``getrusage``) minus its RSS when idle before the run (the worker's own growth);
+* measured: wall time of the release; the caller's RSS growth during it (sampled every 20 ms); each worker's
+  peak RSS (``getrusage``; a fresh cluster per cell) minus its RSS when idle before the run;
 * noise-free check: at the smallest n the three paths' exact sums, counts and second moment agree to 1e-9;
 * n ∈ ``--ns`` (default 1e5, 1e6, 1e7); one run per cell (the machine is shared: the times are noisy).
 
@@ -26,6 +26,7 @@ import contextlib
 import json
 import os
 import resource
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -76,6 +77,25 @@ def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+@contextlib.contextmanager
+def _caller_growth(out: dict):
+    """The caller's RSS growth during the block (sampled every 20 ms: the lifetime peak would carry earlier cells)."""
+    before, peak, done = _rss_mb(), [0.0], threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.02):
+            peak[0] = max(peak[0], _rss_mb())
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+        out["caller_peak_growth_mb"] = max(0.0, max(peak[0], _rss_mb()) - before)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--ns", type=int, nargs="*", default=[100_000, 1_000_000, 10_000_000])
@@ -94,34 +114,35 @@ def main() -> None:
     requests = {n: Request.from_release(sound.request(Xt, cfg, n)) for n in ns}
     rows, exact = [], {}
     for path in ("stream", "dask-1", "dask-2"):
-        with contextlib.ExitStack() as stack:
-            cli = None
-            if path != "stream":
-                cl = stack.enter_context(distributed.LocalCluster(n_workers=int(path[-1]), threads_per_worker=1,
-                                                                  processes=True, dashboard_address=None, silence_logs=40))
-                cli = stack.enter_context(distributed.Client(cl))
-                cli.run(lambda: __import__("dpadapt.sound"))
-            for n in ns:
+        for n in ns:
+            with contextlib.ExitStack() as stack:  # a fresh cluster per cell: each worker's peak RSS is this cell's
+                cli = None
+                if path != "stream":
+                    cl = stack.enter_context(distributed.LocalCluster(n_workers=int(path[-1]), threads_per_worker=1,
+                                                                      processes=True, dashboard_address=None,
+                                                                      silence_logs=40))
+                    cli = stack.enter_context(distributed.Client(cl))
+                    cli.run(lambda: __import__("dpadapt.sound"))
+                    idle = cli.run(_rss_mb)
                 req = requests[n]
                 for private in (False, True) if n == ns[0] else (True,):
                     c = cfg if private else sound.Config(epsilon=None, classes=tuple(range(K)))
                     plan = sound.plan(c, {"request": req, "n_source": n})
                     noise = random_streams(None)[1]
+                    cell: dict = {}
                     if cli is None:
-                        before, t0 = _rss_mb(), time.perf_counter()
-                        rel = sound.release(plan, req, streamed(n), None, noise)
-                        cell = {"seconds": time.perf_counter() - t0, "caller_peak_growth_mb": max(0.0, _peak_mb() - before)}
+                        with _caller_growth(cell):
+                            t0 = time.perf_counter()
+                            rel = sound.release(plan, req, streamed(n), None, noise)
+                            cell["seconds"] = time.perf_counter() - t0
                     else:
-                        cli.restart()  # a fresh worker per cell: its peak RSS is this run's
-                        cli.run(lambda: __import__("dpadapt.sound"))
-                        idle = cli.run(_rss_mb)
                         X, y = on_dask(n)
-                        before, t0 = _rss_mb(), time.perf_counter()
-                        rel = sound.release(plan, req, X, y, noise, client=cli)
-                        seconds = time.perf_counter() - t0
+                        with _caller_growth(cell):
+                            t0 = time.perf_counter()
+                            rel = sound.release(plan, req, X, y, noise, client=cli)
+                            cell["seconds"] = time.perf_counter() - t0
                         peaks = cli.run(_peak_mb)
-                        cell = {"seconds": seconds, "caller_peak_growth_mb": max(0.0, _peak_mb() - before),
-                                "worker_peak_over_idle_mb": [peaks[w] - idle[w] for w in sorted(peaks)]}
+                        cell["worker_peak_over_idle_mb"] = [peaks[w] - idle[w] for w in sorted(peaks)]
                     if not private:
                         exact[path] = rel
                         continue
