@@ -100,6 +100,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--ns", type=int, nargs="*", default=[100_000, 1_000_000, 10_000_000])
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--no-check", action="store_true", help="skip the noise-free comparison at the smallest n")
+    ap.add_argument("--out", default=str(HERE / "sound_cluster.json"))
     a = ap.parse_args()
     warnings.simplefilter("ignore", UserWarning)  # the noise-free runs use a request made for ε = 1
     import distributed
@@ -125,7 +127,7 @@ def main() -> None:
                     cli.run(lambda: __import__("dpadapt.sound"))
                     idle = cli.run(_rss_mb)
                 req = requests[n]
-                for private in (False, True) if n == ns[0] else (True,):
+                for private in (False, True) if n == ns[0] and not a.no_check else (True,):
                     c = cfg if private else sound.Config(epsilon=None, classes=tuple(range(K)))
                     plan = sound.plan(c, {"request": req, "n_source": n})
                     noise = random_streams(None)[1]
@@ -150,14 +152,15 @@ def main() -> None:
                     print(f"n = {n:>9} {path:<7} {cell['seconds']:8.2f} s, caller +{cell['caller_peak_growth_mb']:.0f} MB"
                           + (f", workers +{', +'.join(f'{m:.0f}' for m in cell['worker_peak_over_idle_mb'])} MB"
                              if "worker_peak_over_idle_mb" in cell else ""), flush=True)
-    for path in ("dask-1", "dask-2"):
+    for path in ("dask-1", "dask-2") if exact else ():
         for name in exact["stream"].arrays:
             np.testing.assert_allclose(exact[path][name], exact["stream"][name], rtol=1e-9, atol=1e-9)
-    print(f"n = {ns[0]}: noise-free sums, counts{' and second moment' if 'second' in exact['stream'].arrays else ''} "
-          "agree on the three paths to 1e-9", flush=True)
+    if exact:
+        print(f"n = {ns[0]}: noise-free sums, counts{' and second moment' if 'second' in exact['stream'].arrays else ''} "
+              "agree on the three paths to 1e-9", flush=True)
     if a.quick:
         return
-    (HERE / "sound_cluster.json").write_text(json.dumps({"rows": rows, "d": D, "classes": K, "block_rows": BLOCK,
+    Path(a.out).write_text(json.dumps({"rows": rows, "d": D, "classes": K, "block_rows": BLOCK,
                                                          "loadavg_end": os.getloadavg()}, indent=1))
 
 
