@@ -111,3 +111,41 @@ def test_the_private_cluster_release_draws_one_gaussian_in_the_caller(client, da
     assert rel.guarantee.epsilon == 1.0 and rel.params["sigma"] > 0
     assert not np.allclose(rel["sums"], exact["sums"])  # noised, once
     assert rel["sums"].shape == exact["sums"].shape
+
+
+def test_cli_two_party_flow_with_a_local_cluster(tmp_path, data, monkeypatch, capsys):
+    """The receiver's request, the source's release of a Parquet directory summed by `--workers 2`, the receiver's
+    model; the ledger charges the release once, as for a file."""
+    import pandas as pd
+
+    from dpadapt.cli.main import main
+    from dpadapt.privacy.ledger import Ledger
+
+    X, y = data
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "src").mkdir()
+    frame = pd.DataFrame(X, columns=[f"f{j}" for j in range(D)]).assign(y=y)
+    for i, part in enumerate(np.array_split(np.arange(N), 3)):
+        frame.iloc[part].to_parquet(tmp_path / "src" / f"part-{i}.parquet")
+    from dpadapt.io import save_table
+
+    save_table(tmp_path / "t.npz", X[:400] + 0.2, y[:400])
+    ledger = ["--ledger", str(tmp_path / "l.sqlite"), "--dataset-id", "s"]
+    assert main(["budget", "set", "--party", "source", "--epsilon", "5", "--delta", "1e-3", *ledger]) == 0
+    assert main(["request", "--data", "t.npz", "--classes", "0,1,2", "--n-source", str(N), "--epsilon", "1", "--delta",
+                 "1e-5", "--declare-public", "--out", "q.release"]) == 0
+    assert main(["release", "sound", "--data", "src", "--request", "q.release", "--epsilon", "1", "--delta", "1e-5",
+                 "--out", "s.release", "--workers", "2", *ledger]) == 0
+    assert "local Dask cluster of 2" in capsys.readouterr().err
+    assert main(["adapt", "sound", "--release", "s.release", "--own-release", "q.release", "--data", "t.npz",
+                 "--out", "m.dpadapt"]) == 0
+    spent = Ledger(tmp_path / "l.sqlite").history("source", "s")
+    assert len(spent) == 1
+    from dpadapt.release import Release
+
+    assert Release.load("s.release").params["n_source"] == N
+    capsys.readouterr()
+    assert main(["release", "sound", "--data", "t.npz", "--request", "q.release", "--epsilon", "1", "--delta", "1e-5",
+                 "--out", "x.release", "--workers", "2", *ledger]) != 0  # one file is read here, chunk by chunk
+    assert "Parquet dataset" in capsys.readouterr().err
+    assert len(Ledger(tmp_path / "l.sqlite").history("source", "s")) == 1

@@ -225,7 +225,26 @@ def _sound_routes() -> list[Route]:
                  taken=lambda est, name=name: est.design_["design"] == name) for name in design.DESIGNS]
     out.append(Route("sound/counts", SoundDA, common, count_blobs, ("source",), domain="counts",
                      taken=lambda est: est.design_["log1p"]))
+    on_dask = on_dask_sources(SoundDA)
+    out += [dataclasses.replace(r, name=f"{r.name}/dask", estimator=on_dask) for r in out]
     return out
+
+
+def on_dask_sources(estimator: type) -> type:
+    """``estimator`` whose protected sources reach it as ``dask.array`` blocks (its cluster path: every block mapped,
+    clipped and summed apart, the totals noised once), run on Dask's synchronous scheduler to keep the suite fast."""
+
+    def fit_domains(self, Xs, ys, Xt=None, yt=None):
+        import dask
+        import dask.array as da
+
+        X = np.asarray(Xs)
+        with dask.config.set(scheduler="synchronous"):
+            return estimator.fit_domains(self, da.from_array(X, chunks=(max(1, -(-X.shape[0] // 3)), X.shape[1])),
+                                         da.from_array(np.asarray(ys)), Xt, *([] if yt is None else [yt]))
+
+    return type(f"{estimator.__name__}OnDask", (estimator,), {"fit_domains": fit_domains, "__doc__": estimator.__doc__,
+                                                               "__module__": __name__})
 
 
 def _prima_routes() -> list[Route]:

@@ -150,6 +150,15 @@ def load_data(args: argparse.Namespace, path: str | None = None) -> StreamTable:
 
     path = path or args.data
     schema_path = getattr(args, "schema", None)
+    from dpadapt.stream.dask_engine import is_parquet_dataset
+
+    if is_parquet_dataset(path):  # a partitioned dataset: summed on a Dask cluster by the methods that can
+        if schema_path or getattr(args, "label_file", None):
+            raise ValueError(f"{path}: a Parquet dataset (a directory or a glob) is read with --label-column, "
+                             "not through --schema or --label-file")
+        from dpadapt.cli.cluster import ParquetDataset
+
+        return ParquetDataset(str(path), getattr(args, "label_column", "y"))
     if not schema_path:
         source = open_source(path, getattr(args, "label_column", "y"), labels=getattr(args, "label_file", None))
         _first_chunk(source)

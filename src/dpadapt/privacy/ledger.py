@@ -183,11 +183,24 @@ def default_path() -> Path:
 
 
 def fingerprint(path: str | os.PathLike) -> str:
-    """Dataset id of a data file: ``sha256:`` + the SHA-256 of its content."""
+    """Dataset id of a data file: ``sha256:`` + the SHA-256 of its content; of a dataset of files (a directory, or a
+    glob): of every file's name relative to it and content, in sorted order."""
     h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
+    if os.path.isfile(path):
+        files, root = [os.fspath(path)], None
+    else:
+        import glob
+
+        root = os.fspath(path)
+        files = sorted(str(p) for p in Path(root).rglob("*") if p.is_file()) if os.path.isdir(root) else sorted(glob.glob(root))
+        if not files:
+            raise FileNotFoundError(f"{root}: no such data file or dataset")
+    for name in files:
+        if root is not None:
+            h.update(os.path.relpath(name, root if os.path.isdir(root) else os.path.dirname(root)).encode() + b"\0")
+        with open(name, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
     return "sha256:" + h.hexdigest()
 
 

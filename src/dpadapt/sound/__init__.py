@@ -39,6 +39,7 @@ from dpadapt.sound.receiver import SoundModel, Statistics, combine
 from dpadapt.sound.request import KIND as REQUEST_KIND
 from dpadapt.sound.request import Request, SourceFacts
 from dpadapt.sound.source import KIND as STATS_KIND
+from dpadapt.stream import dask_engine
 from dpadapt.validation import check_features
 
 
@@ -131,15 +132,29 @@ def _discriminant(req: Request, st: Statistics, Z) -> tuple:
 POST_PROCESSINGS = {"prototypes": _prototypes, "discriminant": _discriminant}
 
 
+def _on_cluster(Xs) -> bool:
+    return dask_engine.is_dask_collection(Xs) or dask_engine.is_parquet_dataset(Xs)
+
+
+def _n_rows(Xs, label_column: str) -> int:
+    """The number of rows of a source: its shape, or (a Dask frame, a Parquet dataset) counted on the cluster."""
+    if dask_engine.is_parquet_dataset(Xs):
+        Xs = dask_engine.read_parquet(Xs, label_column)
+    return int(Xs.shape[0]) if not hasattr(Xs, "columns") or not _on_cluster(Xs) else int(len(Xs))
+
+
 def run_parties(config: Config, sources: list[tuple], Xt) -> tuple[Release, list[Release], SoundModel]:
     """All steps in one process: the request, one release per ``(Xs, ys)`` in ``sources`` (fresh noise each),
-    the model."""
-    req = request(Xt, config, [Xs.shape[0] for Xs, _ in sources])
+    the model. A source on a cluster is a Dask array with its labels, or a Dask frame / Parquet dataset with the
+    name of its label column as ``ys``; its sums are computed on the current Dask scheduler."""
+    frames = [_on_cluster(Xs) and isinstance(ys, str) for Xs, ys in sources]
+    sizes = [_n_rows(Xs, ys if frame else "y") for (Xs, ys), frame in zip(sources, frames)]
+    req = request(Xt, config, sizes)
     _, noise = random_streams(config.random_state, reproducible_noise=config.reproducible_noise)
     rels = []
-    for Xs, ys in sources:
-        p = plan(config, {"request": req, "n_source": Xs.shape[0]})
-        rels.append(release(p, req, Xs, ys, noise))
+    for (Xs, ys), n, frame in zip(sources, sizes, frames):
+        p = plan(config, {"request": req, "n_source": n})
+        rels.append(release(p, req, Xs, None, noise, label_column=ys) if frame else release(p, req, Xs, ys, noise))
     return req, rels, adapt([req, *rels], Xt, config)
 
 
@@ -161,7 +176,9 @@ class SoundDA(ConfigEstimator):
     Record-level (ε, δ)-DP for every source (labels included; each source its own guarantee); the target is
     not protected (its request — a basis of its rows — is disclosed). Labels may be any values of the public
     label set ``classes``. ``fit_domains(Xs, ys, Xt)`` takes one source, or lists ``Xs=[X1, X2, ...]``,
-    ``ys=[y1, y2, ...]`` for several; ``fit(X, y, sample_domain)`` treats each non-negative domain id as its own
+    ``ys=[y1, y2, ...]`` for several; a source too large for one machine is a ``dask.array`` (with its labels),
+    or a ``dask.dataframe`` / partitioned Parquet directory with the name of its label column as ``ys``, summed
+    on the current Dask scheduler (e.g. a ``distributed.Client`` made before the fit); ``fit(X, y, sample_domain)`` treats each non-negative domain id as its own
     source. ``epsilon=None`` runs the same pipeline without noise. After fitting: ``request_``, ``releases_``,
     ``model_``, ``design_`` (the request's stated quantities) and ``guarantees_``.
     """
@@ -183,6 +200,9 @@ class SoundDA(ConfigEstimator):
         Xt = check_features(Xt, "Xt (target)", allow_sparse=True)
         sources = []
         for i, (X, y) in enumerate(pairs):
+            if _on_cluster(X):  # summed on the cluster, partition by partition (checked there)
+                sources.append((X, y))
+                continue
             X = check_features(X, f"Xs[{i}] (source)", allow_sparse=True)
             if X.shape[1] != Xt.shape[1]:
                 raise ValueError(f"source {i} has {X.shape[1]} features but the target has {Xt.shape[1]}")
@@ -191,6 +211,8 @@ class SoundDA(ConfigEstimator):
                 raise ValueError(f"source {i} has {y.shape[0]} labels for {X.shape[0]} rows")
             sources.append((X, y))
         if config.classes is None and not config.private:  # the non-private counterpart may read the labels seen
+            if any(_on_cluster(X) for X, _ in sources):
+                raise ValueError("a source on a cluster needs the public label set (classes=...)")
             config = config.replace(classes=tuple(np.unique(np.concatenate([y for _, y in sources])).tolist()))
         self.request_, self.releases_, self.model_ = run_parties(config, sources, Xt)
         self.design_ = self.request_.params["design"]

@@ -57,15 +57,18 @@ def read_parquet(path, label_column: str = "y"):
 
 
 def _block_sums(X, y, empty: Callable[[], Acc]) -> Acc:
-    return empty().add(np.asarray(X), np.asarray(y))
+    X = np.asarray(X)
+    if X.dtype.kind not in "biuf":
+        raise ValueError(f"features must be numbers, got dtype {X.dtype}")
+    X = np.asarray(X, dtype=np.float64)
+    if not np.isfinite(np.sum(X)) and not np.all(np.isfinite(X)):  # the sum is cheap; the exact check if it overflows
+        raise ValueError("features contain NaN or infinite values")
+    return empty().add(X, np.asarray(y))
 
 
 def _frame_sums(frame, label_column: str, drop: tuple, empty: Callable[[], Acc]) -> Acc:
     features = [c for c in frame.columns if c != label_column and c not in drop]
-    X = frame[features].to_numpy(dtype=np.float64)
-    if not np.all(np.isfinite(X)):
-        raise ValueError("features contain NaN or infinite values")
-    return _block_sums(X, frame[label_column].to_numpy(), empty)
+    return _block_sums(frame[features].to_numpy(dtype=np.float64), frame[label_column].to_numpy(), empty)
 
 
 def _merge(a, b):

@@ -25,7 +25,6 @@ import warnings
 from typing import Literal
 
 import numpy as np
-import ot
 
 from dpadapt.configs.dpot import COST_NORMS
 
@@ -38,6 +37,8 @@ FORBIDDEN_COST = 1e3
 
 def squared_distances(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     """‖A_i − B_j‖² for all pairs (POT's squared Euclidean cost)."""
+    import ot  # here: POT (and the torch it loads) is only needed when a coupling is computed
+
     return ot.dist(
         np.asarray(A, dtype=np.float64),
         np.asarray(B, dtype=np.float64),
@@ -119,6 +120,8 @@ def solve_ot(
     Cn = normalised_cost(C, cost_norm)
     if forbidden is not None:
         Cn = np.where(forbidden, FORBIDDEN_COST, Cn)
+    import ot
+
     with warnings.catch_warnings():
         warnings.simplefilter(
             "ignore"

@@ -38,7 +38,6 @@ by bisection on dp-accounting (:func:`dpadapt.privacy.accounting.calibrate_noise
 from __future__ import annotations
 
 import numpy as np
-import ot
 
 from dpadapt.privacy import accounting
 from dpadapt.privacy.families.dpswd import (
@@ -117,6 +116,8 @@ def sliced_wasserstein(Ps: np.ndarray, Pt: np.ndarray, q: int = 2) -> float:
         raise ValueError(f"projections must be 2-D with the same number of directions, got {Ps.shape} and {Pt.shape}")
     if q < 1:
         raise ValueError(f"q must be ≥ 1, got {q}")
+    import ot  # here: POT (and the torch it loads) only when a distance is computed
+
     per_direction = ot.wasserstein_1d(Ps, Pt, p=q)  # W_q^q of each column
     return float(np.mean(per_direction) ** (1.0 / q))
 
