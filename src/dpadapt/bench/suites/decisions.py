@@ -44,7 +44,8 @@ def source_probabilities(model, X) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         out = {"temperature": s, "none": (s - log_prior) / t + log_prior}
         return {c: (np.exp(v - logsumexp(v, axis=1, keepdims=True)), np.exp(log_prior)) for c, v in out.items()}
     P = np.asarray(model.predict_proba(X), dtype=np.float64)
-    return {"none": (P, source_prior_of(model, P.shape[1]))}
+    own = source_prior_of(model, P.shape[1])  # none recorded: the prevalence the model implies (as DecisionRule)
+    return {"none": (P, prev.normalised(P.mean(axis=0) if own is None else own))}
 
 
 def best_threshold_scores(y: np.ndarray, p: np.ndarray) -> tuple[float, float]:
