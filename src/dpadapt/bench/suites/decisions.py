@@ -104,7 +104,7 @@ def _runner(spec: PairSpec, estimator: str, epsilon: float | None):
                     extra[f"{cal}|{method}|{key}"] = v
         default = "temperature" if estimator == "sound" else "none"
         P, src = source_probabilities(model, pair.Xt_test)[default]
-        est = prev.estimate(P, src, method="em", n_boot=0)
+        est = prev.estimate(P, src, method=prev.DEFAULT, n_boot=0)
         extra["reliability"] = reliability(y, prev.shift(P, src, est.prior)[:, 1])
         return RunOutcome(extra[f"{default}|em|balanced_ba"], dict(getattr(model, "guarantees_", {}) or {}), extra)
 
