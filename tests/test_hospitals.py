@@ -378,7 +378,8 @@ def test_label_shift_hook_shows_both(hospitals, capsys):
                  "--bootstrap", "20"]) == 0
     out = capsys.readouterr().out
     assert "-- as adapted" in out and "-- label-shift corrected" in out
-    assert out.count("balanced accuracy") == 2
+    assert "-- at the estimated prevalence, decision rule:" in out and "estimated prevalence of" in out  # issue 36
+    assert out.count("balanced accuracy") == 3
     assert main(["report", "m.dpadapt", "--html", "r.html", "--data", "target_labelled.csv", "--schema", "schema.toml",
                  "--bootstrap", "20"]) == 0
     assert "<th>as adapted</th>" in (tmp / "r.html").read_text() and "<th>label-shift corrected</th>" in (tmp / "r.html").read_text()

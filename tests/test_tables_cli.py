@@ -249,7 +249,9 @@ def test_progress_on_a_terminal_and_silent_in_a_pipe(tmp_path):
     piped = _dpadapt(["adapt", "dpot", "--release", str(tmp_path / "b.release"), "--data", str(tmp_path / "big.csv"),
                       "--schema", str(tmp_path / "s.toml"), "--refinement", "none", "--quiet", "--force",
                       "--out", str(tmp_path / "m.dpadapt")], env, capture_output=True, text=True)
-    assert piped.returncode == 0 and piped.stderr == "" and piped.stdout.startswith("wrote ")
+    assert piped.returncode == 0 and piped.stdout.startswith("wrote ")
+    # nothing on stderr but the one-line calibration warning every dpot model gets (issue 36)
+    assert [line for line in piped.stderr.splitlines() if "over-confident" not in line] == []
 
 
 def _on_a_terminal(args, env) -> str:

@@ -26,7 +26,7 @@ from dpadapt.labelshift import MIN_PRIOR, em_target_prior
 
 METHODS = ("em", "mean", "source")
 #: The estimator the defaults use, chosen by ``benchmarks/decisions/README.md``.
-DEFAULT = "em"
+DEFAULT = "mean"
 #: The public seed of the bootstrap resamples (the interval is reproducible).
 BOOTSTRAP_SEED = 20261129
 
@@ -55,7 +55,7 @@ class Prevalence:
                 f"{100 * self.low[j]:.1f}–{100 * self.high[j]:.1f} %; {self.method}; source prior {100 * self.source_prior[j]:.1f} %)")
 
 
-def _normalised(p) -> np.ndarray:
+def normalised(p) -> np.ndarray:
     p = np.maximum(np.asarray(p, dtype=np.float64).ravel(), MIN_PRIOR)
     return p / p.sum()
 
@@ -66,9 +66,9 @@ def point(proba: np.ndarray, source_prior, method: str = "em") -> np.ndarray:
     if method == "em":
         return em_target_prior(np.log(np.clip(P, np.finfo(float).tiny, None)), source_prior, max_iter=300, tol=1e-6).target_prior
     if method == "mean":
-        return _normalised(P.mean(axis=0))
+        return normalised(P.mean(axis=0))
     if method == "source":
-        return _normalised(source_prior)
+        return normalised(source_prior)
     raise ValueError(f"method must be one of {METHODS}, got {method!r}")
 
 
@@ -78,7 +78,7 @@ def estimate(proba, source_prior, *, method: str = "em", level: float = 0.9, n_b
     P = np.asarray(proba, dtype=np.float64)
     if P.ndim != 2 or P.shape[0] == 0 or not np.all(np.isfinite(P)):
         raise ValueError("proba must be a finite (n, K) array with n ≥ 1")
-    src = _normalised(source_prior)
+    src = normalised(source_prior)
     if src.size != P.shape[1]:
         raise ValueError(f"source_prior has {src.size} classes, proba {P.shape[1]}")
     est = point(P, src, method)
@@ -117,5 +117,5 @@ def _em_weighted(P: np.ndarray, source_prior: np.ndarray, weights: np.ndarray, *
 def shift(proba, source_prior, target_prior) -> np.ndarray:
     """Probabilities under ``target_prior``: p_t(y|x) ∝ p_s(y|x)·π_t(y)/π_s(y) (Bayes' rule)."""
     P = np.clip(np.asarray(proba, dtype=np.float64), np.finfo(float).tiny, None)
-    A = P * (_normalised(target_prior) / _normalised(source_prior))
+    A = P * (normalised(target_prior) / normalised(source_prior))
     return A / A.sum(axis=1, keepdims=True)

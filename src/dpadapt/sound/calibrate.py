@@ -92,9 +92,10 @@ def calibrate(design: str, st: Statistics, W: np.ndarray, b: np.ndarray, *, meth
 
 
 #: The calibration applied by default ("temperature" or "none") and the prevalence estimator of
-#: :mod:`dpadapt.prevalence` the model predicts at: chosen by ``benchmarks/decisions/README.md``.
+#: :mod:`dpadapt.prevalence` the model predicts at: chosen by the rule of ``benchmarks/decisions/README.md``
+#: on its development cells (``benchmarks/decisions/results/decisions-tables.md``).
 CALIBRATION = "temperature"
-PREVALENCE = "em"
+PREVALENCE = "mean"
 
 
 def at_target_prior(model, Z: np.ndarray, *, method: str | None = None, n_boot: int = 100):

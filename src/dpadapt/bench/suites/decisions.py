@@ -44,7 +44,8 @@ def source_probabilities(model, X) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         out = {"temperature": s, "none": (s - log_prior) / t + log_prior}
         return {c: (np.exp(v - logsumexp(v, axis=1, keepdims=True)), np.exp(log_prior)) for c, v in out.items()}
     P = np.asarray(model.predict_proba(X), dtype=np.float64)
-    return {"none": (P, source_prior_of(model, P.shape[1]))}
+    own = source_prior_of(model, P.shape[1])  # none recorded: the prevalence the model implies (as DecisionRule)
+    return {"none": (P, prev.normalised(P.mean(axis=0) if own is None else own))}
 
 
 def best_threshold_scores(y: np.ndarray, p: np.ndarray) -> tuple[float, float]:
@@ -103,7 +104,7 @@ def _runner(spec: PairSpec, estimator: str, epsilon: float | None):
                     extra[f"{cal}|{method}|{key}"] = v
         default = "temperature" if estimator == "sound" else "none"
         P, src = source_probabilities(model, pair.Xt_test)[default]
-        est = prev.estimate(P, src, method="em", n_boot=0)
+        est = prev.estimate(P, src, method=prev.DEFAULT, n_boot=0)
         extra["reliability"] = reliability(y, prev.shift(P, src, est.prior)[:, 1])
         return RunOutcome(extra[f"{default}|em|balanced_ba"], dict(getattr(model, "guarantees_", {}) or {}), extra)
 
