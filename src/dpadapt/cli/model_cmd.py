@@ -18,7 +18,7 @@ import sys
 import numpy as np
 
 from dpadapt.cli.agreement import CLASS_NAMES_PARAM, check_agreement
-from dpadapt.cli.party_cmd import _check_out, add_trust_argument, trusted_keys
+from dpadapt.cli.party_cmd import _check_out, add_trust_argument, file_sha256, trusted_keys
 from dpadapt.cli.table_options import SchemaTable, add_table_arguments, check_label_range, load_data, missing_labels
 
 
@@ -121,16 +121,6 @@ def decision_rule(model, X, args):
 def in_sample(model, args) -> bool:
     """Whether the scored file holds the rows the model was adapted on (its recorded content hash)."""
     return bool(model.meta.get("adapted_on") and model.meta.get("adapted_on") == file_sha256(args.data))
-
-
-def file_sha256(path: str) -> str | None:
-    import hashlib
-
-    try:
-        with open(path, "rb") as fh:
-            return hashlib.file_digest(fh, "sha256").hexdigest()
-    except OSError:
-        return None
 
 
 def warn_duplicate_ids(table: SchemaTable) -> None:

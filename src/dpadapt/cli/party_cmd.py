@@ -44,6 +44,17 @@ SEED_HELP = ("seed of the PUBLIC randomness (projections, partitions; default: f
 N_FEATURES_PARAM = "owner_n_features"
 
 
+def file_sha256(path: str) -> str | None:
+    """The SHA-256 of a data file (``None`` when it cannot be read): recorded at adapt, compared at score."""
+    import hashlib
+
+    try:
+        with open(path, "rb") as fh:
+            return hashlib.file_digest(fh, "sha256").hexdigest()
+    except OSError:
+        return None
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     registered = methods()
     rp, rsub = add_command(
@@ -495,7 +506,6 @@ def run_adapt(args: argparse.Namespace) -> int:
                                              if r.params.get(CLASS_NAMES_PARAM) is not None), None)
     decision = decide_at_adapt(outcome.model, table, args, agreement.get("source_prior"))
     agreement["decision"] = None if decision is None else decision["record"]
-    from dpadapt.cli.model_cmd import file_sha256
 
     agreement["adapted_on"] = file_sha256(args.data)  # so that score can say when it scores these very rows
     save_model(out, outcome.model, commands.name, guarantees, outcome.metrics, releases, sign_key=args.sign_key,
