@@ -32,7 +32,7 @@ def test_sparse_counts_take_the_same_map_and_model_as_dense(rng):
     assert sp.issparse(sparse)
     np.testing.assert_allclose(sparse.toarray(), dense, atol=1e-12)
     assert np.all(np.linalg.norm(dense, axis=1) <= 1 + 1e-12)
-    kw = {"feature_type": "counts", "steps": 30}
+    kw = {"epsilon": None, "feature_type": "counts", "steps": 30}
     a = DPLogisticRegression(**kw).fit_domains(X, y)
     b = DPLogisticRegression(**kw).fit_domains(sp.csr_matrix(X), y)
     np.testing.assert_allclose(a.coef_, b.coef_, atol=1e-9)
