@@ -36,6 +36,21 @@ def test_dpot_minibatch_protocol_is_the_papers_table1():
     assert not any(v[k][4] for k in ("paper-mb-features", "paper-mb-labels", "paper-mb-centred"))
 
 
+def test_dpot_otda_fit_reading_puts_the_label_budget_inside_epsilon():
+    """Issue 40's reading (benchmarks/dpot/dpot_reading_otda_fit.md): rule 1's cost scaling and λ_e on every
+    row, ε′ = ε/4 of the stated ε for the histogram and the rest for the features (T = 18 for DSLR at ε = 20)."""
+    from dpadapt.bench.suites.dpot import LABEL_SHARE, NO_NOISE_EPSILON, OTDA_FIT, _paper_variants, paper_minibatch_steps
+
+    assert OTDA_FIT == {"cost_norm": "median", "reg_e": 1.0} and LABEL_SHARE == 0.25
+    v = _paper_variants(157, 20.0)
+    fit = {"privacy_mode": "paper", "batch_size": 128, **OTDA_FIT}
+    assert paper_minibatch_steps(157, 15.0) == 18
+    assert v["paper-mb-fit"] == ("dpda-mb-fit", "paper", 15.0, {**fit, "label_epsilon": 5.0}, True)
+    assert v["paper-mb-fit-no-noise"][2:4] == (NO_NOISE_EPSILON, {**fit, "steps": 18, "label_epsilon": NO_NOISE_EPSILON})
+    assert v["paper-mb-fit-features"][2:4] == (15.0, {**fit, "label_epsilon": NO_NOISE_EPSILON})
+    assert v["paper-mb-fit-labels"][2:4] == (NO_NOISE_EPSILON, {**fit, "steps": 18, "label_epsilon": 5.0})
+
+
 # --- PRIMA / PRISA (seed 003): the paper's budget readings as bench rows ---------------------------------------
 
 

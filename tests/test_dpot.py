@@ -491,9 +491,11 @@ def test_paper_mode_scales_the_cost_by_its_max_as_pot(rng, monkeypatch):
     from dpadapt.transport.coupling import normalised_cost
 
     C = rng.uniform(1.0, 5.0, size=(6, 7))
-    assert np.allclose(normalised_cost(C, "max"), ot.utils.cost_normalization(C.copy(), "max"))
+    for rule in ("max", "median", "log", "loglog"):  # every option of POT's cost_normalization, as POT computes it
+        assert np.allclose(normalised_cost(C, rule), ot.utils.cost_normalization(C.copy(), rule)), rule
+    assert normalised_cost(-C, "log").min() == 0.0  # a debiased cost below 0 is clipped before the log
     with pytest.raises(ValueError, match="cost_norm"):
-        normalised_cost(C, "median")
+        normalised_cost(C, "mean")
     # the scaling sets the effective regularisation: the same λ_e gives another coupling
     labels = np.array([0, 0, 1, 1, 2, 2])
     assert not np.allclose(solve_ot(C, "sinkhorn_gl", source_labels=labels).coupling,

@@ -30,6 +30,10 @@ PLAN = [  # (task, method, mode, seeds), in run order
     (DW, "dpda-mb-fit-logreg", "paper", 5),
     (WD, "dpda-mb-fit-logreg", "paper", 3),
     (WD, "dpda-mb-fit-mlp", "paper", W_D_MLP),
+    # added after the W→D logreg row missed (cause isolation, same T; ≈ 30 s a run)
+    (WD, "dpda-mb-fit-logreg", "paper-no-noise", 3),
+    (WD, "dpda-mb-fit-labels-logreg", "paper", 3),
+    (WD, "dpda-mb-fit-features-logreg", "paper", 3),
 ]
 
 
