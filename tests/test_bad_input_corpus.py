@@ -107,7 +107,7 @@ def corpus(tmp_path_factory):
         warnings.simplefilter("ignore")
         assert main(["request", "--data", "target_unlabelled.csv", "--n-source", "300", *S, "--classes", "0,1",
                      "--out", "req.release"]) == 0
-        assert main(["release", "sound", "--request", "req.release", "--data", "source.csv", *S, "--out", "s.release"]) == 0
+        assert main(["release", "sound", "--classes", "0,1", "--request", "req.release", "--data", "source.csv", *S, "--out", "s.release"]) == 0
         assert main(["adapt", "sound", "--release", "s.release", "--own-release", "req.release", "--data",
                      "target_unlabelled.csv", "--out", "m.model"]) == 0
         # a headerless pair: the noisy-mean plugin on .npz without names (read by position)
@@ -160,7 +160,7 @@ def test_a_source_with_reordered_columns_releases_in_the_request_order(corpus, c
     ledger.set_budget("source", fingerprint(corpus / "source_rev.parquet"), 50.0, 1e-5)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(party, "check_release_dimensions", spy)
-        _run(capsys, ["release", "sound", "--request", "req.release", "--data", "source_rev.parquet", "--epsilon", "1",
+        _run(capsys, ["release", "sound", "--classes", "0,1", "--request", "req.release", "--data", "source_rev.parquet", "--epsilon", "1",
                       "--delta", "1e-5", "--out", "rev.release", "--force"])
     from dpadapt.release import Release
 
@@ -212,7 +212,7 @@ def test_a_tiny_source_warns_before_spending(corpus, capsys):
         SoundDA(epsilon=1.0, classes=(0, 1), random_state=0).fit_domains(source[COLUMNS][:1], source["y"][:1], target[COLUMNS])
     _write(corpus, "one_row.csv", source[:1])
     Ledger(corpus / "ledger.sqlite").set_budget("source", fingerprint(corpus / "one_row.csv"), 50.0, 1e-5)
-    assert main(["release", "sound", "--request", "req.release", "--data", "one_row.csv", "--epsilon", "2", "--delta",
+    assert main(["release", "sound", "--classes", "0,1", "--request", "req.release", "--data", "one_row.csv", "--epsilon", "2", "--delta",
                  "1e-5", "--out", "one.release"]) == 0
     err = capsys.readouterr().err
     assert "warning:" in err and "would be pure noise" in err and "1 rows over 2 classes" in err
@@ -224,7 +224,7 @@ COMMANDS = {
     "predict": "predict --model m.model --data {f} --out out.csv",
     "score": "score --model m.model --bootstrap 0 --data {f}",
     "adapt": "adapt sound --release s.release --own-release req.release --out out.model --data {f}",
-    "release": "release sound --request req.release --epsilon 1 --delta 1e-5 --out out.release --data {f}",
+    "release": "release sound --classes 0,1 --request req.release --epsilon 1 --delta 1e-5 --out out.release --data {f}",
     "request": "request --n-source 300 --epsilon 1 --delta 1e-5 --classes 0,1 --out out.release --data {f}",
     "basis": "basis --k 2 --out out.release --data {f}",
     "budget": "budget set --party source --epsilon 1 --delta 1e-5 --data {f}",
@@ -287,7 +287,7 @@ def _cases():
     yield ("score/other-label-column", ["score", "--model", "m.model", "--bootstrap", "0", "--data",
                                         "target_unlabelled.csv", "--label-column", "target"],
            ["target_unlabelled.csv", "scoring needs labels and has no column 'target' (--label-column)"])
-    yield ("release/other-label-column", ["release", "sound", "--request", "req.release", "--epsilon", "1", "--delta",
+    yield ("release/other-label-column", ["release", "sound", "--classes", "0,1", "--request", "req.release", "--epsilon", "1", "--delta",
                                           "1e-5", "--out", "x.release", "--data", "target_unlabelled.csv",
                                           "--label-column", "target"],
            ["target_unlabelled.csv", "needs labels and has no column 'target' (--label-column)"])

@@ -36,7 +36,8 @@ def parquet_files(path: str) -> list[str]:
     """The Parquet files of a dataset path (a directory, or a glob), sorted; an empty dataset is an error."""
     files = (sorted(str(p) for p in Path(path).rglob("*.parquet")) if os.path.isdir(path) else sorted(glob.glob(path)))
     if not files:
-        raise FileNotFoundError(f"{path}: no Parquet files")
+        what = "is a folder, not a data file, and holds no .parquet file" if os.path.isdir(path) else "matches no file"
+        raise FileNotFoundError(f"{path}: {what}; give a data file, or a folder or glob of a Parquet dataset's files")
     return files
 
 
