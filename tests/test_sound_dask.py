@@ -134,7 +134,7 @@ def test_cli_two_party_flow_with_a_local_cluster(tmp_path, data, monkeypatch, ca
     assert main(["budget", "set", "--party", "source", "--epsilon", "5", "--delta", "1e-3", *ledger]) == 0
     assert main(["request", "--data", "t.npz", "--classes", "0,1,2", "--n-source", str(N), "--epsilon", "1", "--delta",
                  "1e-5", "--declare-public", "--out", "q.release"]) == 0
-    assert main(["release", "sound", "--data", "src", "--request", "q.release", "--epsilon", "1", "--delta", "1e-5",
+    assert main(["release", "sound", "--classes", "0,1,2", "--data", "src", "--request", "q.release", "--epsilon", "1", "--delta", "1e-5",
                  "--out", "s.release", "--workers", "2", *ledger]) == 0
     assert "local Dask cluster of 2" in capsys.readouterr().err
     assert main(["adapt", "sound", "--release", "s.release", "--own-release", "q.release", "--data", "t.npz",
@@ -145,7 +145,7 @@ def test_cli_two_party_flow_with_a_local_cluster(tmp_path, data, monkeypatch, ca
 
     assert Release.load("s.release").params["n_source"] == N
     capsys.readouterr()
-    assert main(["release", "sound", "--data", "t.npz", "--request", "q.release", "--epsilon", "1", "--delta", "1e-5",
+    assert main(["release", "sound", "--classes", "0,1,2", "--data", "t.npz", "--request", "q.release", "--epsilon", "1", "--delta", "1e-5",
                  "--out", "x.release", "--workers", "2", *ledger]) != 0  # one file is read here, chunk by chunk
     assert "Parquet dataset" in capsys.readouterr().err
     assert len(Ledger(tmp_path / "l.sqlite").history("source", "s")) == 1
