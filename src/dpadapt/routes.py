@@ -215,13 +215,14 @@ def clustered_blobs(random_state: int) -> dict:
 
 
 def _sound_routes() -> list[Route]:
-    """One route per design of the sound default (:data:`dpadapt.sound.design.DESIGNS`), with rows that take it; and
-    count rows (the log1p map). A design without an example here fails the suite (``KeyError``) by construction."""
+    """One route per design of the sound default (:data:`dpadapt.sound.design.DESIGNS`), declared (the examples' 20 rows
+    a class would take the tiny-source prototypes under ``design="auto"``) on rows that suit it; and count rows (the
+    log1p map, ``design="auto"``). A design without an example here fails the suite (``KeyError``) by construction."""
     from dpadapt.sound import SoundDA, design
 
     examples = {"prototypes": (clustered_blobs, relabel_first), "discriminant": (blobs, None)}
     common = {"epsilon": 1.0, "delta": 1e-5, "classes": CLASSES}
-    out = [Route(f"sound/{name}", SoundDA, common, examples[name][0], ("source",), worst_pair=examples[name][1],
+    out = [Route(f"sound/{name}", SoundDA, {**common, "design": name}, examples[name][0], ("source",), worst_pair=examples[name][1],
                  taken=lambda est, name=name: est.design_["design"] == name) for name in design.DESIGNS]
     out.append(Route("sound/counts", SoundDA, common, count_blobs, ("source",), domain="counts",
                      taken=lambda est: est.design_["log1p"]))
