@@ -73,7 +73,7 @@ def main() -> None:
                   ["request", "--data", "t.npz", "--classes", "0,1,2", "--n-source", "1000", "--epsilon", "8", "--delta",
                    "1e-6", "--declare-public", "--out", "q.release", "--quiet"]):
         subprocess.run([sys.executable, "-m", "dpadapt.cli.main", *setup], check=True, capture_output=True, cwd=work)
-    cli = ["-m", "dpadapt.cli.main", "release", "sound", "--data", "s.npz", "--request", "q.release",
+    cli = ["-m", "dpadapt.cli.main", "release", "sound", "--classes", "0,1,2", "--data", "s.npz", "--request", "q.release",
            "--epsilon", "8", "--delta", "1e-6", "--out", "r.release", "--ledger", ledger, "--dataset-id", "d", "--force",
            "--quiet"]
     api = ["-c", API, "s.npz", "a.release", "q.release"]

@@ -102,7 +102,8 @@ def commands(root: Path, tag: str, work: Path) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for fmt in ("csv", "parquet", "npz", "npy"):
         extra = ["--label-file", str(root / f"{tag}_y.npy")] if fmt == "npy" else []
-        out[f"plain {fmt}"] = dpadapt("release", "sound", "--data", str(root / f"{tag}.{fmt}"), *extra,
+        out[f"plain {fmt}"] = dpadapt("release", "sound", "--classes", ",".join(map(str, range(K))),
+                                      "--data", str(root / f"{tag}.{fmt}"), *extra,
                                       "--request", str(work / "plain.request"),
                                       "--out", str(work / f"plain-{fmt}.release"), *common)
     for fmt in ("csv", "parquet"):

@@ -352,7 +352,7 @@ def by_name(estimator, X):
     if names is not None:
         X = _take_columns(X, tuple(names), f"{type(estimator).__name__}: X", "the data it was fitted on")
     width, fitted = getattr(X, "shape", (None, None)), getattr(estimator, "n_features_in_", None)
-    if isinstance(fitted, int) and len(width) == 2 and width[1] != fitted:
+    if isinstance(fitted, int) and len(width) == 2 and width[1] is not None and width[1] != fitted:
         raise ValueError(f"X has {width[1]} features, but {type(estimator).__name__} is expecting {fitted} features as "
                          "input (the columns it was fitted on)")
     return X
