@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import glob
-import logging
 import os
 import sys
 from collections.abc import Iterator
@@ -34,6 +32,8 @@ def add_cluster_arguments(p: argparse.ArgumentParser) -> None:
 
 def parquet_files(path: str) -> list[str]:
     """The Parquet files of a dataset path (a directory, or a glob), sorted; an empty dataset is an error."""
+    import glob
+
     files = (sorted(str(p) for p in Path(path).rglob("*.parquet")) if os.path.isdir(path) else sorted(glob.glob(path)))
     if not files:
         what = "is a folder, not a data file, and holds no .parquet file" if os.path.isdir(path) else "matches no file"
@@ -83,6 +83,8 @@ def client(args: argparse.Namespace) -> Iterator[Any]:
         yield None
         return
     try:
+        import logging
+
         import distributed
     except ImportError:
         raise ValueError("--scheduler / --workers need Dask's distributed scheduler: pip install 'dpadapt[dask]'") from None
