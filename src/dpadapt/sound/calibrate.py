@@ -52,9 +52,8 @@ def temperature(st: Statistics, W: np.ndarray) -> tuple[float, dict]:
     c, means, cov = _pooled(st)
     K, k = W.shape
     n = float(c.sum())
-    # tr(Σ_used⁻¹ Σ) and tr(Σ_used⁻¹): Σ_used⁻¹ recovered on the span of the means is not enough, so use the
-    # pooled covariance: W = M Σ_used⁻¹ ⇒ Σ_used⁻¹ = solve on the means' span; instead the inflations are taken
-    # in the effective dimension of the pooled covariance (its participation ratio) and its mean eigenvalue.
+    # The noise inflation σ²·tr(Σ⁻¹)·(…) is taken as σ²·k/m·(…), m the mean eigenvalue of the released pooled
+    # covariance (tr(Σ⁻¹) ≈ k/m; Σ_used⁻¹ itself is known only through W on the span of the means).
     vals = np.clip(np.linalg.eigvalsh(cov), 0.0, None)
     scale = float(vals.mean()) if vals.size and vals.mean() > 0 else 1.0
     shares, weights = [], []
