@@ -9,4 +9,7 @@ python -m pip install -q -e ".[test,docs]"
 site=$(mktemp -d)
 NO_MKDOCS_2_WARNING=1 mkdocs build --strict --quiet --site-dir "$site"   # fails on any warning
 rm -rf "$site"
+# Bytecode for the package, as a regular install has it: under PYTHONDONTWRITEBYTECODE every subprocess the suite
+# starts would otherwise recompile dpadapt from source (and the help-page start-up test would time compilation).
+python -m compileall -q src/dpadapt > /dev/null
 python -m pytest -n 2 -q -rfE "$@"   # -q ends with the summary line; the exit status is pytest's
