@@ -32,7 +32,7 @@ fixed public map for the sources. The rule and its derivation are written in
    more rows) never gives a smaller k, and as ε → ∞ the rule tends to its value at σ_eff = 0 — the one used
    without noise, where the sampling term alone bounds k (at most γ_m²·n/4 directions): the noise-free model is
    the limit of the private ones, so monotonicity holds up to and including ε = None by construction.
-   Derivation: ``benchmarks/sound/design_rule.md`` (issue 37).
+   Derivation: ``benchmarks/sound/design_rule.md``.
 """
 
 from __future__ import annotations
@@ -53,18 +53,18 @@ from dpadapt.sound.spaces import RowMap
 DESIGNS = ("prototypes", "discriminant")
 #: Below this within-cluster scatter ratio (data / Gaussian reference) the receiver's rows are clusters.
 CLUSTER_RATIO = 0.6
-#: γ_s and γ_m of the rules above, chosen on the development pairs by ``benchmarks/sound/design_rule.md`` (issue 37).
+#: γ_s and γ_m of the rules above, chosen on the development pairs by ``benchmarks/sound/design_rule.md``.
 GAMMA_PROTOTYPES = 1.0
 GAMMA_DISCRIMINANT = 2.0
 #: The discriminant's public ridge λ = a·σ√k + f·n/k (σ√k: the noise's spectral size; n/k: a row's share of the
 #: signal); a fixed a priori, f chosen with the γ's.
 RIDGE_SCALE = 2.0
 RIDGE_FLOOR = 1.0
-#: The prototypes' floor: at least this many directions per class (issue 37's "low fixed k" for tiny sources).
+#: The prototypes' floor: at least this many directions per class (a low fixed k for tiny sources).
 DIRECTIONS_PER_CLASS = 1
 #: Below this many source rows per class (n/K, public) the design is the prototypes whatever the gap ratio: sums
 #: and counts only (Δ = 2 rather than √6), no second moment to estimate from a handful of rows. It reads n and K
-#: only, never ε, so the design stays the same at every ε (issue 37's "mean-only" candidate for tiny sources).
+#: only, never ε, so the design stays the same at every ε (the mean-only design for tiny sources).
 MEAN_ONLY_ROWS_PER_CLASS = 50
 #: The largest basis a request asks for (with or without noise).
 MAX_BASIS = 300

@@ -308,7 +308,7 @@ def _fit_classstats(est: DPOTAdapter, c: Config, Xs, ys, Xt, yt) -> DPOTAdapter:
     ignored = [name for name in ("k", "refinement") if getattr(c, name) != defaults[name]]
     if ignored:
         raise ConfigError(f"{', '.join(ignored)} are not read in sound mode: the sound design sizes the basis from the "
-                          "public noise level and the rows, and the transport step is the refinement (issue 37)")
+                          "public noise level and the rows, and the transport step is the refinement")
     Xs, ys, Xt, _ = est._check_domains(Xs, ys, Xt, None, allow_sparse=True)
     feature_type = c.feature_type if c.log1p == "auto" else ("counts" if c.log1p == "true" else "dense")
     config = sound.Config(epsilon=c.epsilon, delta=c.delta, classes=c.classes, random_state=c.random_state,

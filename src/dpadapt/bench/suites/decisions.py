@@ -1,4 +1,4 @@
-"""``dpadapt bench decisions``: calibration, the target's prevalence and decision rules (issue 36).
+"""``dpadapt bench decisions``: calibration, the target's prevalence and decision rules.
 
 One task per pair × estimator × ε (PhysioNet 2012 unit pairs, the Heart pairs where present). A run fits the
 estimator on the source with the receiver's unlabelled rows, then scores on the target rows (labels for

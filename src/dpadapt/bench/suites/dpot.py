@@ -58,7 +58,7 @@ HEADS = ("mlp", "logreg")
 #: histogram noise ≈ 10⁻⁹), so every stage but the noise is the published one. Minibatch twins fix T
 #: to the noisy run's number of steps (the accountant would allow any T at ε = 10⁹).
 NO_NOISE_EPSILON = 1e9
-#: Issue-40 reading (``benchmarks/dpot/dpot_reading_otda_fit.md``): the cost normalisation and λ_e chosen by
+#: The OTDA-fit reading (``benchmarks/dpot/dpot_reading_otda_fit.md``): the cost normalisation and λ_e chosen by
 #: rule 1 on the paper's non-private OTDA row only (``benchmarks/dpot/results/dpot-otda-fit.json``), and
 #: rule 2's split of the stated ε: ε′ = LABEL_SHARE·ε for the label histogram, the rest for the features.
 OTDA_FIT = {"cost_norm": "median", "reg_e": 1.0}
@@ -179,7 +179,7 @@ def _paper_variants(n_s: int, eps: float) -> dict[str, tuple[str, str, float, di
 
     ``mb`` is the paper's Table 1 protocol (the headline); the ``-features``/``-labels`` rows keep one
     noise source each (same T), ``-centred`` is the previous (double-centred) cost reading. ``mb-fit``
-    is the issue-40 reading (:data:`OTDA_FIT`, ε′ = :data:`LABEL_SHARE`·ε inside ε; run at the features'
+    is the OTDA-fit reading (:data:`OTDA_FIT`, ε′ = :data:`LABEL_SHARE`·ε inside ε; run at the features'
     share, the guarantee states the total).
     """
     batch = min(BATCH, n_s // 2) if BATCH >= n_s else BATCH

@@ -116,7 +116,7 @@ DEV_PAIRS: tuple[PairSpec, ...] = tuple(
     + _pairs("surf", "dev", "A>C C>A A>D C>W", _OFFICE)
     + _pairs("bow5000", "dev", "K>B D>E B>K E>D", _AMAZON)
 )
-#: Tiny-source development pairs (issue 37: dslr, 157 rows, ~16 a class). DeCAF6 D→A, D→C and GoogLeNet D→C,
+#: Tiny-source development pairs (dslr, 157 rows, ~16 a class). DeCAF6 D→A, D→C and GoogLeNet D→C,
 #: also named by the issue, cannot be run: those features exist for dslr and webcam (DeCAF6) and without
 #: caltech (GoogLeNet) only (``office_caltech10/MANIFEST.md``). GoogLeNet D→A is also in :data:`DEV_PAIRS`.
 TINY_DEV_PAIRS: tuple[PairSpec, ...] = tuple(_pairs("googlenet1024", "dev", "D>A", _OFFICE) + _pairs("surf", "dev", "D>A D>W", _OFFICE))
