@@ -1,0 +1,265 @@
+"""Issue 37, item 3: the discriminative finish where n·ε is large, on the LARGE development pairs only.
+
+    python benchmarks/sound/finish.py run OUT.jsonl --seeds 5 [--workers 2] [--pairs bow5000 physionet]
+    python benchmarks/sound/finish.py dplr OUT.jsonl --seeds 5          # DP-LR on PhysioNet, three units pooled
+    python benchmarks/sound/finish.py choose OUT.jsonl DPLR.jsonl       # the rule of README.md (issue 37, item 3)
+    python benchmarks/sound/finish.py report OUT.jsonl --seeds 3        # the bow5000 report pairs, once, after the choice
+
+``run``: per pair, ε ∈ {1, 4, 8} (``--seeds`` seeds, numpy's reproducible sampler) and None, one sound release
+(the default request) and every candidate finish of ``README.md`` computed from THAT release and the receiver's
+rows (so differences between candidates are paired): ``none`` (the default model), ``mo-0.25`` and ``mo-1``
+(mean-operator logistic regression, ridge ρ·λ_LDA), ``self`` (logistic regression on the receiver's rows labelled
+by the default model). Each row records the public trigger quantities n, K, σ_eff and q = n/(K σ_eff).
+``library`` is the model ``SoundDA`` returns (with the finish where the library applies it); ``report`` runs the
+same on the bow5000 report pairs (ε ∈ {1, 2, 4, 8} and None), so ``none`` against ``library`` is paired there too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import dataclasses
+import json
+import math
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from dpadapt.bench.suites import sound_rows as R
+from dpadapt.sound import SoundDA, calibrate, receiver
+from dpadapt.sound import design as rule
+from dpadapt.sound.receiver import SoundModel, combine
+from dpadapt.sound.request import Request
+from select_design import _init_worker, metrics  # this folder's
+
+EPSILONS = (1.0, 4.0, 8.0, None)
+LARGE_BOW = ("bow5000:K->B", "bow5000:D->E", "bow5000:B->K", "bow5000:E->D")
+CANDIDATES = ("none", "mo-0.25", "mo-1", "mo-shift-0.25", "mo-shift-1", "mo-coral-0.25", "self")
+
+
+def _load(task: str):
+    """(sources [(Xs, ys)], Xt, Xt_test, yt_test, metric, δ) of a large development pair."""
+    if task.startswith("physionet:"):
+        target = task.split("->")[1]
+        units = [u for u in R.PHYSIONET_UNITS if u != target]
+        pairs = [R._physionet_pair(u, target) for u in units]
+        return [(p.Xs, p.ys) for p in pairs], pairs[0].Xt, pairs[0].Xt_test, pairs[0].yt_test, "roc_auc", None
+    spec = next(p for p in (*R.DEV_PAIRS, *R.REPORT_PAIRS) if p.task == task)
+    d = spec.load()
+    return [(d.Xs, d.ys)], d.Xt, d.Xt_test, d.yt_test, "accuracy", spec.delta(d.Xs.shape[0])
+
+
+def _tasks(filters: list[str]) -> list[str]:
+    tasks = [*LARGE_BOW, *(f"physionet:3->{u}" for u in R.PHYSIONET_UNITS)]
+    return [t for t in tasks if not filters or any(f in t for f in filters)]
+
+
+def _model(req: Request, st, W, b, Z) -> SoundModel:
+    model = SoundModel(np.asarray(req.classes), req.log1p, req.mean, req.components, W, b, "discriminant",
+                       {"source_prior": receiver.class_prior(st.counts).tolist()})
+    return calibrate.at_target_prior(model, Z)
+
+
+def candidates(est: SoundDA, Xt) -> dict:
+    """Every candidate finish from the estimator's one release and the receiver's rows."""
+    req = Request.from_release(est.request_, n_features=Xt.shape[1])
+    st = combine(req, est.releases_)
+    Z = req.row_map()(Xt)
+    out = {"library": est.model_, "none": est.model_}
+    if req.design["design"] != "discriminant":
+        return out
+    lam = rule.discriminant_ridge(st.sigma, st.n, req.k)
+    W, b = receiver.discriminant(st, lam)  # the default without the finish, from the same release
+    W, b, _ = calibrate.calibrate("discriminant", st, W, b)
+    out["none"] = _model(req, st, W, b, Z)
+    for rho in (0.25, 1.0):
+        W, b = receiver.mean_operator_logistic(st, Z, rho * lam)
+        out[f"mo-{rho:g}"] = _model(req, st, W, b, Z)
+        W, b = receiver.mean_operator_logistic(st, receiver.source_surrogate(st, Z), rho * lam)
+        out[f"mo-shift-{rho:g}"] = _model(req, st, W, b, Z)
+    W, b = receiver.mean_operator_logistic(st, receiver.source_surrogate(st, Z, covariance=True), 0.25 * lam)
+    out["mo-coral-0.25"] = _model(req, st, W, b, Z)
+    idx = np.searchsorted(req.classes, out["none"].predict(Xt))
+    onehot = np.eye(len(req.classes))[idx]
+    scale = float(np.maximum(st.counts, 1.0).sum()) / Z.shape[0]
+    pseudo = dataclasses.replace(st, sums=scale * onehot.T @ Z, counts=np.maximum(scale * onehot.sum(axis=0), 1e-9))
+    W, b = receiver.mean_operator_logistic(pseudo, Z, 0.25 * lam)
+    out["self"] = _model(req, st, W, b, Z)
+    return out
+
+
+def _fit(sources, Xt, classes, eps, delta, seed) -> SoundDA:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return SoundDA(epsilon=eps, delta=delta if eps is not None else None, classes=classes, random_state=seed,
+                       reproducible_noise=True).fit_domains([X for X, _ in sources], [y for _, y in sources], Xt)
+
+
+def run_one(task: str, eps, seeds: int) -> list[dict]:
+    sources, Xt, Xtest, ytest, metric, delta = _load(task)
+    classes = tuple(range(len(np.unique(np.concatenate([y for _, y in sources])))))
+    rows = []
+    for seed in range(seeds if eps is not None else 1):
+        t = time.perf_counter()
+        est = _fit(sources, Xt, classes, eps, delta, seed)
+        d = est.design_
+        q = math.inf if d["sigma"] == 0 else d["n"] / (d["K"] * d["sigma"])
+        models = candidates(est, Xt)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            scores = {name: 100 * metrics(m, Xtest, ytest)[metric] for name, m in models.items()}
+        rows.append({"task": task, "epsilon": eps, "seed": seed, "metric": metric, "design": d["design"], "k": d["k_rule"],
+                     "n": d["n"], "K": d["K"], "sigma": d["sigma"], "q": q, "finish": est.model_.details.get("finish"),
+                     **scores, "seconds": time.perf_counter() - t})
+    return rows
+
+
+def run(out: str, seeds: int, filters: list[str], workers: int, tasks: list[str] | None = None, epsilons=EPSILONS) -> int:
+    jobs = [(t, e, seeds) for t in (tasks or _tasks(filters)) for e in epsilons]
+    with open(out, "a") as f, cf.ProcessPoolExecutor(workers, initializer=_init_worker) as pool:
+        for rows in pool.map(run_one, *zip(*jobs)):
+            for row in rows:
+                f.write(json.dumps(row) + "\n")
+            f.flush()
+            print(rows[0]["task"], rows[0]["epsilon"], {c: round(float(np.mean([r[c] for r in rows])), 1)
+                                                        for c in rows[0] if c in (*CANDIDATES, "library")}, flush=True)
+    return 0
+
+
+def dplr(out: str, seeds: int) -> int:
+    """DP-LR (the matrix's ``dp-lr`` row) on PhysioNet, the three other units pooled as one source, ROC-AUC."""
+    from sklearn.metrics import roc_auc_score
+
+    from dpadapt.classstats import DPLogisticRegression
+
+    with open(out, "a") as f:
+        for task in _tasks(["physionet"]):
+            sources, Xt, Xtest, ytest, _, _ = _load(task)
+            Xs = np.vstack([X for X, _ in sources])
+            ys = np.concatenate([y for _, y in sources])
+            for eps in (1.0, 4.0, 8.0):
+                for seed in range(seeds):
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        m = DPLogisticRegression(epsilon=eps, delta=1.0 / (10 * len(ys)), classes=(0, 1), feature_type="dense",
+                                                 random_state=seed, reproducible_noise=True).fit_domains(Xs, ys)
+                    auc = 100 * float(roc_auc_score(ytest == 1, m.predict_proba(Xtest)[:, 1]))
+                    f.write(json.dumps({"task": task, "row": "dp-lr", "epsilon": eps, "seed": seed, "roc_auc": auc}) + "\n")
+            print(task, flush=True)
+    return 0
+
+
+def _mean_se(v) -> tuple[float, float]:
+    v = np.asarray(v, dtype=float)
+    return float(v.mean()), float(v.std(ddof=1) / math.sqrt(v.size)) if v.size > 1 else 0.0
+
+
+def dplr_cells() -> dict:
+    """(task, ε) → DP-LR values: bow5000 from the recorded dev run (points), PhysioNet from ``dplr``."""
+    cells: dict = {}
+    recs = json.loads(Path(__file__).parents[1].joinpath("dp_source_only/results/dp-source-only-dev.json").read_text())["records"]
+    for r in recs:
+        if r["row"] == "dp-lr" and r["task"] in LARGE_BOW and r["epsilon"] is not None:
+            cells.setdefault((r["task"], float(r["epsilon"])), []).append(r["accuracy"])
+    return cells
+
+
+def _triggers(r: dict, cand: str, tau) -> bool:
+    """Whether the finish ``cand`` replaces the default in row ``r`` at threshold ``tau`` (``None``: never)."""
+    return cand != "none" and tau is not None and r["n"] / r["K"] >= FINISH_ROWS and r["q"] >= tau and cand in r
+
+
+def choose(out: str, dplr_path: str) -> int:
+    """The rule of README.md (issue 37, item 3) on the rows of ``run``: prints the table and the choice."""
+    rows = [json.loads(line) for line in open(out)]
+    lr = dplr_cells()
+    for line in open(dplr_path):
+        r = json.loads(line)
+        lr.setdefault((r["task"], float(r["epsilon"])), []).append(r["roc_auc"])
+    tasks = sorted({r["task"] for r in rows})
+    qs = sorted({r["q"] for r in rows})
+    taus = [0.0, *[q for q in qs if math.isfinite(q)], math.inf]
+
+    def cell(task, eps, cand, tau):
+        rs = [r for r in rows if r["task"] == task and r["epsilon"] == eps]
+        vals = [r[cand] if _triggers(r, cand, tau) else r["none"] for r in rs]
+        return vals, [r["none"] for r in rs]
+
+    results = []
+    for cand, tau in [("none", None), *((c, t) for c in CANDIDATES[1:] for t in taus)]:
+        feasible, below_lr, total = True, 0, []
+        for task in tasks:
+            means = {}
+            for eps in EPSILONS:
+                vals, base = cell(task, eps, cand, tau)
+                if not vals:
+                    continue
+                m, se = _mean_se(vals)
+                means[eps] = (m, se)
+                total.append(m)
+                dm, dse = _mean_se(np.subtract(vals, base))
+                if dm < -max(1.0, 2 * dse):
+                    feasible = False
+                if eps in (4.0, 8.0) and (task, eps) in lr:
+                    lm, lse = _mean_se(lr[(task, eps)])
+                    if m - lm < -max(1.0, 2 * math.hypot(se, lse)):
+                        below_lr += 1
+            order = [e for e in EPSILONS if e in means]
+            for a, b in zip(order, order[1:]):
+                if means[b][0] < means[a][0] - max(1.0, 2 * math.hypot(means[a][1], means[b][1])):
+                    feasible = False
+        results.append((cand, tau, feasible, below_lr, float(np.mean(total))))
+    for r in results:
+        print(f"{r[0]:14s} τ={r[1]!s:>9.9s} feasible={r[2]} below-DP-LR={r[3]} mean={r[4]:.2f}")
+    best = min((r for r in results if r[2]), key=lambda r: (r[3], -r[4], -(math.inf if r[1] is None else r[1])))
+    print(f"CHOICE: {best[0]} τ = {best[1]}")
+    table(rows, lr)
+    return 0
+
+
+def table(rows: list[dict], lr: dict) -> None:
+    """Markdown: per pair and ε, mean ± SE of each candidate (as computed, every cell) and DP-LR."""
+    cands = [c for c in (*CANDIDATES, "library") if any(c in r for r in rows)]
+    print("| pair | ε | q | " + " | ".join(cands) + " | DP-LR |")
+    print("|---|---|---|" + "---|" * (len(cands) + 1))
+    for task in sorted({r["task"] for r in rows}):
+        for eps in EPSILONS:
+            rs = [r for r in rows if r["task"] == task and r["epsilon"] == eps]
+            if not rs:
+                continue
+            cells = []
+            for c in cands:
+                m, se = _mean_se([r[c] for r in rs if c in r]) if any(c in r for r in rs) else (math.nan, 0)
+                cells.append(f"{m:.1f} ± {se:.1f}" if rs[0]["epsilon"] is not None else f"{m:.1f}")
+            lm = f"{_mean_se(lr[(task, eps)])[0]:.1f} ± {_mean_se(lr[(task, eps)])[1]:.1f}" if (task, eps) in lr else ""
+            print(f"| {task} | {eps if eps else 'None'} | {rs[0]['q']:.0f} | " + " | ".join(cells) + f" | {lm} |")
+
+
+#: The rows-per-class floor of the trigger, fixed a priori (README.md): the library's constant.
+FINISH_ROWS = rule.FINISH_ROWS_PER_CLASS
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("cmd", choices=("run", "dplr", "choose", "report"))
+    ap.add_argument("out")
+    ap.add_argument("extra", nargs="?")
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--pairs", nargs="*", default=[])
+    a = ap.parse_args(argv)
+    if a.cmd == "run":
+        return run(a.out, a.seeds, a.pairs, a.workers)
+    if a.cmd == "dplr":
+        return dplr(a.out, a.seeds)
+    if a.cmd == "report":
+        tasks = [p.task for p in R.REPORT_PAIRS if p.dataset == "bow5000"]
+        return run(a.out, a.seeds, [], a.workers, tasks=tasks, epsilons=(1.0, 2.0, 4.0, 8.0, None))
+    return choose(a.out, a.extra)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
