@@ -4,6 +4,7 @@
     python benchmarks/sound/finish.py dplr OUT.jsonl --seeds 5          # DP-LR on PhysioNet, three units pooled
     python benchmarks/sound/finish.py choose OUT.jsonl DPLR.jsonl       # the rule of README.md (issue 37, item 3)
     python benchmarks/sound/finish.py report OUT.jsonl --seeds 3        # the bow5000 report pairs, once, after the choice
+    python benchmarks/sound/finish.py oracle OUT.jsonl                  # diagnostic: LR on the source rows, same basis
 
 ``run``: per pair, ε ∈ {1, 4, 8} (``--seeds`` seeds, numpy's reproducible sampler) and None, one sound release
 (the default request) and every candidate finish of ``README.md`` computed from THAT release and the receiver's
@@ -37,7 +38,7 @@ from select_design import _init_worker, metrics  # this folder's
 
 EPSILONS = (1.0, 4.0, 8.0, None)
 LARGE_BOW = ("bow5000:K->B", "bow5000:D->E", "bow5000:B->K", "bow5000:E->D")
-CANDIDATES = ("none", "mo-0.25", "mo-1", "mo-shift-0.25", "mo-shift-1", "mo-coral-0.25", "self")
+CANDIDATES = ("none", "mo-0.25", "mo-1", "mo-shift-0.25", "mo-shift-1", "mo-coral-0.25", "self", "lda-mp")
 
 
 def _load(task: str):
@@ -63,7 +64,7 @@ def _model(req: Request, st, W, b, Z) -> SoundModel:
     return calibrate.at_target_prior(model, Z)
 
 
-def candidates(est: SoundDA, Xt) -> dict:
+def candidates(est: SoundDA, Xt, only_round2: bool = False) -> dict:
     """Every candidate finish from the estimator's one release and the receiver's rows."""
     req = Request.from_release(est.request_, n_features=Xt.shape[1])
     st = combine(req, est.releases_)
@@ -75,6 +76,11 @@ def candidates(est: SoundDA, Xt) -> dict:
     W, b = receiver.discriminant(st, lam)  # the default without the finish, from the same release
     W, b, _ = calibrate.calibrate("discriminant", st, W, b)
     out["none"] = _model(req, st, W, b, Z)
+    W, b = receiver.discriminant(st, rule.sampling_ridge(st.sigma, st.n, req.k))  # round 2: the ridge of both errors
+    W, b, _ = calibrate.calibrate("discriminant", st, W, b)
+    out["lda-mp"] = _model(req, st, W, b, Z)
+    if only_round2:
+        return out
     for rho in (0.25, 1.0):
         W, b = receiver.mean_operator_logistic(st, Z, rho * lam)
         out[f"mo-{rho:g}"] = _model(req, st, W, b, Z)
@@ -98,7 +104,7 @@ def _fit(sources, Xt, classes, eps, delta, seed) -> SoundDA:
                        reproducible_noise=True).fit_domains([X for X, _ in sources], [y for _, y in sources], Xt)
 
 
-def run_one(task: str, eps, seeds: int) -> list[dict]:
+def run_one(task: str, eps, seeds: int, only_round2: bool = False) -> list[dict]:
     sources, Xt, Xtest, ytest, metric, delta = _load(task)
     classes = tuple(range(len(np.unique(np.concatenate([y for _, y in sources])))))
     rows = []
@@ -107,7 +113,7 @@ def run_one(task: str, eps, seeds: int) -> list[dict]:
         est = _fit(sources, Xt, classes, eps, delta, seed)
         d = est.design_
         q = math.inf if d["sigma"] == 0 else d["n"] / (d["K"] * d["sigma"])
-        models = candidates(est, Xt)
+        models = candidates(est, Xt, only_round2)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             scores = {name: 100 * metrics(m, Xtest, ytest)[metric] for name, m in models.items()}
@@ -117,8 +123,9 @@ def run_one(task: str, eps, seeds: int) -> list[dict]:
     return rows
 
 
-def run(out: str, seeds: int, filters: list[str], workers: int, tasks: list[str] | None = None, epsilons=EPSILONS) -> int:
-    jobs = [(t, e, seeds) for t in (tasks or _tasks(filters)) for e in epsilons]
+def run(out: str, seeds: int, filters: list[str], workers: int, tasks: list[str] | None = None, epsilons=EPSILONS,
+        only_round2: bool = False) -> int:
+    jobs = [(t, e, seeds, only_round2) for t in (tasks or _tasks(filters)) for e in epsilons]
     with open(out, "a") as f, cf.ProcessPoolExecutor(workers, initializer=_init_worker) as pool:
         for rows in pool.map(run_one, *zip(*jobs)):
             for row in rows:
@@ -149,6 +156,42 @@ def dplr(out: str, seeds: int) -> int:
                     auc = 100 * float(roc_auc_score(ytest == 1, m.predict_proba(Xtest)[:, 1]))
                     f.write(json.dumps({"task": task, "row": "dp-lr", "epsilon": eps, "seed": seed, "roc_auc": auc}) + "\n")
             print(task, flush=True)
+    return 0
+
+
+def oracle(out: str, filters: list[str]) -> int:
+    """Diagnostic, not a candidate (it reads the source rows): in the basis each ε's request asks for, the noise-free
+    discriminant against logistic regression fitted on the source's own mapped rows (C by 3-fold CV on the source).
+    The second is the best any finish of the same basis could reach; their gap bounds what item 3 can win."""
+    from sklearn.linear_model import LogisticRegressionCV
+
+    with open(out, "a") as f:
+        for task in _tasks(filters):
+            sources, Xt, Xtest, ytest, metric, delta = _load(task)
+            classes = tuple(range(len(np.unique(np.concatenate([y for _, y in sources])))))
+            for eps in (4.0, 8.0, None):
+                est = _fit(sources, Xt, classes, eps, delta, 0)
+                req = Request.from_release(est.request_, n_features=Xt.shape[1])
+                Zs = np.vstack([req.row_map()(X) for X, _ in sources])
+                ys = np.concatenate([y for _, y in sources])
+                onehot = np.eye(len(classes))[ys]
+                st = receiver.Statistics(onehot.T @ Zs, onehot.sum(axis=0), Zs.T @ Zs, 0.0, float(len(ys)), ())
+                W, b = receiver.discriminant(st, rule.discriminant_ridge(0.0, st.n, req.k))
+                Z = req.row_map()(Xt)
+                lda = _model(req, st, W, b, Z)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    lr = LogisticRegressionCV(Cs=10, cv=3, max_iter=2000).fit(Zs, ys)
+                    scores = {"lda-noise-free": 100 * metrics(lda, Xtest, ytest)[metric]}
+                    Zt = req.row_map()(Xtest)
+                    if metric == "roc_auc":
+                        from sklearn.metrics import roc_auc_score
+                        scores["lr-source-rows"] = 100 * float(roc_auc_score(ytest == 1, lr.predict_proba(Zt)[:, 1]))
+                    else:
+                        scores["lr-source-rows"] = 100 * float(np.mean(lr.predict(Zt) == ytest))
+                row = {"task": task, "basis_of_epsilon": eps, "k": req.k, **scores}
+                f.write(json.dumps(row) + "\n")
+                print(row, flush=True)
     return 0
 
 
@@ -244,20 +287,23 @@ FINISH_ROWS = rule.FINISH_ROWS_PER_CLASS
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("cmd", choices=("run", "dplr", "choose", "report"))
+    ap.add_argument("cmd", choices=("run", "dplr", "choose", "report", "oracle"))
     ap.add_argument("out")
     ap.add_argument("extra", nargs="?")
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--pairs", nargs="*", default=[])
+    ap.add_argument("--round2", action="store_true", help="only the default and the round-2 candidate (lda-mp)")
     a = ap.parse_args(argv)
     if a.cmd == "run":
-        return run(a.out, a.seeds, a.pairs, a.workers)
+        return run(a.out, a.seeds, a.pairs, a.workers, only_round2=a.round2)
+    if a.cmd == "oracle":
+        return oracle(a.out, a.pairs)
     if a.cmd == "dplr":
         return dplr(a.out, a.seeds)
     if a.cmd == "report":
         tasks = [p.task for p in R.REPORT_PAIRS if p.dataset == "bow5000"]
-        return run(a.out, a.seeds, [], a.workers, tasks=tasks, epsilons=(1.0, 2.0, 4.0, 8.0, None))
+        return run(a.out, a.seeds, [], a.workers, tasks=tasks, epsilons=(1.0, 2.0, 4.0, 8.0, None), only_round2=True)
     return choose(a.out, a.extra)
 
 

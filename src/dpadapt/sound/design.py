@@ -130,6 +130,13 @@ def discriminant_ridge(sigma: float, n: float, k: int) -> float:
     return float(RIDGE_SCALE * sigma * math.sqrt(k) + RIDGE_FLOOR * max(n, 1.0) / k)
 
 
+def sampling_ridge(sigma: float, n: float, k: int) -> float:
+    """The discriminant's ridge of both errors, λ = a·σ√k + 2√(n/k): the release noise's spectral size (as in
+    :func:`discriminant_ridge`) and the Marchenko–Pastur size 2√(k/n)·n·m of the sampling error of the k × k scatter
+    of n rows, m ≤ 1/k the mean eigenvalue of unit rows' covariance (public σ, n and k only)."""
+    return float(RIDGE_SCALE * sigma * math.sqrt(k) + 2.0 * math.sqrt(max(n, 1.0) / k))
+
+
 def finishes(design: str, n: float, K: int, sigma: float) -> bool:
     """Whether the discriminative finish replaces the discriminant: public n, K and σ_eff only (the same for
     neighbouring datasets), and monotone in ε (σ_eff falls as ε grows; σ_eff = 0 without noise)."""
