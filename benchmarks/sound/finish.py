@@ -4,6 +4,7 @@
     python benchmarks/sound/finish.py dplr OUT.jsonl --seeds 5          # DP-LR on PhysioNet, three units pooled
     python benchmarks/sound/finish.py choose OUT.jsonl DPLR.jsonl       # the rule of README.md (issue 37, item 3)
     python benchmarks/sound/finish.py report OUT.jsonl --seeds 3        # the bow5000 report pairs, once, after the choice
+    python benchmarks/sound/finish.py single OUT.jsonl --seeds 5        # PhysioNet single sources the trigger reaches (dev)
     python benchmarks/sound/finish.py oracle OUT.jsonl                  # diagnostic: LR on the source rows, same basis
 
 ``run``: per pair, ε ∈ {1, 4, 8} (``--seeds`` seeds, numpy's reproducible sampler) and None, one sound release
@@ -28,6 +29,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from scipy.special import logsumexp
 
 from dpadapt.bench.suites import sound_rows as R
 from dpadapt.sound import SoundDA, calibrate, receiver
@@ -44,8 +46,8 @@ CANDIDATES = ("none", "mo-0.25", "mo-1", "mo-shift-0.25", "mo-shift-1", "mo-cora
 def _load(task: str):
     """(sources [(Xs, ys)], Xt, Xt_test, yt_test, metric, δ) of a large development pair."""
     if task.startswith("physionet:"):
-        target = task.split("->")[1]
-        units = [u for u in R.PHYSIONET_UNITS if u != target]
+        source, target = task.split(":")[1].split("->")
+        units = [u for u in R.PHYSIONET_UNITS if u != target] if source == "3" else [source]
         pairs = [R._physionet_pair(u, target) for u in units]
         return [(p.Xs, p.ys) for p in pairs], pairs[0].Xt, pairs[0].Xt_test, pairs[0].yt_test, "roc_auc", None
     spec = next(p for p in (*R.DEV_PAIRS, *R.REPORT_PAIRS) if p.task == task)
@@ -56,6 +58,57 @@ def _load(task: str):
 def _tasks(filters: list[str]) -> list[str]:
     tasks = [*LARGE_BOW, *(f"physionet:3->{u}" for u in R.PHYSIONET_UNITS)]
     return [t for t in tasks if not filters or any(f in t for f in filters)]
+
+
+def source_surrogate(st: receiver.Statistics, Z: np.ndarray, *, covariance: bool = False) -> np.ndarray:
+    """The receiver's rows moved to the source's released moments: their mean to the released mean Σ_c S_c / n
+    and (``covariance``) their covariance to the released one (PSD part, CORAL's map), for the label-free part."""
+    c = np.maximum(np.asarray(st.counts, dtype=np.float64), 1.0)
+    n = float(c.sum())
+    m_s = st.sums.sum(axis=0) / n
+    Zc = Z - Z.mean(axis=0)
+    if covariance and st.second is not None:
+        vals_s, vecs_s = receiver._psd_eigh(st.second / n - np.outer(m_s, m_s))
+        vals_t, vecs_t = receiver._psd_eigh(Zc.T @ Zc / max(Z.shape[0], 1))
+        floor = 1e-3 * max(float(vals_t.mean()), 1e-12)
+        Zc = Zc @ ((vecs_t / np.sqrt(vals_t + floor)) @ vecs_t.T) @ ((vecs_s * np.sqrt(vals_s)) @ vecs_s.T)
+    return Zc + m_s
+
+
+def mean_operator_logistic(st: receiver.Statistics, Z: np.ndarray, lam: float, *, max_iter: int = 500
+                           ) -> tuple[np.ndarray, np.ndarray]:
+    """(W, b) of multinomial logistic regression from the released class sums and counts, with the label-free part
+    of the loss on the receiver's rows ``Z`` (the mean-operator factorisation; ``docs/design/sound-design.md``).
+
+    The source's loss Σ_i [lse(W z_i + b) − (W z_i + b)_{y_i}] is Σ_i lse(W z_i + b) − Σ_c (w_c·S_c + b_c n_c): the
+    labels enter only through the class sums S_c and counts n_c (Quadrianto et al., JMLR 2009; Patrini et al.,
+    ICML 2016), which the release holds. The label-free part is taken as (n/n_t)·Σ_j lse(W z_j + b) over the
+    receiver's n_t rows (n = Σ_c n_c, the noisy counts floored at 1), and ``lam``/2·‖W‖² keeps the noise of the
+    sums from being fitted. Convex; minimised by L-BFGS from zero. Post-processing: no privacy cost.
+    """
+    from scipy.optimize import minimize
+
+    c = np.maximum(np.asarray(st.counts, dtype=np.float64), 1.0)
+    S = np.asarray(st.sums, dtype=np.float64)
+    K, k = S.shape
+    Z = np.asarray(Z, dtype=np.float64)
+    scale = float(c.sum()) / max(Z.shape[0], 1)
+
+    def loss(theta):
+        W, b = theta[: K * k].reshape(K, k), theta[K * k:]
+        s = Z @ W.T + b
+        lse = logsumexp(s, axis=1)
+        P = np.exp(s - lse[:, None])
+        f = scale * lse.sum() - np.sum(W * S) - b @ c + 0.5 * lam * np.sum(W * W)
+        gW = scale * (P.T @ Z) - S + lam * W
+        gb = scale * P.sum(axis=0) - c
+        return f, np.concatenate([gW.ravel(), gb])
+
+    b0 = np.log(c / c.sum())
+    res = minimize(loss, np.concatenate([np.zeros(K * k), b0]), jac=True, method="L-BFGS-B",
+                   options={"maxiter": max_iter})
+    W, b = res.x[: K * k].reshape(K, k), res.x[K * k:]
+    return W, b - b.mean()
 
 
 def _model(req: Request, st, W, b, Z) -> SoundModel:
@@ -82,17 +135,17 @@ def candidates(est: SoundDA, Xt, only_round2: bool = False) -> dict:
     if only_round2:
         return out
     for rho in (0.25, 1.0):
-        W, b = receiver.mean_operator_logistic(st, Z, rho * lam)
+        W, b = mean_operator_logistic(st, Z, rho * lam)
         out[f"mo-{rho:g}"] = _model(req, st, W, b, Z)
-        W, b = receiver.mean_operator_logistic(st, receiver.source_surrogate(st, Z), rho * lam)
+        W, b = mean_operator_logistic(st, source_surrogate(st, Z), rho * lam)
         out[f"mo-shift-{rho:g}"] = _model(req, st, W, b, Z)
-    W, b = receiver.mean_operator_logistic(st, receiver.source_surrogate(st, Z, covariance=True), 0.25 * lam)
+    W, b = mean_operator_logistic(st, source_surrogate(st, Z, covariance=True), 0.25 * lam)
     out["mo-coral-0.25"] = _model(req, st, W, b, Z)
     idx = np.searchsorted(req.classes, out["none"].predict(Xt))
     onehot = np.eye(len(req.classes))[idx]
     scale = float(np.maximum(st.counts, 1.0).sum()) / Z.shape[0]
     pseudo = dataclasses.replace(st, sums=scale * onehot.T @ Z, counts=np.maximum(scale * onehot.sum(axis=0), 1e-9))
-    W, b = receiver.mean_operator_logistic(pseudo, Z, 0.25 * lam)
+    W, b = mean_operator_logistic(pseudo, Z, 0.25 * lam)
     out["self"] = _model(req, st, W, b, Z)
     return out
 
@@ -232,7 +285,8 @@ def choose(out: str, dplr_path: str) -> int:
         return vals, [r["none"] for r in rs]
 
     results = []
-    for cand, tau in [("none", None), *((c, t) for c in CANDIDATES[1:] for t in taus)]:
+    present = [c for c in CANDIDATES[1:] if all(c in r for r in rows)]
+    for cand, tau in [("none", None), *((c, t) for c in present for t in taus)]:
         feasible, below_lr, total = True, 0, []
         for task in tasks:
             means = {}
@@ -287,7 +341,7 @@ FINISH_ROWS = rule.FINISH_ROWS_PER_CLASS
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("cmd", choices=("run", "dplr", "choose", "report", "oracle"))
+    ap.add_argument("cmd", choices=("run", "dplr", "choose", "report", "oracle", "single"))
     ap.add_argument("out")
     ap.add_argument("extra", nargs="?")
     ap.add_argument("--seeds", type=int, default=5)
@@ -301,6 +355,9 @@ def main(argv=None) -> int:
         return oracle(a.out, a.pairs)
     if a.cmd == "dplr":
         return dplr(a.out, a.seeds)
+    if a.cmd == "single":  # PhysioNet single sources with n/K ≥ FINISH_ROWS (development): does the finish cost them?
+        tasks = [p.task for p in R.PHYSIONET_PAIRS if p.load().Xs.shape[0] / 2 >= FINISH_ROWS]
+        return run(a.out, a.seeds, [], a.workers, tasks=tasks, only_round2=True)
     if a.cmd == "report":
         tasks = [p.task for p in R.REPORT_PAIRS if p.dataset == "bow5000"]
         return run(a.out, a.seeds, [], a.workers, tasks=tasks, epsilons=(1.0, 2.0, 4.0, 8.0, None), only_round2=True)

@@ -107,7 +107,7 @@ def adapt(releases: list[Release], Xt, config: Config | None = None, *, request_
     post = req.design["design"]
     W, b, details = POST_PROCESSINGS[post](req, st, Z)
     details.update(sigma=st.sigma, n=st.n, k=req.k, sources=len(st.guarantees))
-    W, b, cal = calibrate.calibrate(post if "finish" not in details else "finish", st, W, b)
+    W, b, cal = calibrate.calibrate(post, st, W, b)
     model = SoundModel(np.asarray(req.classes), req.log1p, req.mean, req.components, W, b, post,
                        {**details, **cal, "source_prior": receiver.class_prior(st.counts).tolist()})
     return calibrate.at_target_prior(model, Z)
@@ -125,11 +125,12 @@ def _discriminant(req: Request, st: Statistics, Z) -> tuple:
         raise ReleaseError("the discriminant design needs the second moment, which the release does not carry")
     lam = rule.discriminant_ridge(st.sigma, st.n, req.k)
     n = float(sum(s.n_source for s in req.sources))  # public facts of the request, never the release
-    if rule.finishes("discriminant", n, len(req.classes), rule.effective_noise(req.sources, req.statistics)):
-        W, b = receiver.mean_operator_logistic(st, Z, rule.FINISH_RIDGE * lam)
-        return W, b, {"ridge": rule.FINISH_RIDGE * lam, "finish": "mean-operator logistic regression"}
+    sigma = rule.effective_noise(req.sources, req.statistics)
+    finish = rule.finishes("discriminant", n, len(req.classes), sigma)
+    if finish:  # plenty of data: the ridge of both errors (design.sampling_ridge)
+        lam = rule.sampling_ridge(sigma, n, req.k)
     W, b = receiver.discriminant(st, lam)
-    return W, b, {"ridge": lam}
+    return W, b, {"ridge": lam, "finish": finish}
 
 
 #: The receiver's post-processing of each design (:data:`design.DESIGNS`).

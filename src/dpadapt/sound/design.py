@@ -66,12 +66,12 @@ DIRECTIONS_PER_CLASS = 1
 #: and counts only (Δ = 2 rather than √6), no second moment to estimate from a handful of rows. It reads n and K
 #: only, never ε, so the design stays the same at every ε (the mean-only design for tiny sources).
 MEAN_ONLY_ROWS_PER_CLASS = 50
-#: The discriminative finish (:func:`finishes`): the discriminant is replaced by mean-operator logistic regression
-#: when the sources hold at least this many rows a class (n/K, fixed a priori) and n/(K·σ_eff) ≥ FINISH_THRESHOLD,
-#: with the ridge FINISH_RIDGE·λ (λ of :func:`discriminant_ridge`); ``None``: never. Chosen by ``benchmarks/sound/README.md``.
+#: The finish for plenty of data (:func:`finishes`): the discriminant takes the ridge of both errors
+#: (:func:`sampling_ridge`) when the sources hold at least FINISH_ROWS_PER_CLASS rows a class (n/K, fixed a priori) and
+#: n/(K·σ_eff) ≥ FINISH_THRESHOLD (``None``: never); the threshold is the lowest n/(K·σ_eff) of the large development
+#: cells, chosen by the rule of ``benchmarks/sound/README.md`` (issue 37, item 3).
 FINISH_ROWS_PER_CLASS = 500
-FINISH_THRESHOLD: float | None = None
-FINISH_RIDGE = 0.25
+FINISH_THRESHOLD: float | None = 94.7
 #: The largest basis a request asks for (with or without noise).
 MAX_BASIS = 300
 #: The public seed of the receiver's own randomness here (k-means starts, the Gaussian reference).
@@ -138,8 +138,8 @@ def sampling_ridge(sigma: float, n: float, k: int) -> float:
 
 
 def finishes(design: str, n: float, K: int, sigma: float) -> bool:
-    """Whether the discriminative finish replaces the discriminant: public n, K and σ_eff only (the same for
-    neighbouring datasets), and monotone in ε (σ_eff falls as ε grows; σ_eff = 0 without noise)."""
+    """Whether the discriminant takes the ridge of both errors (:func:`sampling_ridge`): public n, K and σ_eff only
+    (the same for neighbouring datasets), and monotone in ε (σ_eff falls as ε grows; σ_eff = 0 without noise)."""
     if FINISH_THRESHOLD is None or design != "discriminant" or n / K < FINISH_ROWS_PER_CLASS:
         return False
     return sigma == 0 or n / (K * sigma) >= FINISH_THRESHOLD

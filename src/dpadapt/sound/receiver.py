@@ -126,57 +126,6 @@ def discriminant(st: Statistics, lam: float) -> tuple[np.ndarray, np.ndarray]:
     return W, -0.5 * np.sum(W * means, axis=1) + np.log(c / n)
 
 
-def source_surrogate(st: Statistics, Z: np.ndarray, *, covariance: bool = False) -> np.ndarray:
-    """The receiver's rows moved to the source's released moments: their mean to the released mean Σ_c S_c / n
-    and (``covariance``) their covariance to the released one (PSD part, CORAL's map), for the label-free part."""
-    c = np.maximum(np.asarray(st.counts, dtype=np.float64), 1.0)
-    n = float(c.sum())
-    m_s = st.sums.sum(axis=0) / n
-    Zc = Z - Z.mean(axis=0)
-    if covariance and st.second is not None:
-        vals_s, vecs_s = _psd_eigh(st.second / n - np.outer(m_s, m_s))
-        vals_t, vecs_t = _psd_eigh(Zc.T @ Zc / max(Z.shape[0], 1))
-        floor = 1e-3 * max(float(vals_t.mean()), 1e-12)
-        Zc = Zc @ ((vecs_t / np.sqrt(vals_t + floor)) @ vecs_t.T) @ ((vecs_s * np.sqrt(vals_s)) @ vecs_s.T)
-    return Zc + m_s
-
-
-def mean_operator_logistic(st: Statistics, Z: np.ndarray, lam: float, *, max_iter: int = 500
-                           ) -> tuple[np.ndarray, np.ndarray]:
-    """(W, b) of multinomial logistic regression from the released class sums and counts, with the label-free part
-    of the loss on the receiver's rows ``Z`` (the mean-operator factorisation; ``docs/design/sound-design.md``).
-
-    The source's loss Σ_i [lse(W z_i + b) − (W z_i + b)_{y_i}] is Σ_i lse(W z_i + b) − Σ_c (w_c·S_c + b_c n_c): the
-    labels enter only through the class sums S_c and counts n_c (Quadrianto et al., JMLR 2009; Patrini et al.,
-    ICML 2016), which the release holds. The label-free part is taken as (n/n_t)·Σ_j lse(W z_j + b) over the
-    receiver's n_t rows (n = Σ_c n_c, the noisy counts floored at 1), and ``lam``/2·‖W‖² keeps the noise of the
-    sums from being fitted. Convex; minimised by L-BFGS from zero. Post-processing: no privacy cost.
-    """
-    from scipy.optimize import minimize
-
-    c = np.maximum(np.asarray(st.counts, dtype=np.float64), 1.0)
-    S = np.asarray(st.sums, dtype=np.float64)
-    K, k = S.shape
-    Z = np.asarray(Z, dtype=np.float64)
-    scale = float(c.sum()) / max(Z.shape[0], 1)
-
-    def loss(theta):
-        W, b = theta[: K * k].reshape(K, k), theta[K * k:]
-        s = Z @ W.T + b
-        lse = logsumexp(s, axis=1)
-        P = np.exp(s - lse[:, None])
-        f = scale * lse.sum() - np.sum(W * S) - b @ c + 0.5 * lam * np.sum(W * W)
-        gW = scale * (P.T @ Z) - S + lam * W
-        gb = scale * P.sum(axis=0) - c
-        return f, np.concatenate([gW.ravel(), gb])
-
-    b0 = np.log(c / c.sum())
-    res = minimize(loss, np.concatenate([np.zeros(K * k), b0]), jac=True, method="L-BFGS-B",
-                   options={"maxiter": max_iter})
-    W, b = res.x[: K * k].reshape(K, k), res.x[K * k:]
-    return W, b - b.mean()
-
-
 def vmf_concentration(Z: np.ndarray, labels: np.ndarray, centers: np.ndarray) -> float:
     """A von Mises–Fisher concentration κ of unit rows around their centers (Banerjee et al., JMLR 2005):
     κ ≈ R̄(k − R̄²)/(1 − R̄²), R̄ the mean cosine of a row to its center."""
