@@ -11,7 +11,9 @@
 (the default request) and every candidate finish of ``README.md`` computed from THAT release and the receiver's
 rows (so differences between candidates are paired): ``none`` (the default model), ``mo-0.25`` and ``mo-1``
 (mean-operator logistic regression, ridge ρ·λ_LDA), ``self`` (logistic regression on the receiver's rows labelled
-by the default model). Each row records the public trigger quantities n, K, σ_eff and q = n/(K σ_eff).
+by the default model) and, round 2, ``lda-mp`` (the discriminant with :func:`dpadapt.sound.design.sampling_ridge`,
+what the library now applies where the trigger holds). The logistic candidates are defined here only (they lost).
+Each row records the public trigger quantities n, K, σ_eff and q = n/(K σ_eff).
 ``library`` is the model ``SoundDA`` returns (with the finish where the library applies it); ``report`` runs the
 same on the bow5000 report pairs (ε ∈ {1, 2, 4, 8} and None), so ``none`` against ``library`` is paired there too.
 """
