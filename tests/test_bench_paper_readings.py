@@ -37,7 +37,7 @@ def test_dpot_minibatch_protocol_is_the_papers_table1():
 
 
 def test_dpot_otda_fit_reading_puts_the_label_budget_inside_epsilon():
-    """Issue 40's reading (benchmarks/dpot/dpot_reading_otda_fit.md): rule 1's cost scaling and λ_e on every
+    """The OTDA-fit reading (benchmarks/dpot/dpot_reading_otda_fit.md): rule 1's cost scaling and λ_e on every
     row, ε′ = ε/4 of the stated ε for the histogram and the rest for the features (T = 18 for DSLR at ε = 20)."""
     from dpadapt.bench.suites.dpot import LABEL_SHARE, NO_NOISE_EPSILON, OTDA_FIT, _paper_variants, paper_minibatch_steps
 

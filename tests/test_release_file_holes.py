@@ -122,6 +122,8 @@ def test_patient_level_release_files_do_not_tell_a_patients_row_count(method, tm
         Ledger(tmp_path / "ledger.sqlite").set_budget("source", fingerprint(tmp_path / f"{name}.csv"), 100.0, 0.5)
         assert main(["release", method, "--data", f"{name}.csv", *S, *extra, "--epsilon", "2", "--delta", "1e-5",
                      "--rows-per-patient", "3", "--out", f"{name}.release"]) == 0, capsys.readouterr().err
+        # the per-row ε search plans many trial ε; only the executed plan's mismatch with the request is said
+        assert capsys.readouterr().err.count("designed for") <= 1
     d, d_prime = _public_fields("d.release"), _public_fields("d_prime.release")
     assert d == d_prime
     assert d["guarantee"]["unit"] == "patient" and "n_source" not in d["params"]

@@ -22,6 +22,7 @@ import math
 import os
 import sys
 import uuid
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -323,7 +324,10 @@ def group_plan(commands: MethodCommands, args: argparse.Namespace, table: Table,
     def at(e: float) -> PlannedRelease:
         return commands.plan_release(argparse.Namespace(**{**vars(args), "epsilon": e}), table)
 
-    planned = at(per_row_epsilon(lambda e: at(e).guarantee, args.epsilon, rows_per_patient))
+    with warnings.catch_warnings():  # the search plans many trial ε: their warnings are the final plan's, said once below
+        warnings.simplefilter("ignore")
+        per_row = per_row_epsilon(lambda e: at(e).guarantee, args.epsilon, rows_per_patient)
+    planned = at(per_row)
     per_patient = group_guarantee(planned.guarantee, rows_per_patient)
 
     def execute() -> Release:
