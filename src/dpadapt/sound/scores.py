@@ -192,7 +192,7 @@ def plan(score_request: ScoreRequest, epsilon: float | None, delta: float | None
         return ScorePlan(0.0, Guarantee.non_private("source", "epsilon=None: the non-private counterpart"), relation,
                          int(n_source), rid)
     sigma, g = score_histogram_plan(epsilon, delta, classes=score_request.classes, relation=relation,
-                                    extra_theorem=f"the receiver's score request {rid[:12]} ({score_request.num_bins} bins)")
+                                    extra_theorem=f"the receiver's score request ({score_request.num_bins} bins)")
     return ScorePlan(sigma, g, relation, int(n_source), rid)
 
 
@@ -425,11 +425,15 @@ def estimate(score_request: ScoreRequest, H: Histograms, Zt: np.ndarray, target_
             counts += rng.normal(0.0, H.sigma, counts.shape) if H.sigma > 0 else 0.0
             rows = np.bincount(rng.integers(0, n, n), minlength=n).astype(np.float64)
             hb = np.bincount(target_bins, weights=rows, minlength=B)
-            if method.startswith("match"):
-                draws.append(_point(method, counts if method == "match-ls" else H.class_conditionals(counts), hb, None, None))
+            if method == "match":  # solved for every resample at once below
+                draws.append((H.class_conditionals(counts), hb))
+            elif method == "match-ls":
+                draws.append(match_ls(counts, hb))
             else:
                 Wb, bb, pb, _ = calibrate(score_request, counts, Zt, model_prior, calibration=calibration)
                 draws.append(_point(method, None, None, posteriors(Wb, bb, Zt), pb, rows / n))
+        if method == "match":
+            draws = list(match(np.stack([c for c, _ in draws]), np.stack([h for _, h in draws])))
     tail = (1.0 - level) / 2.0
     low, high = (np.quantile(draws, tail, axis=0), np.quantile(draws, 1 - tail, axis=0)) if draws else (est, est)
     return W, b, prior, cal, {"prior": est.tolist(), "low": np.minimum(low, est).tolist(),
