@@ -52,7 +52,7 @@ def test_score_histogram_sensitivity_brute_force():
 
 def test_release_states_its_sensitivity_and_calibrated_noise():
     draws = []
-    sigma, g = score_histogram_plan(EPS, DELTA, classes=(0, 1))
+    sigma, g = score_histogram_plan(EPS, DELTA, classes=(0, 1), num_bins=4)
     with observe_draws(draws.append):
         out = release_score_histogram(np.zeros((2, 4)), sigma=sigma, relation="replace_one", noise=NoiseSource())
     assert draws[0].sensitivity == pytest.approx(math.sqrt(2.0)) and draws[0].norm == "l2"
@@ -88,7 +88,7 @@ def test_budget_split_composes_exactly_and_the_ledger_rule_agrees():
     from dpadapt.privacy.families.sound import class_moments_plan
 
     _, g1 = class_moments_plan(e1, DELTA, classes=(0, 1))
-    _, g2 = score_histogram_plan(e2, DELTA, classes=(0, 1))
+    _, g2 = score_histogram_plan(e2, DELTA, classes=(0, 1), num_bins=10)
     total = composed_guarantee(g1, g2)
     assert total.epsilon == pytest.approx(EPS, rel=1e-6) and total.delta == DELTA
     by_accounting = compose_guarantees([g1, g2], delta=DELTA, method="pld")  # the ledger's rule, by dp-accounting

@@ -191,8 +191,8 @@ def plan(score_request: ScoreRequest, epsilon: float | None, delta: float | None
     if epsilon is None:
         return ScorePlan(0.0, Guarantee.non_private("source", "epsilon=None: the non-private counterpart"), relation,
                          int(n_source), rid)
-    sigma, g = score_histogram_plan(epsilon, delta, classes=score_request.classes, relation=relation,
-                                    extra_theorem=f"the receiver's score request ({score_request.num_bins} bins)")
+    sigma, g = score_histogram_plan(epsilon, delta, classes=score_request.classes, num_bins=score_request.num_bins,
+                                    relation=relation)
     return ScorePlan(sigma, g, relation, int(n_source), rid)
 
 

@@ -49,12 +49,13 @@ SPLIT_THEOREM = (
 )
 
 
-def score_histogram_plan(epsilon: float, delta: float, **options) -> tuple[float, Guarantee]:
-    """σ and the Guarantee of one release of per-class score histograms at (ε, δ) (Δ =
-    :data:`~dpadapt.privacy.mechanisms.SCORE_HISTOGRAM_SENSITIVITY`); ``options`` as in
-    :func:`~dpadapt.privacy.families.classstats.labelled_gaussian_plan`."""
+def score_histogram_plan(epsilon: float, delta: float, *, classes: tuple, num_bins: int,
+                         relation: accounting.Relation = "replace_one") -> tuple[float, Guarantee]:
+    """σ and the Guarantee of one release of the (K, ``num_bins``) per-class score histograms at (ε, δ), Δ =
+    :data:`~dpadapt.privacy.mechanisms.SCORE_HISTOGRAM_SENSITIVITY` under ``relation`` (the label set ``classes`` public)."""
+    what = "predicted class (a confusion matrix)" if num_bins == len(classes) and len(classes) > 2 else f"{num_bins} bins"
     return labelled_gaussian_plan(epsilon, delta, sensitivities=SCORE_HISTOGRAM_SENSITIVITY, theorem=SCORE_THEOREM,
-                                  **options)
+                                  classes=classes, relation=relation, extra_theorem=f"the receiver's score request: {what}")
 
 
 def split_budget(epsilon: float, delta: float, share: float) -> tuple[float, float]:
