@@ -53,11 +53,12 @@ KIND = "score_histograms"
 #: Bins of the binary score by default, and the most a request may ask for.
 DEFAULT_BINS = 10
 MAX_BINS = 256
-#: The calibration maps and prevalence estimators built on the histograms (chosen by ``benchmarks/decisions``).
+#: The calibration maps and prevalence estimators built on the histograms; the defaults were chosen by the rule of
+#: ``benchmarks/decisions/README.md`` on its development cells (``results/decisions-scores-tables.md``).
 CALIBRATIONS = ("platt", "temperature")
 PREVALENCES = ("match", "match-ls", "em", "mean")
 CALIBRATION = "platt"
-PREVALENCE = "match"
+PREVALENCE = "mean"
 #: The public seed of the interval's resamples (reproducible; not privacy noise).
 RESAMPLE_SEED = 20261130
 DISCLOSURE = ("disclosed by the receiver, which is not protected in this setting: its fitted model (post-processing of "

@@ -28,7 +28,7 @@ from dpadapt.metrics import calibration_line, expected_calibration_error, roc_au
 EPSILONS: tuple[float, ...] = (1.0, 4.0)
 ESTIMATORS: tuple[str, ...] = ("sound", "sound-scores", "dpot-cs", "dp-ncm", "dp-lr", "dp-lsq", "source-only")
 #: The score release's candidates the task's ``value`` and reliability report (its selection: the report).
-SCORE_CALIBRATION, SCORE_PREVALENCE = "platt", "match"
+SCORE_CALIBRATION, SCORE_PREVALENCE = "platt", "mean"
 PREVALENCE = prev.METHODS
 N_BOOT = 100
 
