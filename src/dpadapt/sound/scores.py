@@ -241,11 +241,6 @@ class Histograms:
         tot = C.sum(axis=-1, keepdims=True)
         return np.where(tot > 0, C / np.where(tot > 0, tot, 1.0), 1.0 / C.shape[-1])
 
-    def prior(self) -> np.ndarray:
-        """The source's class prior the histograms imply (clipped class totals, normalised)."""
-        t = np.maximum(self.counts.sum(axis=1), 1.0)
-        return t / t.sum()
-
 
 def combine(score_request: ScoreRequest, releases: list[Release]) -> Histograms:
     """Add the score histograms of every source that answered ``score_request`` (each checked as untrusted input)."""
