@@ -9,6 +9,11 @@
    statistics it names, planned before any noise and charged to the source's ledger;
 3. receiver: ``dpadapt adapt sound --release stats.release [--release stats2.release …] --own-release
    request.release --data target.csv --out model.dpadapt``.
+
+Optionally a second, small release that calibrates (:mod:`dpadapt.sound.scores`): ``adapt sound … --score-request
+sr.release`` also writes a request for per-class histograms of the model's scores; each source answers it with
+``dpadapt release sound --request sr.release …`` (the kind of the file decides; charged to its ledger, which composes
+it with the first), and ``adapt sound`` with both releases and both requests gives the calibrated model.
 """
 
 from __future__ import annotations
