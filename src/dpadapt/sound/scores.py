@@ -45,8 +45,8 @@ from dpadapt.privacy.families.sound import score_histogram_plan
 from dpadapt.privacy.guarantee import Guarantee
 from dpadapt.release import Release, ReleaseError
 from dpadapt.sound.receiver import SoundModel
-from dpadapt.sound.request import METHOD
-from dpadapt.validation import check_basis, check_declared_sigma, check_released_size, check_untrusted_array
+from dpadapt.sound.request import METHOD, working_space
+from dpadapt.validation import check_declared_sigma, check_released_size, check_untrusted_array
 
 REQUEST_KIND = "score_request"
 KIND = "score_histograms"
@@ -120,20 +120,12 @@ class ScoreRequest:
     @classmethod
     def from_release(cls, rel: Release, n_features: int | None = None) -> ScoreRequest:
         """The score request in ``rel``, checked as untrusted input (one-line :class:`ReleaseError` otherwise)."""
-        if rel.method != METHOD or rel.kind != REQUEST_KIND:
-            raise ReleaseError(f"expected a {METHOD}/{REQUEST_KIND} file, got {rel.method}/{rel.kind}")
+        d, mean, components = working_space(rel, REQUEST_KIND, n_features, what="score request")
         p = rel.params
         try:
-            d, K = int(p["n_features"]), len(p["classes"])
-            if n_features is not None and d != n_features:
-                raise ValueError(f"the score request is for {d} features; your data have {n_features}")
+            K = len(p["classes"])
             if K < 2 or len(set(map(str, p["classes"]))) != K or p["log1p"] not in (True, False):
                 raise ValueError("a label set of at least two distinct classes and a log1p flag are needed")
-            mean = components = None
-            if p["space"] == "basis":
-                mean, components = check_basis(rel["mean"], rel["components"], d)
-            elif p["space"] != "features":
-                raise ValueError(f"unknown working space {p['space']!r}")
             k = d if components is None else components.shape[1]
             W = check_untrusted_array(rel["W"], "the model's 'W'", (K, k))
             b = check_untrusted_array(rel["b"], "the model's 'b'", (K,))
