@@ -25,6 +25,12 @@ class Config(base.Config):
                                  help="under add/remove, the public size of each source the receiver designs for (n itself is "
                                       "private there and never read); ignored under replace-one, where n is public")
 
+    score_share: float = param(0.0, low=0.0, high=0.9, cli=False,
+                               help="share of each source's budget (in Gaussian DP's μ²) for a second, small release: per-class "
+                                    "histograms of the fitted model's scores on the source's rows, which calibrate the model and "
+                                    "estimate the target's prevalence with an interval (dpadapt.sound.scores); 0: no second release")
+    score_bins: int = param(20, low=2, high=256, cli=False, help="bins of the binary score in the second release")
+
     def design_size(self, n_source: int) -> int:
         """The source size the receiver may design for: ``n_source`` under replace-one (public), ``n_design`` under
         add/remove (n is private there and never read)."""

@@ -1035,6 +1035,41 @@ def class_moment_statistics(
     return release_class_moment_sums(*class_moment_sums(Z, labels, num_classes), sigma=sigma, relation=relation, noise=noise)
 
 
+# --- per-class histograms of a public score (the sound default's second, calibrating release) ----------
+
+#: ℓ2 sensitivity of the (K, B) table of counts of rows by (class, bin of a public score). Every row adds
+#: exactly 1 to exactly one cell, whatever its values (the bin of any finite or clipped score is one of B,
+#: its label one of the public K). Replace-one: the old row's cell loses 1 and the new row's cell gains 1 —
+#: ℓ1 ≤ 2, ℓ2 ≤ √2, attained whenever the two cells differ (0 when they coincide). Add/remove: one cell by 1.
+SCORE_HISTOGRAM_SENSITIVITY = {"replace_one": math.sqrt(2.0), "add_remove": 1.0}
+
+
+def score_histogram(bins, labels, num_classes: int, num_bins: int) -> np.ndarray:
+    """Exact counts (K, B) of rows by (label, bin) — no noise. ``bins``: one index per row into the public
+    bins ``0..B-1``; ``labels``: one index per row into the public label set ``0..K-1`` (anything else refused)."""
+    bins = np.asarray(bins)
+    labels = _public_label_indices(labels, bins.shape[0] if bins.ndim == 1 else -1, num_classes)
+    if num_bins < 1 or (bins.size and (not np.issubdtype(bins.dtype, np.integer) or bins.min() < 0 or bins.max() >= num_bins)):
+        raise ValueError(f"bins must be indices into the public bins 0..{num_bins - 1}")
+    flat = labels.astype(np.int64) * num_bins + bins.astype(np.int64)
+    return np.bincount(flat, minlength=num_classes * num_bins).reshape(num_classes, num_bins).astype(np.float64)
+
+
+def release_score_histogram(counts, *, sigma: float, relation: accounting.Relation, noise: NoiseSource) -> Noised:
+    """ONE Gaussian release of a (K, B) table made by :func:`score_histogram` (summed over chunks or sources' rows).
+
+    Every row adds one count to one cell, so the table has ℓ2 sensitivity ``SCORE_HISTOGRAM_SENSITIVITY[relation]``
+    (√2 replace-one, 1 add/remove; proof beside the constant) whatever n is. The noise is the vetted discrete
+    Gaussian on a public lattice (:func:`vetted_gaussian`); the event is ``GaussianDpEvent(σ/Δ)``.
+    """
+    if relation not in SCORE_HISTOGRAM_SENSITIVITY:
+        raise ValueError(f"relation must be one of {tuple(SCORE_HISTOGRAM_SENSITIVITY)}, got {relation!r}")
+    counts = np.asarray(counts, dtype=np.float64)
+    if counts.ndim != 2:
+        raise ValueError(f"counts must be a (classes, bins) table, got shape {counts.shape}")
+    return gaussian(counts, sigma=sigma, sensitivity=SCORE_HISTOGRAM_SENSITIVITY[relation], noise=noise)
+
+
 # --- the smallest eigenvalue of the second moment (AdaSSP's adaptive ridge, Wang 2018) ----------
 
 #: ℓ2 sensitivity of λ_min(Σxxᵀ) for rows with norm ≤ 1, both relations. Add/remove changes the matrix by

@@ -34,7 +34,7 @@ from dpadapt.configs.sound import Config
 from dpadapt.privacy.mechanisms import random_streams
 from dpadapt.release import Release, ReleaseError
 from dpadapt.sound import design as rule
-from dpadapt.sound import calibrate, receiver, source
+from dpadapt.sound import calibrate, receiver, scores, source
 from dpadapt.sound.receiver import SoundModel, Statistics, combine
 from dpadapt.sound.request import KIND as REQUEST_KIND
 from dpadapt.sound.request import Request, SourceFacts
@@ -48,7 +48,17 @@ def source_facts(config: Config, n_source: int) -> SourceFacts:
     n = config.design_size(n_source)
     if not config.private:
         return SourceFacts(n, None, None, config.relation)
-    return SourceFacts(n, float(config.epsilon), config.resolved_delta(n), config.relation)
+    return SourceFacts(n, split_epsilons(config, n)[0], config.resolved_delta(n), config.relation)
+
+
+def split_epsilons(config: Config, n_source: int) -> tuple[float, float | None]:
+    """(ε of the class statistics, ε of the score histograms or ``None``) of one source at the config's δ: the whole ε
+    without a second release (``score_share`` 0), else the exact split of :func:`dpadapt.privacy.families.sound.split_budget`."""
+    if not config.score_share:
+        return float(config.epsilon), None
+    from dpadapt.privacy.families.sound import split_budget
+
+    return split_budget(float(config.epsilon), config.resolved_delta(n_source), float(config.score_share))
 
 
 class NoiseDominatedWarning(UserWarning):
@@ -71,7 +81,10 @@ def plan(config: Config, facts: dict) -> Plan:
     ``request`` (a :class:`Request`, or its Release) and the source's ``n_source``."""
     req = facts["request"]
     req = req if isinstance(req, Request) else Request.from_release(req)
-    return source.plan(req, config, int(facts["n_source"]))
+    n = int(facts["n_source"])
+    first = config.replace(epsilon=split_epsilons(config, n)[0], delta=config.resolved_delta(n)) \
+        if config.private and config.score_share else config
+    return source.plan(req, first, n)
 
 
 def release(plan_: Plan, request_: Release | Request, Xs, ys=None, noise=None, **cluster) -> Release:
@@ -160,7 +173,20 @@ def run_parties(config: Config, sources: list[tuple], Xt) -> tuple[Release, list
     for (Xs, ys), n, frame in zip(sources, sizes, frames):
         p = plan(config, {"request": req, "n_source": n})
         rels.append(release(p, req, Xs, None, noise, label_column=ys) if frame else release(p, req, Xs, ys, noise))
-    return req, rels, adapt([req, *rels], Xt, config)
+    model = adapt([req, *rels], Xt, config)
+    if not config.score_share:
+        return req, rels, model
+    if any(frames) or any(_on_cluster(Xs) for Xs, _ in sources):
+        raise ValueError("the score histograms (score_share > 0) read in-memory sources; a cluster source releases the "
+                         "class statistics only")
+    score_req = scores.request(model, Xt, bins=config.score_bins, n_features=Xt.shape[1])
+    for (Xs, ys), n in zip(sources, sizes):
+        eps2 = split_epsilons(config, n)[1] if config.private else None
+        sp = scores.plan(score_req, eps2, config.resolved_delta(n) if config.private else None, n_source=n,
+                         relation=config.relation)
+        rels.append(scores.release(sp, score_req, Xs, ys, noise))
+    rels.append(score_req.to_release())
+    return req, rels, scores.adapt(model, score_req, rels, Xt)
 
 
 def contract_example(random_state: int) -> tuple[Config, dict]:
@@ -225,6 +251,22 @@ class SoundDA(ConfigEstimator):
         self._set_guarantees(*([] if not config.private else _per_party(self.releases_)))
         return self
 
+    def calibrate_with(self, score_releases: list[Release], X_target, **options):
+        """Calibrate the fitted model with score histograms released separately (``dpadapt.sound.scores``: a score request
+        made from ``model_``, answered by the sources) and predict at the target's prevalence estimated from them;
+        ``options``: ``calibration``, ``prevalence``, ``n_boot`` of :func:`dpadapt.sound.scores.adapt`."""
+        check_is_fitted(self, "model_")
+        reqs = [r for r in score_releases if r.kind == scores.REQUEST_KIND]
+        if len(reqs) != 1:
+            raise ReleaseError(f"calibrate_with needs the one score request the sources answered; got {len(reqs)}")
+        X_target = check_features(X_target, "Xt (target)", allow_sparse=True)
+        self.model_ = scores.adapt(self.model_, scores.ScoreRequest.from_release(reqs[0], X_target.shape[1]),
+                                   score_releases, X_target, **options)
+        self.releases_ = [*self.releases_, *score_releases]
+        if self.config_.private:
+            self._set_guarantees(*_per_party(self.releases_))
+        return self
+
     def decision_function(self, X):
         check_is_fitted(self, "model_")
         return self.model_.decision_function(X)
@@ -237,8 +279,18 @@ class SoundDA(ConfigEstimator):
 
 
 def _per_party(releases: list[Release]):
-    """One guarantee for the source party: the release's, or (several sources) the loosest, with the others in details."""
-    gs = [r.guarantee for r in releases]
+    """One guarantee for the source party: the release's, or (several sources) the loosest, with the others in details.
+    A source that also released score histograms holds the exact composition of its two releases."""
+    stats = [r for r in releases if r.kind == STATS_KIND]
+    extra = [r for r in releases if r.kind == scores.KIND]
+    if extra and len(extra) != len(stats):
+        raise ReleaseError("every source answers both releases: the class statistics and the score histograms")
+    if extra:
+        from dpadapt.privacy.families.sound import composed_guarantee
+
+        gs = [composed_guarantee(a.guarantee, b.guarantee) for a, b in zip(stats, extra)]
+    else:
+        gs = [r.guarantee for r in stats]
     if len(gs) == 1:
         return gs
     worst = max(gs, key=lambda g: (g.epsilon, g.delta))

@@ -134,17 +134,10 @@ class Request:
     @classmethod
     def from_release(cls, rel: Release, n_features: int | None = None) -> Request:
         """The request in ``rel``, checked as untrusted input (one-line :class:`ReleaseError` otherwise)."""
-        if rel.method != METHOD or rel.kind != KIND:
-            raise ReleaseError(f"expected a {METHOD}/{KIND} file (`dpadapt request`), got {rel.method}/{rel.kind}")
+        d, mean, components = working_space(rel, KIND, n_features, what="release request")
         p = rel.params
         try:
-            d = int(p["n_features"])
-            if n_features is not None and d != n_features:
-                raise ValueError(f"the request is for {d} features; your data have {n_features}")
-            mean = components = None
-            if p["space"] == "basis":
-                mean, components = check_basis(rel["mean"], rel["components"], d)
-            elif p["space"] != "features" or rel.arrays:
+            if p["space"] == "features" and rel.arrays:
                 raise ValueError(f"unknown working space {p['space']!r}")
             if p["log1p"] not in (True, False):
                 raise ValueError("'log1p' must be true or false")
@@ -169,6 +162,27 @@ class Request:
         return (f"the release request was designed for [{wanted}] ({self.sources[0].relation}), this release is for "
                 f"{mine} ({relation}): the receiver's design assumed another noise level; ask it for a request with "
                 "these facts for the best model")
+
+
+def working_space(rel: Release, kind: str, n_features: int | None, *, what: str
+                  ) -> tuple[int, np.ndarray | None, np.ndarray | None]:
+    """(d, mean, components) a received sound request file of ``kind`` declares — its feature dimension (``n_features``,
+    when given, must agree) and its basis, checked (:func:`dpadapt.validation.check_basis`), or ``None`` for the
+    features themselves. A one-line :class:`ReleaseError` (prefixed by ``what``) otherwise."""
+    if rel.method != METHOD or rel.kind != kind:
+        raise ReleaseError(f"expected a {METHOD}/{kind} file, got {rel.method}/{rel.kind}")
+    p = rel.params
+    try:
+        d = int(p["n_features"])
+        if n_features is not None and d != n_features:
+            raise ValueError(f"it is for {d} features; your data have {n_features}")
+        if p["space"] == "basis":
+            return (d, *check_basis(rel["mean"], rel["components"], d))
+        if p["space"] != "features":
+            raise ValueError(f"unknown working space {p['space']!r}")
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ReleaseError(f"{what}: {exc}") from None
+    return d, None, None
 
 
 def _close(a: float | None, b: float | None) -> bool:

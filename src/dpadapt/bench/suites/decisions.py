@@ -26,7 +26,9 @@ from dpadapt.bench.suites.sound_rows import HEART_PAIRS, PHYSIONET_PAIRS, ROWS, 
 from dpadapt.metrics import calibration_line, expected_calibration_error, roc_auc
 
 EPSILONS: tuple[float, ...] = (1.0, 4.0)
-ESTIMATORS: tuple[str, ...] = ("sound", "dpot-cs", "dp-ncm", "dp-lr", "dp-lsq", "source-only")
+ESTIMATORS: tuple[str, ...] = ("sound", "sound-scores", "dpot-cs", "dp-ncm", "dp-lr", "dp-lsq", "source-only")
+#: The score release's candidates the task's ``value`` and reliability report (its selection: the report).
+SCORE_CALIBRATION, SCORE_PREVALENCE = "platt", "mean"
 PREVALENCE = prev.METHODS
 N_BOOT = 100
 
@@ -62,8 +64,9 @@ def best_threshold_scores(y: np.ndarray, p: np.ndarray) -> tuple[float, float]:
     return float(ba.max()), float(acc.max())
 
 
-def candidate_metrics(y: np.ndarray, P: np.ndarray, source_prior: np.ndarray, method: str) -> dict[str, float]:
-    est = prev.estimate(P, source_prior, method=method, n_boot=N_BOOT)
+def candidate_metrics(y: np.ndarray, P: np.ndarray, source_prior: np.ndarray, method: str,
+                      est: prev.Prevalence | None = None) -> dict[str, float]:
+    est = prev.estimate(P, source_prior, method=method, n_boot=N_BOOT) if est is None else est
     Pt = prev.shift(P, source_prior, est.prior)
     p = Pt[:, 1]
     slope, intercept = calibration_line(y, p)
@@ -88,6 +91,42 @@ def reliability(y: np.ndarray, p: np.ndarray, bins: int = 10) -> list[list[float
              float(y[idx == b].mean()) if (idx == b).any() else math.nan] for b in range(bins)]
 
 
+#: The second, calibrating release (``dpadapt.sound.scores``): SoundDA with this share of the budget for the per-class
+#: score histograms and this many bins — fixed before the run, not chosen (``benchmarks/decisions/README.md``).
+SCORE_SHARE = 0.2
+SCORE_BINS = 10
+
+
+def _sound_scores(p: Problem):
+    from dpadapt.sound import SoundDA
+
+    return SoundDA(**{**p.dp_kwargs(), "feature_type": "auto", "score_share": SCORE_SHARE,
+                      "score_bins": SCORE_BINS}).fit_domains(p.Xs, p.ys, p.Xt)
+
+
+def score_release_metrics(model, X, y: np.ndarray) -> dict[str, float]:
+    """Every candidate of the score release (calibration × prevalence, :mod:`dpadapt.sound.scores`) on the scored rows
+    ``X`` (their labels ``y`` for scoring only), its interval with the release noise."""
+    from dpadapt.sound import scores
+
+    rels = model.releases_
+    req = scores.ScoreRequest.from_release(next(r for r in rels if r.kind == scores.REQUEST_KIND), X.shape[1])
+    H = scores.combine(req, rels)
+    Z = req.model().row_map()(X)
+    first_prior = np.asarray(model.model_.details["statistics_source_prior"])
+    out = {}
+    for cal in scores.CALIBRATIONS:
+        for method in scores.PREVALENCES:
+            W, b, prior, _, est = scores.estimate(req, H, Z, req.bins(X), first_prior, calibration=cal, method=method,
+                                                  n_boot=N_BOOT)
+            P = scores.posteriors(W, b, Z)
+            fixed = prev.Prevalence(np.asarray(est["prior"]), np.asarray(est["low"]), np.asarray(est["high"]), 0.9,
+                                    method, prior)
+            for key, v in candidate_metrics(y, P, prior, method, fixed).items():
+                out[f"{cal}|{method}|{key}"] = v
+    return out
+
+
 def _runner(spec: PairSpec, estimator: str, epsilon: float | None):
     def run(seed: int) -> RunOutcome:
         pair = spec.load()
@@ -95,9 +134,16 @@ def _runner(spec: PairSpec, estimator: str, epsilon: float | None):
         problem = Problem(spec, pair.Xs, pair.ys, pair.Xt, tuple(range(pair.n_classes)), epsilon, delta, seed)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            model = ROWS[estimator].fit(problem)
+            model = _sound_scores(problem) if estimator == "sound-scores" else ROWS[estimator].fit(problem)
         y = np.asarray(pair.yt_test)
         extra: dict = {"estimator": estimator}
+        if estimator == "sound-scores":
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                extra.update(score_release_metrics(model, pair.Xt_test, y))
+            default = f"{SCORE_CALIBRATION}|{SCORE_PREVALENCE}|"
+            extra["reliability"] = reliability(y, model.predict_proba(pair.Xt_test)[:, 1])
+            return RunOutcome(extra[default + "balanced_ba"], dict(getattr(model, "guarantees_", {}) or {}), extra)
         for cal, (P, src) in source_probabilities(model, pair.Xt_test).items():
             for method in PREVALENCE:
                 for key, v in candidate_metrics(y, P, src, method).items():
@@ -115,10 +161,11 @@ def tasks_for(pairs: Sequence[PairSpec], epsilons: Sequence[float], estimators: 
     out = []
     for spec in pairs:
         for name in estimators:
-            for eps in ([None] if ROWS[name].kind == "non-private" else [*epsilons, None]):
+            private = name == "sound-scores" or ROWS[name].kind != "non-private"
+            for eps in ([*epsilons, None] if private else [None]):
                 out.append(BenchTask(
                     suite="decisions", task=spec.task, method=name,
-                    mode="non-private" if ROWS[name].kind == "non-private" else ("noise-free" if eps is None else "sound"),
+                    mode="non-private" if not private else ("noise-free" if eps is None else "sound"),
                     run=_runner(spec, name, eps), epsilon=math.inf if eps is None else float(eps),
                     delta=None, metric="balanced_accuracy"))
     return out

@@ -35,23 +35,29 @@ def _calibrated(slope: float, ece: float) -> bool:
     return 0.7 <= slope <= 1.4 and ece <= 0.05
 
 
-def selection(rows: list[dict[str, Any]]) -> tuple[list[str], tuple[str, str]]:
-    """The rule of the README applied to SoundDA's development cells (ε ∈ {1, 4, None})."""
-    cells = {k: v for k, v in _cells(rows).items() if k[0] == "sound" and (k[2] in (1.0, 4.0) or not math.isfinite(k[2]))}
+def candidate_scores(rows: list[dict[str, Any]], method: str, calibrations, prevalences) -> tuple[list[str], dict]:
+    """Per (calibration, prevalence) candidate of ``method`` over its development cells (ε ∈ {1, 4, None}, every ε
+    weighted equally): (calibrated cells, mean ECE, prevalence MAE, 90 % coverage), and the table of them."""
+    cells = {k: v for k, v in _cells(rows).items() if k[0] == method and (k[2] in (1.0, 4.0) or not math.isfinite(k[2]))}
     lines = ["| calibration | prevalence | calibrated cells | mean ECE | prevalence MAE | 90 % coverage |", "|---|---|---|---|---|---|"]
     score = {}
-    for cal in CALIBRATIONS:
-        for m in PREVALENCES:
+    for cal in calibrations:
+        for m in prevalences:
             key = f"{cal}|{m}|"
             ok = sum(_calibrated(_mean(rs, key + "slope"), _mean(rs, key + "ece")) for rs in cells.values())
             by_eps = defaultdict(list)
             for (_, _, e), rs in cells.items():
                 by_eps[e].append((_mean(rs, key + "abs_error"), _mean(rs, key + "covered"), _mean(rs, key + "ece")))
-            mae = float(np.mean([np.mean([a for a, _, _ in v]) for v in by_eps.values()])) if by_eps else math.nan
-            cov = float(np.mean([np.mean([c for _, c, _ in v]) for v in by_eps.values()])) if by_eps else math.nan
-            ece = float(np.mean([np.mean([x for _, _, x in v]) for v in by_eps.values()])) if by_eps else math.nan
+            mae, cov, ece = (float(np.mean([np.mean([t[i] for t in v]) for v in by_eps.values()])) if by_eps else math.nan
+                             for i in range(3))
             score[(cal, m)] = (ok, ece, mae, cov)
             lines.append(f"| {cal} | {m} | {ok}/{len(cells)} | {ece:.3f} | {mae:.3f} | {cov:.2f} |")
+    return lines, score
+
+
+def selection(rows: list[dict[str, Any]]) -> tuple[list[str], tuple[str, str]]:
+    """The rule of the README applied to SoundDA's development cells (ε ∈ {1, 4, None})."""
+    lines, score = candidate_scores(rows, "sound", CALIBRATIONS, PREVALENCES)
     if score:
         cal = max(CALIBRATIONS, key=lambda c: (max(score[(c, m)][0] for m in PREVALENCES),
                                                -min(score[(c, m)][1] for m in PREVALENCES), c == "none"))
@@ -129,6 +135,27 @@ def reliability_figure(rows, path: Path, cal_of) -> Path:
     return path
 
 
+SCORE_CALIBRATIONS = ("platt", "temperature")
+SCORE_PREVALENCES = ("match", "match-ls", "em", "mean")
+
+
+def score_selection(rows: list[dict[str, Any]]) -> tuple[list[str], tuple[str, str]]:
+    """The README's rule for the second release (task ``sound-scores``) on its development cells (ε ∈ {1, 4, None})."""
+    lines, score = candidate_scores(rows, "sound-scores", SCORE_CALIBRATIONS, SCORE_PREVALENCES)
+    if not score:
+        return lines, ("platt", "match")
+
+    def best_of(c: str) -> tuple:
+        return max((score[(c, m)][0], -score[(c, m)][1]) for m in SCORE_PREVALENCES)
+
+    cal = max(SCORE_CALIBRATIONS, key=lambda c: (*best_of(c), c == "temperature"))
+    best = min(score[(cal, m)][2] for m in SCORE_PREVALENCES)
+    near = [m for m in SCORE_PREVALENCES if score[(cal, m)][2] <= best + 0.005]
+    m = max(near, key=lambda m: (score[(cal, m)][3], m == "match"))
+    lines += ["", f"Selected by the rule: calibration **{cal}**, prevalence **{m}**."]
+    return lines, (cal, m)
+
+
 def write_report(rows: list[dict[str, Any]], out: Path) -> list[Path]:
     sel, (chosen_cal, prev) = selection(rows)
 
@@ -146,5 +173,15 @@ def write_report(rows: list[dict[str, Any]], out: Path) -> list[Path]:
             f"## Summary over the PhysioNet pairs (selected: SoundDA calibration {chosen_cal}, prevalence {prev})", "",
             *summary(rows, cal_of, prev), "",
             *_table(rows, "Every cell (selected candidates; mean over seeds)", cols, cal_of, prev), ""]
+    if any(r.get("method") == "sound-scores" for r in rows):
+        score_sel, (score_cal, score_prev) = score_selection(rows)
+        mine = [r for r in rows if r.get("method") == "sound-scores"]
+        text += ["## The second release (`sound-scores`: per-class score histograms, 20 % of the budget)", "", *score_sel, "",
+                 f"### Summary over the PhysioNet pairs (selected: calibration {score_cal}, prevalence {score_prev})", "",
+                 *summary(mine, lambda method: score_cal, score_prev), ""]
+        for cal in SCORE_CALIBRATIONS:
+            for m in SCORE_PREVALENCES:
+                if (cal, m) != (score_cal, score_prev):
+                    text += [f"#### candidate: calibration {cal}, prevalence {m}", "", *summary(mine, lambda method, c=cal: c, m), ""]
     md.write_text("\n".join(text), encoding="utf-8")
     return [md, reliability_figure(rows, Path(f"{stem}-reliability.png"), cal_of)]

@@ -9,6 +9,11 @@
    statistics it names, planned before any noise and charged to the source's ledger;
 3. receiver: ``dpadapt adapt sound --release stats.release [--release stats2.release …] --own-release
    request.release --data target.csv --out model.dpadapt``.
+
+Optionally a second, small release that calibrates (:mod:`dpadapt.sound.scores`): ``adapt sound … --score-request
+sr.release`` also writes a request for per-class histograms of the model's scores; each source answers it with
+``dpadapt release sound --request sr.release …`` (the kind of the file decides; charged to its ledger, which composes
+it with the first), and ``adapt sound`` with both releases and both requests gives the calibrated model.
 """
 
 from __future__ import annotations
@@ -78,6 +83,7 @@ def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
     from dpadapt import sound
     from dpadapt.privacy.mechanisms import random_streams
     from dpadapt.release import Release
+    from dpadapt.sound import scores
     from dpadapt.sound.request import Request
 
     on_cluster = getattr(table, "on_cluster", False)
@@ -89,8 +95,10 @@ def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
         raise ValueError("--scheduler / --workers sum a Parquet dataset (--data DIR, or a quoted glob) on a cluster; "
                          f"{table.path} is one file, read here chunk by chunk")
     own = own_classes(table, args)
-    req = Request.from_release(Release.load(args.request, expect_method="sound", max_array_bytes=request_bytes(table.n_features)),
-                               n_features=table.n_features)
+    received = Release.load(args.request, expect_method="sound", max_array_bytes=score_request_bytes(table.n_features, len(own)))
+    if received.kind == scores.REQUEST_KIND:
+        return plan_score_release(args, table, own, received)
+    req = Request.from_release(received, n_features=table.n_features)
     if [str(c) for c in own] != [str(c) for c in req.classes]:
         raise ValueError(f"the request is for the label set {list(req.classes)}; yours is {list(own)} (names and order must agree)")
     config = Config(epsilon=args.epsilon, delta=args.delta, classes=req.classes, relation=args.relation)
@@ -108,22 +116,95 @@ def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
     return PlannedRelease(plan.guarantee, on_the_cluster)
 
 
+def score_request_bytes(n_features: int, n_classes: int) -> int:
+    """The most a score request can hold: a request's arrays, the model (K × k and K) and the bin edges."""
+    from dpadapt.sound.request import MAX_K
+    from dpadapt.sound.scores import MAX_BINS
+
+    return request_bytes(n_features) + 8 * (n_classes * (min(n_features, MAX_K) + 1) + MAX_BINS)
+
+
+def plan_score_release(args: argparse.Namespace, table: Table, own: tuple, received: Release) -> PlannedRelease:
+    """The second release: the score request validated, then ONE Gaussian of the (K, B) counts of the source's rows by
+    label and bin (:mod:`dpadapt.sound.scores`), charged to the source's ledger like any release (the ledger composes
+    it with the first)."""
+    from dpadapt.privacy.mechanisms import random_streams
+    from dpadapt.sound import scores
+
+    if getattr(table, "on_cluster", False):
+        raise ValueError("the score histograms read one file here, chunk by chunk; give --data FILE")
+    req = scores.ScoreRequest.from_release(received, n_features=table.n_features)
+    if [str(c) for c in own] != [str(c) for c in req.classes]:
+        raise ValueError(f"the score request is for the label set {list(req.classes)}; yours is {list(own)}")
+    if args.relation not in ("replace_one", "add_remove"):
+        raise ValueError(f"unknown relation {args.relation!r}")
+    plan = scores.plan(req, args.epsilon, args.delta, n_source=table.n_rows, relation=args.relation)
+    _, noise = random_streams(args.seed)
+    return PlannedRelease(plan.guarantee, lambda: scores.release(plan, req, table.source, noise=noise))
+
+
 def add_adapt_arguments(parser: argparse.ArgumentParser) -> None:
     add_option(parser, "--seed", type=int, default=None, help="unused: the receiver's steps are deterministic")
+    add_option(parser, "--score-request", default=None, metavar="FILE",
+               help="also write a score request for a second, small release: each source answers it with `dpadapt release "
+                    "sound --request FILE` (per-class histograms of this model's scores on its rows, charged to its "
+                    "ledger); adapt again with those releases and this file (--own-release) for calibrated probabilities "
+                    "and the target's prevalence with an interval (docs/decisions.md)")
+    add_option(parser, "--score-bins", type=int, default=None, help="bins of the binary score (default 10)")
 
 
 def adapt(args: argparse.Namespace, table: Table, releases: list[Release]) -> AdaptOutcome:
     """The receiver's model from its request (an --own-release) and the sources' statistics (--release)."""
     from dpadapt import sound
+    from dpadapt.sound import scores
 
-    model = sound.adapt(releases, table.X)
+    first = [r for r in releases if r.kind not in (scores.KIND, scores.REQUEST_KIND)]
+    model = sound.adapt(first, table.X)
+    score_rels = [r for r in releases if r.kind in (scores.KIND, scores.REQUEST_KIND)]
+    if score_rels:
+        model = calibrated(model, score_rels, table)
+    if getattr(args, "score_request", None):
+        write_score_request(args, table, model)
     metrics: dict[str, float] = {}
     if table.y is not None and np.any(np.asarray(table.y) >= 0):
         known = np.asarray(table.y) >= 0
         truth = label_indices(table, tuple(model.classes), known)
         metrics["accuracy_on_target_labels"] = float(np.mean(np.argmax(model.decision_function(table.X[known]), axis=1) == truth))
-    guarantees = {"source": sound._per_party([r for r in releases if r.kind == sound.STATS_KIND])[0]}
+    # with score histograms the driver composes every source release by dp-accounting (model_guarantees)
+    # (the receiver's two disclosures are its one request's: the score request is post-processing of it and the release)
+    guarantees = ({"target": next(r.guarantee for r in releases if r.kind == sound.REQUEST_KIND)} if score_rels else
+                  {"source": sound._per_party([r for r in releases if r.kind == sound.STATS_KIND])[0]})
     return AdaptOutcome(model=model, guarantees=guarantees, metrics=metrics)
+
+
+def calibrated(model, score_rels: list[Release], table: Table):
+    """The model calibrated by the sources' score histograms: the score request (--own-release) must be the one made
+    from this very model (the receiver's steps are deterministic), each histogram file answer it (checked as untrusted
+    input in :func:`dpadapt.sound.scores.combine`)."""
+    from dpadapt.sound import scores
+
+    reqs = [r for r in score_rels if r.kind == scores.REQUEST_KIND]
+    if len(reqs) != 1 or not any(r.kind == scores.KIND for r in score_rels):
+        raise ValueError("calibrating with score histograms needs their score request (--own-release, the file "
+                         "`adapt --score-request` wrote) and at least one source's answer (--release)")
+    req = scores.ScoreRequest.from_release(reqs[0], n_features=table.n_features)
+    if not (np.array_equal(req.W, model.W) and np.array_equal(req.b, model.b)):
+        raise ValueError("the score request was made from another model than these releases give; refused")
+    return scores.adapt(model, req, score_rels, table.X)
+
+
+def write_score_request(args: argparse.Namespace, table: Table, model) -> None:
+    """The score request for ``model`` (bins at the quantiles of the receiver's own scores), a disclosure of the receiver."""
+    from dpadapt.cli.agreement import owner_params
+    from dpadapt.cli.party_cmd import N_FEATURES_PARAM
+    from dpadapt.sound import scores
+
+    req = scores.request(model, table.X, bins=args.score_bins or scores.DEFAULT_BINS, n_features=table.n_features)
+    rel = req.to_release()
+    rel.params.update({N_FEATURES_PARAM: int(table.n_features), **owner_params(table, args)})
+    rel.save(args.score_request)
+    print(f"wrote {args.score_request}: score request {rel.release_id[:12]} ({req.num_bins} bins); give it to each source "
+          "(`dpadapt release sound --request FILE`)")
 
 
 def _example(files: dict) -> list[str]:

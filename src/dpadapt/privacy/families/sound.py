@@ -5,13 +5,21 @@ second moment Σxxᵀ of unit-ball rows (:func:`dpadapt.privacy.mechanisms.class
 from dp-accounting's analytic Gaussian (Balle & Wang, ICML 2018, Thm. 8) at the plan's (ε, δ);
 Δ = √6 replace-one, √3 add/remove (``CLASS_MOMENT_SENSITIVITY``, proved beside the constant). The
 label set is public and part of the unit.
+
+:func:`score_histogram_plan` — σ of the second, calibrating release (per-class histograms of the receiver's fitted
+model's scores on the source's rows, :func:`dpadapt.privacy.mechanisms.release_score_histogram`); Δ = √2 replace-one,
+1 add/remove. :func:`split_budget` splits one (ε, δ) between the two releases so that they compose exactly into it
+(:func:`composed_guarantee`).
 """
 
 from __future__ import annotations
 
+import math
+
+from dpadapt.privacy import accounting
 from dpadapt.privacy.families.classstats import labelled_gaussian_plan
-from dpadapt.privacy.guarantee import Guarantee
-from dpadapt.privacy.mechanisms import CLASS_MOMENT_SENSITIVITY
+from dpadapt.privacy.guarantee import Guarantee, closed_form_guarantee
+from dpadapt.privacy.mechanisms import CLASS_MOMENT_SENSITIVITY, SCORE_HISTOGRAM_SENSITIVITY
 
 THEOREM = (
     "Analytic Gaussian mechanism (Balle & Wang, ICML 2018, Thm. 8) on the joint vector of per-class sums, "
@@ -25,3 +33,54 @@ def class_moments_plan(epsilon: float, delta: float, **options) -> tuple[float, 
     """σ and the Guarantee of one class-moment release at (ε, δ); ``options`` (``classes``, ``party``,
     ``relation``, ``extra_theorem``) as in :func:`~dpadapt.privacy.families.classstats.labelled_gaussian_plan`."""
     return labelled_gaussian_plan(epsilon, delta, sensitivities=CLASS_MOMENT_SENSITIVITY, theorem=THEOREM, **options)
+
+
+SCORE_THEOREM = (
+    "Analytic Gaussian mechanism (Balle & Wang, ICML 2018, Thm. 8) with vetted discrete Gaussian noise on the (K, B) "
+    "table of counts of the source's rows by (label, bin of a public score): the receiver's fitted model — "
+    "post-processing of the first release and of the receiver's own rows — scored on each row and binned at public "
+    "edges; every row adds one count to one cell whatever its values, so the ℓ2 sensitivity is √2 (replace-one) / 1 "
+    "(add/remove) whatever n and whatever the model; labels covered by the same release"
+)
+SPLIT_THEOREM = (
+    "two Gaussian releases of the same rows — the class statistics (multiplier z₁) and the per-class score "
+    "histograms (multiplier z₂) — compose exactly into one Gaussian of multiplier (z₁⁻² + z₂⁻²)^(−1/2) (Dong, Roth & "
+    "Su 2022, Cor. 3.3), whose (ε, δ) is the analytic Gaussian's (Balle & Wang 2018, Thm. 8)"
+)
+
+
+def score_histogram_plan(epsilon: float, delta: float, *, classes: tuple, num_bins: int,
+                         relation: accounting.Relation = "replace_one") -> tuple[float, Guarantee]:
+    """σ and the Guarantee of one release of the (K, ``num_bins``) per-class score histograms at (ε, δ), Δ =
+    :data:`~dpadapt.privacy.mechanisms.SCORE_HISTOGRAM_SENSITIVITY` under ``relation`` (the label set ``classes`` public)."""
+    what = "predicted class (a confusion matrix)" if num_bins == len(classes) and len(classes) > 2 else f"{num_bins} bins"
+    return labelled_gaussian_plan(epsilon, delta, sensitivities=SCORE_HISTOGRAM_SENSITIVITY, theorem=SCORE_THEOREM,
+                                  classes=classes, relation=relation, extra_theorem=f"the receiver's score request: {what}")
+
+
+def split_budget(epsilon: float, delta: float, share: float) -> tuple[float, float]:
+    """(ε₁, ε₂) at δ of the two releases when a total (ε, δ) is split in Gaussian DP's currency μ² = 1/z²: the score
+    histograms get ``share`` of it (multiplier z/√share), the class statistics the rest (z/√(1 − share)), z the
+    analytic Gaussian's multiplier at (ε, δ). The two compose exactly into one Gaussian of multiplier z
+    (:data:`SPLIT_THEOREM`), i.e. (ε, δ)."""
+    if not 0.0 < share < 1.0:
+        raise ValueError(f"the score histograms' share of the budget must be in (0, 1), got {share!r}")
+    z = accounting.analytic_gaussian_sigma(epsilon, delta, 1.0)
+    return (accounting.analytic_gaussian_epsilon(z / math.sqrt(1.0 - share), delta),
+            accounting.analytic_gaussian_epsilon(z / math.sqrt(share), delta))
+
+
+def composed_guarantee(first: Guarantee, second: Guarantee) -> Guarantee:
+    """The source's guarantee for both releases (each one analytic Gaussian at the same δ): one Gaussian of multiplier
+    (z₁⁻² + z₂⁻²)^(−1/2), its ε computed from the multipliers actually used (:data:`SPLIT_THEOREM`); the two
+    dp-accounting events are kept, so a ledger composes them with anything else."""
+    z1, z2 = float(first.details["noise_multiplier"]), float(second.details["noise_multiplier"])
+    if first.delta != second.delta or first.relation != second.relation:
+        raise ValueError("the two releases must share δ and the neighbouring relation")
+    z = (z1**-2 + z2**-2) ** -0.5
+    return closed_form_guarantee(
+        accounting.analytic_gaussian_epsilon(z, first.delta), first.delta, party=first.party, unit=first.unit,
+        relation=first.relation, accounting="analytic_gaussian", theorem=f"{SPLIT_THEOREM}: {first.theorem} + {second.theorem}",
+        events=(*first.events, *second.events), details={"noise_multiplier": z, "statistics_noise_multiplier": z1,
+                                                         "score_noise_multiplier": z2, "composed_of": 2},
+    )

@@ -1,0 +1,443 @@
+"""The second, calibrating release: per-class histograms of the receiver's fitted model's scores on the source's rows.
+
+After the first release the receiver's model (:class:`~dpadapt.sound.receiver.SoundModel`) is post-processing of
+that release and of the receiver's own rows, so it may be sent to the sources. Three steps, in the sound
+default's shape:
+
+(a) :func:`request` — the receiver sends a :class:`ScoreRequest`: the model and B public bins. For a binary outcome
+    the score is the model's log-likelihood ratio (logit) ``s₁ − s₀`` and the bins' interior edges are quantiles of
+    the receiver's own scores (receiver data: public to the source); for K > 2 the "score" is the predicted class
+    (B = K: the release is a DP confusion matrix).
+(b) :func:`plan` / :func:`release` — each source checks the request as untrusted input, bins every row and releases
+    the (K, B) counts by label and bin as ONE Gaussian with vetted discrete noise
+    (:func:`dpadapt.privacy.mechanisms.release_score_histogram`): every row adds one count to one cell whatever the
+    model, so Δ = √2 replace-one, 1 add/remove (a patient with r rows: r·Δ, :mod:`dpadapt.privacy.group`).
+    :func:`dpadapt.privacy.families.sound.split_budget` splits one (ε, δ) between the two releases so that they
+    compose exactly into it; released separately (the CLI) each is charged to the ledger, which composes them.
+(c) :func:`adapt` — the receiver, from the noisy counts alone (post-processing, no further cost):
+
+    * **calibration** (binary): Platt's logistic map ``σ(a·logit + c)`` fitted by weighted maximum likelihood to the
+      noisy per-bin counts (negative counts clipped at 0; each bin at the mean score of the receiver's rows in it);
+      it is monotone in the logit, so the ranking (ROC-AUC) is unchanged;
+    * **the target's prevalence**: the target's own score histogram matched by a mixture of the source's per-class
+      histograms (BBSE, Lipton et al. 2018, with the soft confusion matrix of binned scores; solved by maximum
+      likelihood under the mixture, which keeps the weights non-negative and summing to one);
+    * **its interval**: percentiles over resamples that redraw the release (each class's counts redrawn from the
+      estimated class histogram, multinomial, plus Gaussian noise of the public σ) together with a bootstrap of the
+      receiver's rows — it states the release noise, not only the target's sampling.
+
+Which calibration and prevalence estimator is used by default was chosen on development pairs by the rule of
+``benchmarks/decisions/README.md``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+
+import numpy as np
+from scipy.special import expit, logsumexp
+
+from dpadapt.privacy import mechanisms
+from dpadapt.privacy.families.sound import score_histogram_plan
+from dpadapt.privacy.guarantee import Guarantee
+from dpadapt.release import Release, ReleaseError
+from dpadapt.sound.receiver import SoundModel
+from dpadapt.sound.request import METHOD, working_space
+from dpadapt.validation import check_declared_sigma, check_released_size, check_untrusted_array
+
+REQUEST_KIND = "score_request"
+KIND = "score_histograms"
+#: Bins of the binary score by default, and the most a request may ask for.
+DEFAULT_BINS = 10
+MAX_BINS = 256
+#: The calibration maps and prevalence estimators built on the histograms; the defaults were chosen by the rule of
+#: ``benchmarks/decisions/README.md`` on its development cells (``results/decisions-scores-tables.md``).
+CALIBRATIONS = ("platt", "temperature")
+PREVALENCES = ("match", "match-ls", "em", "mean")
+CALIBRATION = "platt"
+PREVALENCE = "mean"
+#: The public seed of the interval's resamples (reproducible; not privacy noise).
+RESAMPLE_SEED = 20261130
+DISCLOSURE = ("disclosed by the receiver, which is not protected in this setting: its fitted model (post-processing of "
+              "the first release and of its own rows) and bin edges from its own scores, sent in the clear")
+
+
+@dataclasses.dataclass(frozen=True)
+class ScoreRequest:
+    """The receiver's model (map, W, b) and the public bins: ``edges`` (B − 1 interior edges of the logit, binary) or
+    ``None`` (K > 2: the bin is the predicted class, B = K)."""
+
+    classes: tuple
+    n_features: int
+    log1p: bool
+    mean: np.ndarray | None
+    components: np.ndarray | None
+    W: np.ndarray
+    b: np.ndarray
+    edges: np.ndarray | None
+
+    @property
+    def num_bins(self) -> int:
+        return len(self.classes) if self.edges is None else int(self.edges.size) + 1
+
+    def model(self) -> SoundModel:
+        return SoundModel(np.asarray(self.classes), self.log1p, self.mean, self.components, self.W, self.b, "score request")
+
+    def scores(self, X) -> np.ndarray:
+        """The public score of each row: the logit ``s₁ − s₀`` (binary) or the scores (n, K)."""
+        s = self.model().decision_function(X)
+        return s[:, 1] - s[:, 0] if self.edges is not None else s
+
+    def bins(self, X) -> np.ndarray:
+        """One bin index in ``0..B−1`` per row, whatever the row (a non-finite score falls in the last bin)."""
+        s = self.scores(X)
+        if self.edges is None:
+            return np.argmax(np.nan_to_num(s, nan=0.0), axis=1).astype(np.int64)
+        return np.clip(np.searchsorted(self.edges, s, side="right"), 0, self.num_bins - 1).astype(np.int64)
+
+    def _public(self) -> dict:
+        return {"classes": list(self.classes), "n_features": int(self.n_features), "log1p": bool(self.log1p),
+                "space": "features" if self.components is None else "basis", "num_bins": self.num_bins,
+                "score": "predicted class" if self.edges is None else "logit"}
+
+    def digest(self) -> str:
+        h = hashlib.sha256(json.dumps(self._public(), sort_keys=True).encode())
+        for a in (self.mean, self.components, self.W, self.b, self.edges):
+            if a is not None:
+                h.update(np.ascontiguousarray(a, dtype=np.float64).tobytes())
+        return h.hexdigest()
+
+    def to_release(self) -> Release:
+        arrays = {"W": self.W, "b": self.b, **({} if self.edges is None else {"edges": self.edges}),
+                  **({} if self.components is None else {"mean": self.mean, "components": self.components})}
+        g = dataclasses.replace(Guarantee.non_private("target", DISCLOSURE), details={"disclosed": "its fitted model"})
+        return Release(method=METHOD, kind=REQUEST_KIND, owner="target", arrays=arrays, guarantee=g,
+                       release_id=self.digest()[:32], params=self._public())
+
+    @classmethod
+    def from_release(cls, rel: Release, n_features: int | None = None) -> ScoreRequest:
+        """The score request in ``rel``, checked as untrusted input (one-line :class:`ReleaseError` otherwise)."""
+        d, mean, components = working_space(rel, REQUEST_KIND, n_features, what="score request")
+        p = rel.params
+        try:
+            K = len(p["classes"])
+            if K < 2 or len(set(map(str, p["classes"]))) != K or p["log1p"] not in (True, False):
+                raise ValueError("a label set of at least two distinct classes and a log1p flag are needed")
+            k = d if components is None else components.shape[1]
+            W = check_untrusted_array(rel["W"], "the model's 'W'", (K, k))
+            b = check_untrusted_array(rel["b"], "the model's 'b'", (K,))
+            edges = None
+            if p["score"] == "logit":
+                if K != 2:
+                    raise ValueError("a logit score is for a binary outcome")
+                edges = check_untrusted_array(rel["edges"], "the bin edges", (int(p["num_bins"]) - 1,))
+                if not 2 <= edges.size + 1 <= MAX_BINS or np.any(np.diff(edges) <= 0):
+                    raise ValueError(f"the bin edges must be 1 to {MAX_BINS - 1} strictly increasing values")
+            elif p["score"] != "predicted class" or int(p["num_bins"]) != K:
+                raise ValueError(f"unknown score {p['score']!r}")
+            req = cls(tuple(p["classes"]), d, bool(p["log1p"]), mean, components, W, b, edges)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ReleaseError(f"score request: {exc}") from None
+        if req.digest()[:32] != rel.release_id:
+            raise ReleaseError("score request: its arrays and parameters do not match its id; refused")
+        return req
+
+
+def request(model: SoundModel, Zt_or_Xt, *, bins: int = DEFAULT_BINS, n_features: int | None = None) -> ScoreRequest:
+    """(a) The receiver's score request for ``model``; the binary bins' interior edges are the ``bins``-quantiles of its
+    own rows' logits (``Zt_or_Xt``: its raw rows)."""
+    K = len(model.classes)
+    edges = None
+    if K == 2:
+        if not 2 <= bins <= MAX_BINS:
+            raise ValueError(f"bins must be in 2..{MAX_BINS}, got {bins}")
+        s = model.decision_function(Zt_or_Xt)
+        logit = s[:, 1] - s[:, 0]
+        edges = np.unique(np.quantile(logit, np.arange(1, bins) / bins)) if logit.size else np.array([0.0])
+    d = int(n_features if n_features is not None else (model.components.shape[0] if model.components is not None
+                                                        else model.W.shape[1]))
+    return ScoreRequest(tuple(model.classes.tolist()), d, bool(model.log1p), model.mean, model.components,
+                        np.asarray(model.W, dtype=np.float64), np.asarray(model.b, dtype=np.float64), edges)
+
+
+# --- (b) the source ------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class ScorePlan:
+    """σ and the Guarantee of one source's score release (``sigma`` 0 and a non-private Guarantee for ε = None)."""
+
+    sigma: float
+    guarantee: Guarantee
+    relation: str
+    n_source: int
+    request_id: str
+
+
+def plan(score_request: ScoreRequest, epsilon: float | None, delta: float | None, *, n_source: int,
+         relation: str = "replace_one") -> ScorePlan:
+    """(b, before any row is read) σ from the analytic Gaussian at (ε, δ) for Δ = √2 / 1 (``epsilon=None``: no noise)."""
+    rid = score_request.digest()[:32]
+    if epsilon is None:
+        return ScorePlan(0.0, Guarantee.non_private("source", "epsilon=None: the non-private counterpart"), relation,
+                         int(n_source), rid)
+    sigma, g = score_histogram_plan(epsilon, delta, classes=score_request.classes, num_bins=score_request.num_bins,
+                                    relation=relation)
+    return ScorePlan(sigma, g, relation, int(n_source), rid)
+
+
+def release(plan_: ScorePlan, score_request: ScoreRequest, Xs, ys=None, noise=None) -> Release:
+    """(b) The source's (K, B) counts by label and bin, read chunk by chunk; the noise drawn once, here."""
+    from dpadapt.stream.readers import labelled_source
+    from dpadapt.stream.sums import _required_labels
+
+    if score_request.digest()[:32] != plan_.request_id:
+        raise ValueError("the plan was made for another score request")
+    source = labelled_source(Xs, ys, classes=tuple(score_request.classes))
+    if source.n_features != score_request.n_features:
+        raise ValueError(f"the score request is for {score_request.n_features} features; the source has {source.n_features}")
+    K, B = len(score_request.classes), score_request.num_bins
+    counts, n = np.zeros((K, B)), 0
+    for X, y in source:
+        counts += mechanisms.score_histogram(score_request.bins(X), _required_labels(y, score_request.classes), K, B)
+        n += X.shape[0]
+    if n != plan_.n_source:
+        raise ValueError(f"the plan is for {plan_.n_source} source rows, got {n}")
+    if plan_.sigma > 0:
+        counts = mechanisms.release_score_histogram(counts, sigma=plan_.sigma, relation=plan_.relation, noise=noise).value
+    params = {"classes": list(score_request.classes), "score_request_release_id": plan_.request_id,
+              "num_bins": B, "sigma": float(plan_.sigma), "relation": plan_.relation}
+    if plan_.relation == "replace_one":
+        params["n_source"] = int(n)
+    return Release(method=METHOD, kind=KIND, owner="source", arrays={"counts": counts}, guarantee=plan_.guarantee,
+                   params=params)
+
+
+# --- (c) the receiver ------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Histograms:
+    """The sources' counts added up (K, B), the effective σ (``sqrt(Σ σᵢ²)``) and the releases' guarantees."""
+
+    counts: np.ndarray
+    sigma: float
+    guarantees: tuple
+
+    def class_conditionals(self, counts: np.ndarray | None = None) -> np.ndarray:
+        """(K, B) per-class score distributions: the noisy counts clipped at 0, each row normalised (uniform if empty)."""
+        C = np.maximum(self.counts if counts is None else counts, 0.0)
+        tot = C.sum(axis=-1, keepdims=True)
+        return np.where(tot > 0, C / np.where(tot > 0, tot, 1.0), 1.0 / C.shape[-1])
+
+
+def combine(score_request: ScoreRequest, releases: list[Release]) -> Histograms:
+    """Add the score histograms of every source that answered ``score_request`` (each checked as untrusted input)."""
+    stats = [r for r in releases if r.kind == KIND]
+    if not stats:
+        raise ReleaseError("no score histograms among the releases")
+    if len({r.release_id for r in stats}) != len(stats):
+        raise ReleaseError("the same score release was given twice (its counts would count twice); refused")
+    K, B = len(score_request.classes), score_request.num_bins
+    rid = score_request.digest()[:32]
+    total, var, guarantees = np.zeros((K, B)), 0.0, []
+    for r in stats:
+        p = r.params
+        if r.method != METHOD or p.get("score_request_release_id") != rid:
+            raise ReleaseError(f"release {r.release_id[:12]} answers another score request than the one given; refused")
+        if list(map(str, p.get("classes", []))) != list(map(str, score_request.classes)):
+            raise ReleaseError(f"release {r.release_id[:12]} is for the label set {p.get('classes')}; refused")
+        try:
+            sigma = check_declared_sigma(p.get("sigma"), r.guarantee)
+            n = check_released_size(p)
+            counts = check_untrusted_array(r["counts"], "the released score 'counts'", (K, B))
+            _check_plausible(counts, sigma, n)
+        except ValueError as exc:
+            raise ReleaseError(f"release {r.release_id[:12]}: {exc}") from None
+        total += counts
+        var += sigma**2
+        guarantees.append(r.guarantee)
+    return Histograms(total, math.sqrt(var), tuple(guarantees))
+
+
+def _check_plausible(counts: np.ndarray, sigma: float, n: float | None, false_refusal: float = 1e-9) -> None:
+    """Counts the declared mechanism could produce: each cell ≥ −tσ and ≤ n + tσ, their total within tσ√(KB) of n
+    (n public), t = √(2 ln(m/p)) for the m = KB + 1 checks (an honest release is refused with probability ≤ p)."""
+    m = counts.size + 1
+    t = math.sqrt(2.0 * math.log(m / false_refusal))
+    if np.any(np.abs(counts) > 1e15):
+        raise ValueError("the counts are too large to come from any source")
+    if np.any(counts < -t * sigma - 1e-9):
+        raise ValueError(f"a count below −{t:.1f}σ cannot come from the declared mechanism; refused")
+    if n is not None and (np.any(counts > n + t * sigma + 1e-9) or abs(counts.sum() - n) > t * sigma * math.sqrt(counts.size) + 1e-6):
+        raise ValueError(f"the counts do not add up to the {n:g} rows the release states; refused")
+
+
+def bin_scores(score_request: ScoreRequest, s_bins: np.ndarray, s: np.ndarray) -> np.ndarray:
+    """A representative logit per bin: the mean of the receiver's rows' logits ``s`` in it, else the bin's edge midpoint."""
+    e = score_request.edges
+    B = score_request.num_bins
+    width = float(np.diff(e).mean()) if e.size > 1 else 1.0
+    lo = np.concatenate([[e[0] - width], e])
+    hi = np.concatenate([e, [e[-1] + width]])
+    rep = (lo + hi) / 2.0
+    sums = np.bincount(s_bins, weights=s, minlength=B)
+    cnt = np.bincount(s_bins, minlength=B)
+    return np.where(cnt > 0, sums / np.maximum(cnt, 1), rep)
+
+
+def platt(counts: np.ndarray, x: np.ndarray) -> tuple[float, float]:
+    """(a, c) maximising Σ_b n₁b log σ(a x_b + c) + n₀b log σ(−(a x_b + c)) over the noisy counts clipped at 0
+    (the concave binned log-likelihood, by L-BFGS; (1, 0) when a class has no count)."""
+    from scipy.optimize import minimize
+
+    n0, n1 = np.maximum(counts[0], 0.0), np.maximum(counts[1], 0.0)
+    if n1.sum() <= 0 or n0.sum() <= 0:
+        return 1.0, 0.0
+    scale = max(float(np.std(x)), 1e-12)
+    u = (x - x.mean()) / scale  # standardised bin scores: a well-conditioned problem
+
+    def nll(theta):
+        z = theta[0] * u + theta[1]
+        loss = float(np.sum(n1 * np.logaddexp(0.0, -z) + n0 * np.logaddexp(0.0, z)))
+        p = expit(z)
+        g = n0 * p - n1 * (1.0 - p)
+        return loss, np.array([g @ u, g.sum()])
+
+    theta = minimize(nll, np.array([1.0, math.log(n1.sum() / n0.sum())]), jac=True, method="L-BFGS-B").x
+    a = float(theta[0]) / scale
+    return a, float(theta[1]) - a * float(x.mean())
+
+
+def match(conditionals: np.ndarray, target_counts: np.ndarray, *, max_iter: int = 500, tol: float = 1e-8) -> np.ndarray:
+    """π maximising Σ_b h_b log Σ_y π_y C_yb — the target's bin counts ``h`` as a mixture of the class conditionals ``C``
+    (K, B) — by EM (non-negative, sums to one). Batched: ``conditionals`` (R, K, B) and ``target_counts`` (R, B)."""
+    C = np.asarray(conditionals, dtype=np.float64)
+    h = np.asarray(target_counts, dtype=np.float64)
+    single = C.ndim == 2
+    C, h = (C[None], h[None]) if single else (C, h)
+    C = np.maximum(C, 1e-12)
+    K = C.shape[1]
+    pi = np.full((C.shape[0], K), 1.0 / K)
+    total = np.maximum(h.sum(axis=1, keepdims=True), 1e-12)
+    for _ in range(max_iter):
+        mix = np.einsum("rk,rkb->rb", pi, C)
+        new = pi * np.einsum("rkb,rb->rk", C, h / mix) / total
+        new /= new.sum(axis=1, keepdims=True)
+        moved = float(np.abs(new - pi).max())
+        pi = new
+        if moved < tol:
+            break
+    return pi[0] if single else pi
+
+
+def match_ls(counts: np.ndarray, target_counts: np.ndarray) -> np.ndarray:
+    """π minimising ‖h/n_t − Σ_y π_y c̃_y/ñ_y‖² over the simplex (BBSE's least squares, Lipton et al. 2018) on the noisy
+    counts as released (not clipped: their expectation is exact), ñ_y the clipped class totals."""
+    from scipy.optimize import nnls
+
+    C = np.asarray(counts, dtype=np.float64)
+    M = (C / np.maximum(np.maximum(C, 0.0).sum(axis=1, keepdims=True), 1.0)).T  # (B, K)
+    h = np.asarray(target_counts, dtype=np.float64)
+    h = h / max(h.sum(), 1e-12)
+    w = 1e3  # the sum-to-one constraint as a heavily weighted extra row
+    pi, _ = nnls(np.vstack([M, w * np.ones(M.shape[1])]), np.concatenate([h, [w]]))
+    return pi / max(pi.sum(), 1e-12)
+
+
+def posteriors(W: np.ndarray, b: np.ndarray, Z: np.ndarray) -> np.ndarray:
+    """Class probabilities of the scores ``Z @ W.T + b`` (softmax)."""
+    s = Z @ W.T + b
+    return np.exp(s - logsumexp(s, axis=1, keepdims=True))
+
+
+def calibrate(score_request: ScoreRequest, counts: np.ndarray, Zt: np.ndarray, model_prior: np.ndarray, *,
+              calibration: str | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
+    """(W, b) of the calibrated scores on the mapped rows ``Zt`` (log-posteriors at the returned source prior, up to a
+    constant), that prior and the stated quantities. ``"platt"`` (binary): the logit mapped by Platt's fit to the noisy
+    ``counts`` (K, B), at the prior those counts imply; ``"temperature"`` (and K > 2): the model as requested, at its
+    own DP source prior ``model_prior``."""
+    calibration = CALIBRATION if calibration is None else calibration
+    if calibration not in CALIBRATIONS:
+        raise ValueError(f"calibration must be one of {CALIBRATIONS}, got {calibration!r}")
+    W, b = score_request.W, score_request.b
+    if calibration == "temperature" or score_request.edges is None:
+        return W, b, np.asarray(model_prior, dtype=np.float64), {"calibration": "as requested (the stated temperature)"}
+    s = Zt @ (W[1] - W[0]) + (b[1] - b[0])
+    x = bin_scores(score_request, np.clip(np.searchsorted(score_request.edges, s, side="right"), 0,
+                                          score_request.num_bins - 1), s)
+    a, c = platt(counts, x)
+    W2 = np.vstack([np.zeros_like(W[0]), a * (W[1] - W[0])])
+    b2 = np.array([0.0, a * (b[1] - b[0]) + c])
+    t = np.maximum(np.maximum(counts, 0.0).sum(axis=1), 1.0)
+    return W2, b2, t / t.sum(), {"calibration": "Platt on the released score histograms", "platt_slope": a,
+                                 "platt_intercept": c}
+
+
+def _point(method: str, C: np.ndarray, h: np.ndarray, P: np.ndarray, prior: np.ndarray, weights=None) -> np.ndarray:
+    from dpadapt import prevalence as prev
+
+    if method == "match":
+        return match(C, h)
+    if method == "match-ls":
+        return match_ls(C, h)
+    if weights is not None:
+        return prev._em_weighted(P, prior, weights[None])[0] if method == "em" else prev.normalised(weights @ P)
+    return prev.point(P, prior, method)
+
+
+def estimate(score_request: ScoreRequest, H: Histograms, Zt: np.ndarray, target_bins: np.ndarray, model_prior, *,
+             calibration: str | None = None, method: str | None = None, level: float = 0.9, n_boot: int = 200,
+             seed: int = RESAMPLE_SEED) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict, dict]:
+    """(W, b, source prior, calibration details, prevalence) from the histograms and the receiver's mapped rows ``Zt``
+    (``target_bins``: their bins). The prevalence (``method``: "match", "em" or "mean") comes with a ``level``
+    interval over ``n_boot`` resamples of the release (its public σ) and of the receiver's rows (module docstring)."""
+    method = PREVALENCE if method is None else method
+    if method not in PREVALENCES:
+        raise ValueError(f"method must be one of {PREVALENCES}, got {method!r}")
+    K, B = H.counts.shape
+    W, b, prior, cal = calibrate(score_request, H.counts, Zt, model_prior, calibration=calibration)
+    h = np.bincount(target_bins, minlength=B).astype(np.float64)
+    est = _point(method, H.counts if method == "match-ls" else H.class_conditionals(), h, posteriors(W, b, Zt), prior)
+    draws = []
+    if n_boot > 0 and Zt.shape[0]:
+        rng = np.random.default_rng(seed)
+        Chat = H.class_conditionals()
+        sizes = np.maximum(np.rint(np.maximum(H.counts, 0.0).sum(axis=1)), 1).astype(np.int64)
+        n = Zt.shape[0]
+        for _ in range(n_boot):
+            counts = np.stack([rng.multinomial(sizes[y], Chat[y]) for y in range(K)]).astype(np.float64)
+            counts += rng.normal(0.0, H.sigma, counts.shape) if H.sigma > 0 else 0.0
+            rows = np.bincount(rng.integers(0, n, n), minlength=n).astype(np.float64)
+            hb = np.bincount(target_bins, weights=rows, minlength=B)
+            if method == "match":  # solved for every resample at once below
+                draws.append((H.class_conditionals(counts), hb))
+            elif method == "match-ls":
+                draws.append(match_ls(counts, hb))
+            else:
+                Wb, bb, pb, _ = calibrate(score_request, counts, Zt, model_prior, calibration=calibration)
+                draws.append(_point(method, None, None, posteriors(Wb, bb, Zt), pb, rows / n))
+        if method == "match":
+            draws = list(match(np.stack([c for c, _ in draws]), np.stack([h for _, h in draws])))
+    tail = (1.0 - level) / 2.0
+    low, high = (np.quantile(draws, tail, axis=0), np.quantile(draws, 1 - tail, axis=0)) if draws else (est, est)
+    return W, b, prior, cal, {"prior": est.tolist(), "low": np.minimum(low, est).tolist(),
+                              "high": np.maximum(high, est).tolist(), "level": level, "method": f"{method} (score release)",
+                              "source_prior": prior.tolist()}
+
+
+def adapt(model: SoundModel, score_request: ScoreRequest, releases: list[Release], Xt, *, calibration: str | None = None,
+          prevalence: str | None = None, n_boot: int = 200) -> SoundModel:
+    """(c) ``model`` calibrated by the sources' score histograms and predicting at the target's prior estimated from
+    them (``details``: the calibration, ``source_prior``, ``target_prior`` and its interval ``prevalence``)."""
+    H = combine(score_request, releases)
+    Zt = model.row_map()(Xt)
+    W, b, prior, cal, prev = estimate(score_request, H, Zt, score_request.bins(Xt), model.details["source_prior"],
+                                      calibration=calibration, method=prevalence, n_boot=n_boot)
+    details = {**model.details, **cal, "score_histograms_sigma": H.sigma, "source_prior": prior.tolist(),
+               "statistics_source_prior": model.details["source_prior"],
+               "target_prior": prev["prior"], "prevalence": prev}
+    return dataclasses.replace(model, W=W, b=b, details=details)

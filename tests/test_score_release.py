@@ -1,0 +1,229 @@
+"""The second, calibrating release of the sound default (``dpadapt.sound.scores``): sensitivity at the worst case, a
+statistical audit that fails for an under-noised control, the exact budget split and its composition, the receiver's
+checks of the received files, and the receiver's estimates on data with a known prior and known calibration."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+from dpadapt.privacy import accounting
+from dpadapt.privacy.audit import epsilon_lower_bound
+from dpadapt.privacy.families.sound import composed_guarantee, score_histogram_plan, split_budget
+from dpadapt.privacy.guarantee import REPRODUCIBLE_NOISE_REASON, compose_guarantees
+from dpadapt.privacy.mechanisms import (
+    SCORE_HISTOGRAM_SENSITIVITY,
+    NoiseSource,
+    observe_draws,
+    release_score_histogram,
+    score_histogram,
+)
+from dpadapt.release import ReleaseError
+from dpadapt.sound import SoundDA, scores
+
+EPS, DELTA = 1.0, 1e-5
+
+
+def test_score_histogram_sensitivity_brute_force():
+    """Every replace-one neighbour moves the table by ≤ √2 (exactly √2 when the cell changes), add/remove by 1."""
+    rng = np.random.default_rng(0)
+    K, B, n = 3, 5, 40
+    bins, labels = rng.integers(0, B, n), rng.integers(0, K, n)
+    base = score_histogram(bins, labels, K, B)
+    moved = []
+    for _ in range(300):
+        b2, l2 = bins.copy(), labels.copy()
+        i = rng.integers(n)
+        b2[i], l2[i] = rng.integers(B), rng.integers(K)
+        moved.append(np.linalg.norm(score_histogram(b2, l2, K, B) - base))
+    assert max(moved) == pytest.approx(SCORE_HISTOGRAM_SENSITIVITY["replace_one"])
+    assert set(np.round(moved, 12)) <= {0.0, round(math.sqrt(2.0), 12)}
+    removed = score_histogram(bins[1:], labels[1:], K, B)
+    assert np.linalg.norm(removed - base) == pytest.approx(SCORE_HISTOGRAM_SENSITIVITY["add_remove"])
+    with pytest.raises(ValueError):
+        score_histogram(bins, np.where(labels == 0, K, labels), K, B)  # a label outside the public set
+    with pytest.raises(ValueError):
+        score_histogram(np.full(n, B), labels, K, B)  # a bin outside the public bins
+
+
+def test_release_states_its_sensitivity_and_calibrated_noise():
+    draws = []
+    sigma, g = score_histogram_plan(EPS, DELTA, classes=(0, 1), num_bins=4)
+    with observe_draws(draws.append):
+        out = release_score_histogram(np.zeros((2, 4)), sigma=sigma, relation="replace_one", noise=NoiseSource())
+    assert draws[0].sensitivity == pytest.approx(math.sqrt(2.0)) and draws[0].norm == "l2"
+    assert g.details["sigma"] == pytest.approx(sigma) and g.sensitivity == pytest.approx(math.sqrt(2.0))
+    assert accounting.epsilon(out.event, DELTA, relation="replace_one", method="pld") == pytest.approx(EPS, rel=0.02)
+
+
+def _audit(stated: float, n: int = 20000):
+    """Worst-case pair: one record moves from (class 0, bin 0) to (class 1, bin 1); the statistic is the table projected
+    on that move. Reproducible noise keeps the draws fast (the audit is of the calibration, not the sampler)."""
+    noise = NoiseSource(36, reproducible=True)
+    sigma = accounting.analytic_gaussian_sigma(EPS, DELTA, stated)
+    D, Dp = np.zeros((2, 2)), np.zeros((2, 2))
+    D[0, 0], Dp[1, 1] = 1.0, 1.0
+    u = (Dp - D).ravel() / math.sqrt(2.0)
+    stats = []
+    for table in (D, Dp):
+        big = np.repeat(table[None], n, axis=0).reshape(n * 2, 2)  # n independent tables released as one draw
+        noisy = release_score_histogram(big, sigma=sigma, relation="replace_one", noise=noise).value.reshape(n, 4)
+        stats.append(noisy @ u)
+    return epsilon_lower_bound(stats[0], stats[1], delta=DELTA)
+
+
+def test_audit_passes_and_an_under_noised_control_fails():
+    assert _audit(SCORE_HISTOGRAM_SENSITIVITY["replace_one"]).passes(EPS)
+    bad = _audit(SCORE_HISTOGRAM_SENSITIVITY["replace_one"] / 4)
+    assert not bad.passes(EPS), bad
+
+
+def test_budget_split_composes_exactly_and_the_ledger_rule_agrees():
+    e1, e2 = split_budget(EPS, DELTA, 0.2)
+    assert e1 < EPS and e2 < EPS
+    from dpadapt.privacy.families.sound import class_moments_plan
+
+    _, g1 = class_moments_plan(e1, DELTA, classes=(0, 1))
+    _, g2 = score_histogram_plan(e2, DELTA, classes=(0, 1), num_bins=10)
+    total = composed_guarantee(g1, g2)
+    assert total.epsilon == pytest.approx(EPS, rel=1e-6) and total.delta == DELTA
+    by_accounting = compose_guarantees([g1, g2], delta=DELTA, method="pld")  # the ledger's rule, by dp-accounting
+    assert by_accounting.epsilon == pytest.approx(EPS, rel=0.03)
+    with pytest.raises(ValueError):
+        split_budget(EPS, DELTA, 0.0)
+
+
+def _binary(rng, n, pi, shift=1.2):
+    y = (rng.random(n) < pi).astype(int)
+    X = rng.normal(size=(n, 4))
+    X[:, 0] += shift * y
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    rng = np.random.default_rng(1)
+    Xs, ys = _binary(rng, 2500, 0.15)
+    Xt, yt = _binary(rng, 1200, 0.4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = SoundDA(epsilon=4.0, delta=DELTA, classes=(0, 1), design="discriminant", score_share=0.25,
+                      random_state=0, reproducible_noise=True).fit_domains(Xs, ys, Xt)  # replayable: a fixed test
+    return est, Xt, yt
+
+
+def test_sound_with_score_release_states_the_whole_budget_and_estimates_the_prior(fitted):
+    est, Xt, yt = fitted
+    g = est.guarantees_["source"]
+    assert g.epsilon == pytest.approx(4.0, rel=1e-6) and len(g.events) == 2 and g.reasons == (REPRODUCIBLE_NOISE_REASON,)
+    kinds = sorted(r.kind for r in est.releases_)
+    assert kinds == ["class_statistics", "score_histograms", "score_request"]
+    details = est.model_.details
+    assert details["calibration"].startswith("Platt") and details["prevalence"]["method"].startswith(scores.PREVALENCE)
+    # a pure label shift (the per-class score distributions shared): histogram matching recovers the prior, its interval
+    # covers it; the default (the mean calibrated posterior, chosen on the ICU pairs) only moves towards it
+    req = scores.ScoreRequest.from_release(next(r for r in est.releases_ if r.kind == scores.REQUEST_KIND))
+    Z = req.model().row_map()(Xt)
+    *_, match = scores.estimate(req, scores.combine(req, est.releases_), Z, req.bins(Xt),
+                                details["statistics_source_prior"], method="match", n_boot=50)
+    assert abs(match["prior"][1] - yt.mean()) < 0.06 and match["low"][1] <= yt.mean() <= match["high"][1]
+    assert details["source_prior"][1] < details["target_prior"][1] < yt.mean()
+
+
+def test_received_files_are_checked(fitted):
+    est, Xt, _ = fitted
+    req_rel = next(r for r in est.releases_ if r.kind == scores.REQUEST_KIND)
+    rel = next(r for r in est.releases_ if r.kind == scores.KIND)
+    req = scores.ScoreRequest.from_release(req_rel, Xt.shape[1])
+    scores.combine(req, [rel])  # as released: accepted
+    bad_counts = [dataclasses.replace(rel, arrays={"counts": rel["counts"] * 50}),
+                  dataclasses.replace(rel, arrays={"counts": rel["counts"][:, :3]}),
+                  dataclasses.replace(rel, arrays={"counts": np.full_like(rel["counts"], np.nan)}),
+                  dataclasses.replace(rel, params={**rel.params, "sigma": rel.params["sigma"] / 10}),
+                  dataclasses.replace(rel, params={**rel.params, "score_request_release_id": "0" * 32})]
+    for bad in bad_counts:
+        with pytest.raises(ReleaseError):
+            scores.combine(req, [bad])
+    with pytest.raises(ReleaseError, match="twice"):
+        scores.combine(req, [rel, rel])
+    edges = req_rel["edges"].copy()
+    edges[0] = edges[1] + 1.0
+    for bad in (dataclasses.replace(req_rel, arrays={**req_rel.arrays, "edges": edges}),
+                dataclasses.replace(req_rel, arrays={**req_rel.arrays, "W": req_rel["W"][:, :2]}),
+                dataclasses.replace(req_rel, arrays={**req_rel.arrays, "b": req_rel["b"] + 1.0})):  # id no longer matches
+        with pytest.raises(ReleaseError):
+            scores.ScoreRequest.from_release(bad, Xt.shape[1])
+
+
+def test_calibrate_with_a_separate_release_composes_the_guarantees(fitted):
+    """The two-step path: fit without the second release, then the sources answer a score request made from the
+    fitted model (at their own ε), and the estimator's guarantee composes both."""
+    rng = np.random.default_rng(2)
+    Xs, ys = _binary(rng, 1200, 0.2)
+    Xt, yt = _binary(rng, 800, 0.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = SoundDA(epsilon=2.0, delta=DELTA, classes=(0, 1), design="discriminant", random_state=0,
+                      reproducible_noise=True).fit_domains(Xs, ys, Xt)
+        req = scores.request(est.model_, Xt, bins=8)
+        rel = scores.release(scores.plan(req, 1.0, DELTA, n_source=len(ys)), req, Xs, ys, NoiseSource(5, reproducible=True))
+        est.calibrate_with([req.to_release(), rel], Xt, prevalence="match", n_boot=20)
+    g = est.guarantees_["source"]
+    assert 2.0 < g.epsilon < 3.0 and len(g.events) == 2
+    assert abs(est.model_.details["target_prior"][1] - yt.mean()) < 0.08
+
+
+def test_match_and_platt_recover_a_known_prior_and_calibration():
+    rng = np.random.default_rng(3)
+    C = np.array([[0.5, 0.3, 0.15, 0.05], [0.05, 0.15, 0.3, 0.5]])
+    h = 10000 * (0.3 * C[1] + 0.7 * C[0])
+    assert scores.match(C, h)[1] == pytest.approx(0.3, abs=1e-4)
+    assert scores.match_ls(1000 * C, h)[1] == pytest.approx(0.3, abs=1e-4)
+    x = np.linspace(-3, 3, 12)  # counts drawn from P(y=1 | x) = σ(0.5 x − 1)
+    w = np.full(12, 4000)
+    n1 = rng.binomial(w, 1 / (1 + np.exp(-(0.5 * x - 1))))
+    a, c = scores.platt(np.stack([w - n1, n1]).astype(float), x)
+    assert a == pytest.approx(0.5, abs=0.05) and c == pytest.approx(-1.0, abs=0.05)
+
+
+def test_cli_two_releases_are_charged_composed_and_checked(tmp_path, monkeypatch, capsys):
+    """`adapt sound --score-request` → `release sound --request` (the source's second release, charged to its ledger,
+    which composes both) → `adapt sound` with both: a calibrated model; a score request of another model is refused."""
+    from dpadapt.cli.main import main
+    from dpadapt.cli.party_cmd import load_model
+    from dpadapt.io import save_table
+    from dpadapt.privacy.ledger import Ledger, fingerprint
+
+    rng = np.random.default_rng(4)
+    Xs, ys = _binary(rng, 800, 0.2)
+    Xt, _ = _binary(rng, 500, 0.4)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DPADAPT_LEDGER", str(tmp_path / "ledger.sqlite"))
+    save_table("s.npz", Xs, ys)
+    save_table("t.npz", Xt)
+    Ledger(tmp_path / "ledger.sqlite").set_budget("source", fingerprint("s.npz"), 3.0, 1e-4)
+    src = ["--data", "s.npz", "--classes", "0,1", "--delta", "1e-5"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["request", "--data", "t.npz", "--classes", "0,1", "--n-source", "800", "--epsilon", "2", "--delta",
+                     "1e-5", "--out", "q.release"]) == 0
+        assert main(["release", "sound", "--request", "q.release", *src, "--epsilon", "2", "--out", "s.release"]) == 0
+        first = Ledger(tmp_path / "ledger.sqlite").spent("source", fingerprint("s.npz")).epsilon
+        assert main(["adapt", "sound", "--release", "s.release", "--own-release", "q.release", "--data", "t.npz",
+                     "--out", "m.dpadapt", "--score-request", "sr.release", "--score-bins", "6"]) == 0
+        assert main(["release", "sound", "--request", "sr.release", *src, "--epsilon", "0.5", "--out", "h.release"]) == 0
+        spend = Ledger(tmp_path / "ledger.sqlite").spent("source", fingerprint("s.npz"))
+        assert spend.n_releases == 2 and first < spend.epsilon < first + 0.5  # composed by dp-accounting at the budget's δ
+        both = ["--release", "s.release", "--release", "h.release", "--own-release", "q.release", "--own-release",
+                "sr.release", "--data", "t.npz"]
+        assert main(["adapt", "sound", *both, "--out", "m2.dpadapt"]) == 0
+        model = load_model("m2.dpadapt")
+        assert model["model"].details["calibration"].startswith("Platt") and 2.0 < model["guarantees"]["source"].epsilon < 2.6
+        assert main(["release", "sound", "--request", "q.release", *src, "--epsilon", "0.1", "--out", "s2.release"]) == 0
+        capsys.readouterr()
+        assert main(["adapt", "sound", "--release", "s2.release", *both[2:], "--out", "m3.dpadapt", "--force"]) != 0
+        assert "another model" in capsys.readouterr().err
