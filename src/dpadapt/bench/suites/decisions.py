@@ -204,7 +204,12 @@ def _write_report(rows, out):
     return write_report(rows, out)
 
 
-write_report_for = _write_report
+def write_report_for(rows, out):
+    """The suite's tables for a slice of it (``benchmarks/decisions/run_decisions.py``), at the chosen defaults."""
+    from dpadapt.bench.suites.decisions_report import write_report
+    from dpadapt.sound.calibrate import CALIBRATION, PREVALENCE
+
+    return write_report(rows, out, selected=(CALIBRATION, PREVALENCE))
 
 
 def all_pairs() -> list[PairSpec]:
