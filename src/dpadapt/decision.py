@@ -32,7 +32,7 @@ KNOWN_MISCALIBRATED = {
     "sound": "its probabilities were over-confident on the PhysioNet development pairs (mean calibration slope 0.3 "
              "noise-free, 0.5 at ε = 1; benchmarks/decisions)",
     "dpot": "its probabilities were over-confident on the PhysioNet development pairs (mean calibration slope 0.09 at "
-            "ε = 1) and on Heart Cleveland → Hungary (slope 0.2 at ε = 1; benchmarks/decisions)",
+            "ε = 1; benchmarks/decisions) and on Heart Cleveland → Hungary (slope 0.2 at ε = 1: docs/tables.md's DPOT flow)",
 }
 #: A stated temperature (:func:`dpadapt.sound.calibrate.temperature`) below this is said at ``adapt``: the release
 #: noise and the source's sample size inflate the class separation more than twofold, and the probabilities rest
