@@ -108,6 +108,27 @@ def summary(rows, cal_of, prev: str, which=_unit_pair) -> list[str]:
     return out
 
 
+def done_when_counts(rows, cal_of, prev: str, which=_unit_pair) -> list[str]:
+    """Per estimator × ε: in how many pairs each per-pair criterion of the issue is met (means over seeds)."""
+    groups: dict[tuple, list] = defaultdict(list)
+    for (method, task, e), rs in _cells(rows).items():
+        if which(task):
+            groups[(method, e)].append(rs)
+    out = ["| estimator | ε | pairs | seeds (min) | balanced BA within 2 points of the best | predict acc within 2 points of the "
+           "best | mean p within 0.05 of the rate | calibrated (slope 0.7–1.4, ECE ≤ 0.05) |", "|---|---|---|---|---|---|---|---|"]
+    for (method, e), cell_list in sorted(groups.items(), key=lambda kv: (kv[0][0], -kv[0][1])):
+        p = f"{cal_of(method)}|{prev}|"
+        m = {k: np.array([_mean(rs, p + k) for rs in cell_list]) for k in
+             ("balanced_ba", "best_ba", "accuracy", "best_accuracy", "mean_p", "true_rate", "slope", "ece")}
+        n = len(cell_list)
+        out.append(f"| {method} | {_eps(e)} | {n} | {min(len(rs) for rs in cell_list)} | "
+                   f"{int(np.sum(m['best_ba'] - m['balanced_ba'] <= 0.02))}/{n} | "
+                   f"{int(np.sum(m['best_accuracy'] - m['accuracy'] <= 0.02))}/{n} | "
+                   f"{int(np.sum(np.abs(m['mean_p'] - m['true_rate']) <= 0.05))}/{n} | "
+                   f"{sum(_calibrated(a, b) for a, b in zip(m['slope'], m['ece']))}/{n} |")
+    return out
+
+
 def synthetic_sweep(rows, cal_of) -> list[str]:
     """The synthetic family: per estimator × ε, the absolute error of each prevalence estimator at each target rate
     (mean over seeds) and its largest over the sweep; the done-when is ≤ 0.05 across the sweep at ε = 4."""
@@ -184,6 +205,8 @@ def write_report(rows: list[dict[str, Any]], out: Path, selected: tuple[str, str
     text = ["# decisions suite", "", "## Selection (SoundDA, development cells)", "", *sel, "",
             f"## Summary over the PhysioNet pairs (selected: SoundDA calibration {chosen_cal}, prevalence {prev})", "",
             *summary(rows, cal_of, prev), "",
+            "### Per-pair criteria of the issue: pairs meeting each (PhysioNet pairs)", "",
+            *done_when_counts(rows, cal_of, prev), "",
             *([f"## Summary over the four three-units → one-unit cases (selected: as above)", "",
                *summary(rows, cal_of, prev, _pooled), ""] if any(_pooled(r["task"]) for r in rows) else []),
             *(["## The synthetic family: absolute error of the estimated target positive rate (mean over seeds)", "",
