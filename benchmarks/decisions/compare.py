@@ -1,4 +1,4 @@
-"""The done-when comparison of the decisions suite over the 12 PhysioNet pairs (or the 3 → 1 cases) at ε = 1.
+"""The done-when comparison of the decisions suite over the 12 PhysioNet pairs (``--cases``: or the 3 → 1 cases, Heart).
 
     python benchmarks/decisions/compare.py benchmarks/decisions/results/decisions.json \\
         benchmarks/decisions/results/decisions-more-seeds.json benchmarks/decisions/results/decisions-baselines-all.json \\
@@ -30,15 +30,21 @@ def _key(method: str) -> str:
     return f"{CALIBRATION if method == 'sound' else 'none'}|{PREVALENCE}|balanced_ba"
 
 
-def load(paths: list[str], epsilon: float, pooled: bool = False) -> dict[tuple[str, str], list[float]]:
-    """(task, method) → balanced accuracies (one per seed) of the 12 unit pairs (``pooled``: the four three-units →
-    one-unit cases) at ``epsilon`` (non-private: ∞)."""
+#: Which tasks a comparison covers: the 12 PhysioNet unit pairs, the four three-units → one-unit cases, the Heart pairs.
+CASES = {"pairs": lambda t: t.startswith("physionet") and "+" not in t,
+         "pooled": lambda t: t.startswith("physionet") and "+" in t,
+         "heart": lambda t: t.startswith("heart")}
+
+
+def load(paths: list[str], epsilon: float, cases: str = "pairs") -> dict[tuple[str, str], list[float]]:
+    """(task, method) → balanced accuracies (one per seed) of the tasks of ``cases`` (:data:`CASES`) at ``epsilon``
+    (non-private: ∞)."""
     seen, out = set(), defaultdict(list)
     for path in paths:
         for r in json.loads(Path(path).read_text()):
             task, method = r["task"], r["method"]
             eps = float(r["epsilon_target"])
-            if r.get("error") is not None or not task.startswith("physionet") or ("+" in task) != pooled:
+            if r.get("error") is not None or not CASES[cases](task):
                 continue
             if not (eps == epsilon or (method == "source-only" and not math.isfinite(eps))):
                 continue
@@ -88,11 +94,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("files", nargs="+")
     ap.add_argument("--epsilon", type=float, default=1.0)
-    ap.add_argument("--pooled", action="store_true", help="the four three-units → one-unit cases instead of the 12 pairs")
+    ap.add_argument("--cases", choices=sorted(CASES), default="pairs")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     lines = [f"# SoundDA against the DP baselines, balanced rule, ε = {args.epsilon:g} (balanced accuracy, %, mean ± SE (seeds))",
-             "", *table(load(args.files, args.epsilon, args.pooled)), ""]
+             "", *table(load(args.files, args.epsilon, args.cases)), ""]
     text = "\n".join(lines)
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
