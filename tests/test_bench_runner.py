@@ -185,3 +185,20 @@ def test_paper_table_gives_the_cause_of_a_line_without_a_paper_mode_run():
     assert not format_paper_table(close).splitlines()[-1].endswith("unexplained")
     silent = [_summary_row("ours", "sound", 10.0, 0.50, paper=0.94)]  # no cause and no paper mode: no MISSING
     assert not format_paper_table(silent).splitlines()[-1].endswith("MISSING")
+
+
+def test_resumable_runs_tell_two_epsilons_of_one_task_apart(tmp_path):
+    """Was: a run at ε = 1 counted as done the same task and seed at ε = 4 (the key had no ε), so a resumed study
+    silently skipped every other ε."""
+    from dpadapt.bench.runner import run_resumable
+
+    ran = []
+
+    def task(eps):
+        return BenchTask("t", "toy:A->B", "toy-dp", "sound", lambda s, e=eps: (ran.append((e, s)), RunOutcome(e))[1],
+                         epsilon=eps, delta=1e-5)
+
+    out = tmp_path / "rows.json"
+    run_resumable([(task(1.0), 0)], out)
+    rows = run_resumable([(task(1.0), 0), (task(4.0), 0), (task(math.inf), 0)], out)
+    assert ran == [(1.0, 0), (4.0, 0), (math.inf, 0)] and len(rows) == 3

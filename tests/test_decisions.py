@@ -126,3 +126,62 @@ def test_the_rule_wraps_any_estimator_with_probabilities(name):
     pred = rule.predict(Xt)
     assert 0.5 * (np.mean(pred[yt == 1] == 1) + np.mean(pred[yt == 0] == 0)) > 0.75
     assert rule.prevalence_.low[1] <= rule.prevalence_.prior[1] <= rule.prevalence_.high[1]
+
+
+def test_adapt_warns_in_one_line_for_a_known_miscalibrated_method(tmp_path, monkeypatch, capsys):
+    """The DPOT flow of the hospital guide (calibration slope 0.2 on Cleveland → Hungary) warns at adapt, on stderr."""
+    from dpadapt.cli.main import main
+    from test_hospitals import export, schema_text
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DPADAPT_LEDGER", str(tmp_path / "ledger.sqlite"))
+    (tmp_path / "schema.toml").write_text(schema_text())
+    export(tmp_path / "source.csv", 200, 0, "SRC")
+    export(tmp_path / "target.csv", 150, 1, "TGT", labelled=False)
+    S = ["--schema", "schema.toml"]
+    assert main(["budget", "set", "--party", "source", "--data", "source.csv", *S, "--epsilon", "4", "--delta", "1e-5"]) == 0
+    assert main(["release", "dpot", "--data", "source.csv", *S, "--epsilon", "1", "--delta", "1e-5", "--out", "s.release"]) == 0
+    capsys.readouterr()
+    assert main(["adapt", "dpot", "--release", "s.release", "--data", "target.csv", *S, "--out", "m.dpadapt"]) == 0
+    out, err = capsys.readouterr()
+    lines = [line for line in err.splitlines() if "calibrat" in line]
+    assert len(lines) == 1 and lines[0].startswith("dpadapt adapt: warning: dpot: its probabilities were over-confident")
+    assert "slope 0.2" in lines[0] and "calibrat" not in out
+
+
+def test_the_sound_warning_names_a_stated_temperature_far_from_one():
+    from types import SimpleNamespace
+
+    from dpadapt.decision import FAR_TEMPERATURE, calibration_warning
+
+    near = calibration_warning("sound", SimpleNamespace(details={"temperature": 0.9}))
+    far = calibration_warning("sound", SimpleNamespace(details={"temperature": 0.2}))
+    assert near.startswith("sound: its probabilities were over-confident") and "temperature" not in near
+    assert "stated temperature is 0.20" in far and "5.0-fold" in far and "\n" not in far
+    assert calibration_warning("sound", SimpleNamespace(details={"temperature": FAR_TEMPERATURE})) == near
+    assert calibration_warning("dp-ncm", None) is None  # no measurement, no warning
+
+
+def test_the_synthetic_family_has_its_stated_rates_and_known_calibration(monkeypatch):
+    """The suite's synthetic known-shift family: the swept target rates, the same class-conditionals (the Bayes
+    posterior at the target's rate is calibrated), and a run written into the sweep table."""
+    from dpadapt.bench.runner import run_task
+    from dpadapt.bench.suites import decisions
+    from dpadapt.bench.suites.decisions_report import synthetic_sweep
+
+    assert [float(p.target) for p in decisions.SYNTHETIC_PAIRS] == list(decisions.SYNTHETIC_TARGET_RATES)
+    assert min(decisions.SYNTHETIC_TARGET_RATES) == 0.02 and max(decisions.SYNTHETIC_TARGET_RATES) == 0.6
+    spec = decisions.SYNTHETIC_PAIRS[1]
+    pair = spec.load()
+    assert abs(pair.ys.mean() - 0.3) < 0.03 and abs(pair.yt.mean() - 0.05) < 0.015
+    mu = np.full(decisions.SYNTHETIC_D, decisions.SYNTHETIC_SEPARATION / 2 / np.sqrt(decisions.SYNTHETIC_D))
+    bayes = expit(2 * pair.Xt @ mu + np.log(0.05 / 0.95))  # the log-likelihood ratio of the two Gaussians, at the target rate
+    slope, _ = calibration_line(pair.yt, bayes)
+    assert 0.8 < slope < 1.25
+    monkeypatch.setattr(decisions, "N_BOOT", 20)
+    task = next(t for t in decisions.tasks_for([spec], [4.0], ["dp-ncm"]) if t.epsilon == 4.0)
+    row = run_task(task, 0)
+    assert row.get("error") is None, row.get("error")
+    assert abs(row["none|em|true_rate"] - pair.yt.mean()) < 1e-12 and 0 <= row["none|em|prevalence"] <= 1
+    table = synthetic_sweep([row], lambda method: "none")
+    assert len(table) == 2 + 3 and table[2].startswith("| dp-ncm | 4 | em | ") and table[2].endswith(" | 1 |")

@@ -172,11 +172,25 @@ def test_hospital_guide_default_flow_runs_as_written(data_root, tmp_path, monkey
     assert [a[:2] for a in shell.ran if a[0] in ("request", "release", "adapt", "score")] == [
         ["request", "--data"], ["release", "sound"], ["adapt", "sound"], ["score", "--model"]]
     assert os.getcwd() == str(tmp_path)
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
+    out = captured.out
     page = (README.parent / "docs" / "tables.md").read_text(encoding="utf-8")
     for shown in ("for 1 source(s), discriminant design", "sound/class_statistics, release id", "sound model trained from",
                   "authenticated: signed by trusted key", "294 labelled rows: healthy 188 (63.9 %), disease 106 (36.1 %)"):
         assert shown in out and shown in page  # the output the guide shows is the output a user sees
+    # the decision rule, the prevalence with its interval and the calibration lines the guide teaches to read
+    err = captured.err
+    for shown in ("decision rule: balanced (likelihood ratio > 1); flags P(positive) ≥ 0.",
+                  "-- at the estimated prevalence, decision rule: balanced (likelihood ratio > 1)",
+                  "(in-sample: these are the rows the model was adapted on (optimistic))",
+                  "estimated on these rows without their labels; observed: 36.1 %", "calibration slope  ",
+                  "expected calibration error  ", "wrote heart-report.html"):
+        assert shown in out and shown in page, shown
+    assert re.search(r"estimated prevalence of 'disease': \d+\.\d % \(90 % interval \d+\.\d–\d+\.\d %; mean;", out)
+    warning = "dpadapt adapt: warning: sound: its probabilities were over-confident on the PhysioNet development pairs"
+    assert warning in err and warning in page
+    report = (tmp_path / "hungary" / "heart-report.html").read_text()
+    assert all(f'id="{i}"' in report for i in ("prevalence", "rule", "at-rule", "reliability"))
     assert "sources = " not in out  # no bookkeeping figure printed as a metric
     # the request has one id everywhere: as written, in the source's theorem, in the model's provenance
     request_id = re.search(r"release request ([0-9a-f]{12}) for 1 source", out).group(1)

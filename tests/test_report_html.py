@@ -4,9 +4,10 @@ over runs against ε, the target's own ledger; rendered in headless Chromium whe
 from __future__ import annotations
 
 import html
+import html.parser
+import json
 import re
 import shutil
-import struct
 import subprocess
 
 import pytest
@@ -84,25 +85,109 @@ def test_report_page_for_the_target(sweep, capsys):
     assert "One run per ε: each run draws fresh noise" in (tmp / "two.html").read_text()
 
 
+#: The page's decision section: its element ids (``dpadapt.cli.report_html._decision_section``).
+DECISION_IDS = ("prevalence", "rule", "in-sample", "at-rule", "reliability")
+
+
 def _chromium() -> str | None:
-    return next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome", "chrome") if shutil.which(n)), None)
+    names = ("chromium-headless-shell", "chromium", "chromium-browser", "google-chrome", "chrome")
+    return next((shutil.which(n) for n in names if shutil.which(n)), None)
 
 
-@pytest.mark.skipif(_chromium() is None, reason="no headless Chromium installed (apt-get install chromium)")
-def test_report_renders_in_headless_chromium(sweep, tmp_path):
-    tmp, models = sweep
-    assert main(["report", *models, "--html", "r.html", "--data", "target.csv", "--schema", "schema.toml",
-                 "--bootstrap", "100"]) == 0
-    shot = tmp / "r.png"
-    proc = subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                           "--window-size=1100,3000", f"--screenshot={shot}", (tmp / "r.html").as_uri()],
-                          capture_output=True, timeout=120)
-    assert proc.returncode == 0 and shot.is_file(), proc.stderr[-500:]
-    data = shot.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    width, height = struct.unpack(">II", data[16:24])
-    assert (width, height) == (1100, 3000) and len(data) > 50_000  # a page with text and a plot, not a blank
-    dom = subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", (tmp / "r.html").as_uri()],
-                         capture_output=True, timeout=120, text=True).stdout
-    for anchor in ('id="prevalence"', 'id="rule"', 'id="in-sample"', 'id="at-rule"', 'id="reliability"'):
-        assert anchor in dom, anchor  # the rendered page carries the prevalence, the rule, calibration and the diagram
+@pytest.fixture(scope="module")
+def one_report(tmp_path_factory):
+    """One DPOT model adapted with ``--decision balanced`` and its HTML report on the target's labelled rows (fast)."""
+    tmp_path = tmp_path_factory.mktemp("one_report")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.chdir(tmp_path)
+        monkeypatch.setenv("DPADAPT_LEDGER", str(tmp_path / "ledger.sqlite"))
+        _one_report(tmp_path)
+    return tmp_path / "r.html"
+
+
+def _one_report(tmp_path) -> None:
+    (tmp_path / "schema.toml").write_text(schema_text())
+    export(tmp_path / "source.csv", 200, 0, "SRC")
+    export(tmp_path / "target.csv", 150, 1, "TGT", shift=3)
+    S = ["--schema", "schema.toml"]
+    assert main(["budget", "set", "--party", "source", "--data", "source.csv", *S, "--epsilon", "4", "--delta", "1e-5"]) == 0
+    assert main(["release", "dpot", "--data", "source.csv", *S, "--epsilon", "1", "--delta", "1e-5", "--out", "s.release"]) == 0
+    assert main(["adapt", "dpot", "--release", "s.release", "--data", "target.csv", *S, "--out", "m.dpadapt",
+                 "--decision", "balanced"]) == 0
+    assert main(["report", "m.dpadapt", "--html", "r.html", "--data", "target.csv", *S, "--bootstrap", "0"]) == 0
+
+
+def _check_decision_section(found: dict) -> None:
+    """What a reader must see: the prevalence with its interval, the rule, in-sample said, sensitivity / specificity,
+    calibration slope and ECE at the estimated prevalence, and a reliability diagram."""
+    assert set(found) == set(DECISION_IDS) and all(found[i] is not None for i in DECISION_IDS), found
+    assert re.fullmatch(r"estimated prevalence of 'disease': \d+\.\d % \(90 % interval (\d+\.\d)–(\d+\.\d) %; mean; "
+                        r"source prior \d+\.\d %\) — estimated on your rows without their labels\.", found["prevalence"]["text"])
+    assert found["rule"]["text"].startswith("decision rule: balanced (likelihood ratio > 1); flags P(positive) ≥ 0.")
+    assert "the scores are in-sample" in found["in-sample"]["text"]
+    assert re.fullmatch(r"At this rule: sensitivity \d+ %, specificity \d+ %, balanced accuracy \d+\.\d %\. Calibration at "
+                        r"the estimated prevalence: slope -?\d+\.\d\d \(1 is calibrated; below 1 over-confident\), expected "
+                        r"calibration error 0\.\d{3}\.", found["at-rule"]["text"])
+
+
+class _Elements(html.parser.HTMLParser):
+    """The text (and an image's source) of the elements of :data:`DECISION_IDS` in a page, without a browser."""
+
+    def __init__(self):
+        super().__init__()
+        self.found: dict = dict.fromkeys(DECISION_IDS)
+        self._open: str | None = None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if a.get("id") in self.found:
+            self.found[a["id"]] = {"text": "", "src": a.get("src", "")}
+            self._open = a["id"] if tag != "img" else None
+
+    def handle_endtag(self, tag):
+        self._open = None
+
+    def handle_data(self, data):
+        if self._open:
+            self.found[self._open]["text"] += data
+
+
+def test_report_decision_section_in_the_html(one_report):
+    parser = _Elements()
+    parser.feed(one_report.read_text())
+    _check_decision_section(parser.found)
+    assert parser.found["reliability"]["src"].startswith("data:image/png;base64,")
+
+
+#: Appended to a copy of the page: after load, the rendered text, box and visibility of each element and whether
+#: the reliability diagram decoded, as JSON in ``<pre id="probe">`` (read back with ``--dump-dom``).
+PROBE = """<pre id="probe"></pre><script>
+addEventListener('load', () => {
+  const out = {};
+  for (const id of %s) {
+    const el = document.getElementById(id);
+    if (!el) { out[id] = null; continue; }
+    const box = el.getBoundingClientRect(), style = getComputedStyle(el);
+    out[id] = {text: el.innerText, width: box.width, height: box.height,
+               visible: style.visibility === 'visible' && style.display !== 'none', natural: el.naturalWidth ?? null};
+  }
+  document.getElementById('probe').textContent = JSON.stringify(out);
+});
+</script>"""
+
+
+@pytest.mark.skipif(_chromium() is None, reason="no headless Chromium installed (apt-get install chromium-headless-shell)")
+def test_report_renders_in_headless_chromium(one_report):
+    """The decision section as Chromium lays it out: every element visible with a box, its rendered text, and the
+    reliability diagram decoded (naturalWidth > 0)."""
+    probe = one_report.with_name("probe.html")
+    probe.write_text(one_report.read_text().replace("</body>", PROBE % json.dumps(list(DECISION_IDS)) + "</body>"))
+    proc = subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
+                           "--dump-dom", probe.as_uri()], capture_output=True, timeout=60, text=True)
+    dumped = re.search(r'<pre id="probe">(.*?)</pre>', proc.stdout, flags=re.S)
+    assert proc.returncode == 0 and dumped and dumped.group(1), proc.stderr[-500:]
+    found = json.loads(html.unescape(dumped.group(1)))
+    _check_decision_section(found)
+    for i in DECISION_IDS:
+        assert found[i]["visible"] and found[i]["width"] > 100 and found[i]["height"] > 10, (i, found[i])
+    assert found["reliability"]["natural"] > 100 and found["reliability"]["height"] > 100  # the diagram decoded and drawn

@@ -32,9 +32,27 @@ KNOWN_MISCALIBRATED = {
     "sound": "its probabilities were over-confident on the PhysioNet development pairs (mean calibration slope 0.3 "
              "noise-free, 0.5 at ε = 1; benchmarks/decisions)",
     "dpot": "its probabilities were over-confident on the PhysioNet development pairs (mean calibration slope 0.09 at "
-            "ε = 1; benchmarks/decisions)",
+            "ε = 1; benchmarks/decisions) and on Heart Cleveland → Hungary (slope 0.2 at ε = 1: docs/tables.md's DPOT flow)",
 }
+#: A stated temperature (:func:`dpadapt.sound.calibrate.temperature`) below this is said at ``adapt``: the release
+#: noise and the source's sample size inflate the class separation more than twofold, and the probabilities rest
+#: on that stated correction.
+FAR_TEMPERATURE = 0.5
 
+
+def calibration_warning(method: str, model: Any) -> str | None:
+    """One line when ``method``'s probabilities are known to be badly calibrated (:data:`KNOWN_MISCALIBRATED`),
+    naming this model's stated temperature when it is far from 1 (:data:`FAR_TEMPERATURE`); else ``None``."""
+    words = KNOWN_MISCALIBRATED.get(method)
+    if not words:
+        return None
+    details = getattr(model, "details", None)
+    t = details.get("temperature") if isinstance(details, dict) else None
+    far = "" if t is None or float(t) >= FAR_TEMPERATURE else (
+        f"; this model's stated temperature is {float(t):.2f}: the release noise and the source's sample size inflate "
+        f"its class separation {1 / float(t):.1f}-fold, and its probabilities rest on that correction")
+    return (f"{method}: {words}{far}; rank by these probabilities, but check calibration before acting on them "
+            "(dpadapt score on labelled rows)")
 
 def source_prior_of(estimator, K: int) -> np.ndarray | None:
     """The class prior the estimator's ``predict_proba`` is for: a SoundModel's ``details`` (the target prior it

@@ -104,9 +104,8 @@ def _em_weighted(P: np.ndarray, source_prior: np.ndarray, weights: np.ndarray, *
     prior = np.tile(source_prior, (weights.shape[0], 1))
     total = weights.sum(axis=1, keepdims=True)
     for _ in range(max_iter):
-        post = ratio_base[None, :, :] * prior[:, None, :]
-        post /= post.sum(axis=2, keepdims=True)
-        new = _normalised_rows(np.einsum("bn,bnk->bk", weights, post) / total)
+        # Σ_n w_bn·post_bnk with post_bnk = r_nk·π_bk / Σ_j r_nj·π_bj, as two matrix products (no (B, n, K) array)
+        new = _normalised_rows(prior * ((weights / (prior @ ratio_base.T)) @ ratio_base) / total)
         moved = float(np.abs(new - prior).sum(axis=1).max())
         prior = new
         if moved < tol:

@@ -126,9 +126,10 @@ def run_resumable(jobs: Sequence[tuple[BenchTask, int]], out: str | Path) -> lis
     """
     out = Path(out)
     rows = load_rows(out) if out.exists() else []
-    done = {(r["task"], r["method"], r["mode"], r["seed"]) for r in rows if r.get("error") is None}
+    # ε is part of a run's identity: one task name and mode run at several ε (e.g. every private ε is mode "sound")
+    done = {(r["task"], r["method"], r["mode"], float(r["epsilon_target"]), r["seed"]) for r in rows if r.get("error") is None}
     for task, seed in jobs:
-        if (task.task, task.method, task.mode, seed) in done:
+        if (task.task, task.method, task.mode, float(task.epsilon), seed) in done:
             continue
         row = run_task(task, seed)
         rows.append(row)

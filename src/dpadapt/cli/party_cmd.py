@@ -561,15 +561,14 @@ class CalibrationWarning(UserWarning):
 
 
 def warn_calibration(method: str, model: Any) -> None:
-    """A one-line warning when the method's probabilities are known to be badly calibrated (:data:`decision.KNOWN_MISCALIBRATED`)."""
+    """A one-line warning when the method's probabilities are known to be badly calibrated (:func:`decision.calibration_warning`)."""
     import warnings
 
-    from dpadapt.decision import KNOWN_MISCALIBRATED
+    from dpadapt.decision import calibration_warning
 
-    words = KNOWN_MISCALIBRATED.get(method)
-    if words:
-        warnings.warn(f"{method}: {words}; rank by these probabilities, but check calibration before acting on them "
-                      "(dpadapt score on labelled rows)", CalibrationWarning, stacklevel=2)
+    line = calibration_warning(method, model)
+    if line:
+        warnings.warn(line, CalibrationWarning, stacklevel=2)
 
 
 def release_sources(releases: list[Release]) -> list[dict[str, Any]]:

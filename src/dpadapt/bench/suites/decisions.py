@@ -1,6 +1,7 @@
 """``dpadapt bench decisions``: calibration, the target's prevalence and decision rules.
 
-One task per pair × estimator × ε (PhysioNet 2012 unit pairs, the Heart pairs where present). A run fits the
+One task per pair × estimator × ε (PhysioNet 2012 unit pairs, the four three-units → one-unit cases, the Heart
+pairs where present, and :data:`SYNTHETIC_PAIRS`, a synthetic family with a known, swept prior shift). A run fits the
 estimator on the source with the receiver's unlabelled rows, then scores on the target rows (labels for
 scoring only), for every candidate of ``benchmarks/decisions/README.md``: calibration (SoundDA: the
 stated temperature or the released scores) × prevalence estimator (EM, mean posterior, source prior). Per
@@ -13,6 +14,8 @@ defaults. With ``--out`` the report writes ``decisions-*.md`` tables and ``relia
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 import warnings
 from collections.abc import Sequence
@@ -22,7 +25,9 @@ from scipy.special import logsumexp
 
 from dpadapt import prevalence as prev
 from dpadapt.bench.registry import BenchTask, RunOutcome, register_suite
-from dpadapt.bench.suites.sound_rows import HEART_PAIRS, PHYSIONET_PAIRS, ROWS, PairSpec, Problem
+from dpadapt.bench.suites.sound_rows import (HEART_PAIRS, PHYSIONET, PHYSIONET_PAIRS, PHYSIONET_UNITS, ROWS, PairSpec,
+                                              Problem, _physionet_unit)
+from dpadapt.datasets import DomainPair
 from dpadapt.metrics import calibration_line, expected_calibration_error, roc_auc
 
 EPSILONS: tuple[float, ...] = (1.0, 4.0)
@@ -31,6 +36,75 @@ ESTIMATORS: tuple[str, ...] = ("sound", "sound-scores", "dpot-cs", "dp-ncm", "dp
 SCORE_CALIBRATION, SCORE_PREVALENCE = "platt", "mean"
 PREVALENCE = prev.METHODS
 N_BOOT = 100
+
+#: The synthetic family: two classes of ``SYNTHETIC_D``-dimensional unit-variance Gaussians whose means are
+#: ``SYNTHETIC_SEPARATION`` apart (Mahalanobis; ROC-AUC of the Bayes posterior Φ(Δ/√2) ≈ 0.92), the same in
+#: source and target (pure label shift: the Bayes posterior at the target's prior is calibrated by construction).
+#: Source: ``SYNTHETIC_N`` rows at positive rate ``SYNTHETIC_SOURCE_RATE``; target: ``SYNTHETIC_N`` rows at each
+#: rate of ``SYNTHETIC_TARGET_RATES``. The rows are drawn once per pair from a public seed (fresh noise per run).
+SYNTHETIC = "synthetic"
+SYNTHETIC_D, SYNTHETIC_SEPARATION, SYNTHETIC_N, SYNTHETIC_SOURCE_RATE = 10, 2.0, 2000, 0.3
+SYNTHETIC_TARGET_RATES: tuple[float, ...] = (0.02, 0.05, 0.1, 0.2, 0.4, 0.6)
+SYNTHETIC_SEED = 36
+
+
+@dataclasses.dataclass(frozen=True)
+class SyntheticShift(PairSpec):
+    """A pair of the synthetic family: source rate ``source``, target rate ``target`` (decimal strings)."""
+
+    @property
+    def task(self) -> str:
+        return f"{SYNTHETIC}:{self.source}->{self.target}"
+
+    def available(self) -> bool:
+        return True
+
+    def load(self) -> DomainPair:
+        return _synthetic_pair(float(self.source), float(self.target))
+
+
+@functools.lru_cache(maxsize=8)
+def _synthetic_pair(source_rate: float, target_rate: float) -> DomainPair:
+    rng = np.random.default_rng([SYNTHETIC_SEED, round(1000 * source_rate), round(1000 * target_rate)])
+    mu = np.full(SYNTHETIC_D, SYNTHETIC_SEPARATION / 2.0 / math.sqrt(SYNTHETIC_D))
+
+    def draw(rate: float) -> tuple[np.ndarray, np.ndarray]:
+        y = (rng.random(SYNTHETIC_N) < rate).astype(np.int64)
+        return rng.normal(size=(SYNTHETIC_N, SYNTHETIC_D)) + np.where(y[:, None] == 1, mu, -mu), y
+
+    (Xs, ys), (Xt, yt) = draw(source_rate), draw(target_rate)
+    return DomainPair(Xs=Xs, ys=ys, Xt=Xt, yt=yt, Xt_test=Xt, yt_test=yt, name=f"{source_rate}->{target_rate}",
+                      dataset=SYNTHETIC, n_classes=2)
+
+
+SYNTHETIC_PAIRS: tuple[PairSpec, ...] = tuple(SyntheticShift(SYNTHETIC, f"{SYNTHETIC_SOURCE_RATE:g}", f"{r:g}", "dev")
+                                              for r in SYNTHETIC_TARGET_RATES)
+
+
+@dataclasses.dataclass(frozen=True)
+class PooledUnits(PairSpec):
+    """PhysioNet 2012: the three other units' rows pooled as one source (``source`` = "a+b+c") → one unit."""
+
+    def available(self) -> bool:
+        return all(PairSpec(PHYSIONET, u, self.target, self.split).available() for u in self.source.split("+"))
+
+    def load(self) -> DomainPair:
+        return _pooled_pair(self.source, self.target)
+
+
+@functools.lru_cache(maxsize=4)
+def _pooled_pair(sources: str, target: str) -> DomainPair:
+    parts = [_physionet_unit(u) for u in sources.split("+")]
+    t = _physionet_unit(target)
+    Xs = np.vstack([np.asarray(p.X) for p in parts])
+    ys = np.concatenate([np.asarray(p.y) for p in parts])
+    return DomainPair(Xs=Xs, ys=ys, Xt=t.X, yt=t.y, Xt_test=t.X, yt_test=t.y, name=f"{sources}->{target}",
+                      dataset=PHYSIONET, n_classes=2)
+
+
+#: The four three-units → one-unit cases of PhysioNet 2012 (development).
+POOLED_PAIRS: tuple[PairSpec, ...] = tuple(PooledUnits(PHYSIONET, "+".join(u for u in PHYSIONET_UNITS if u != t), t, "dev")
+                                           for t in PHYSIONET_UNITS)
 
 
 def source_probabilities(model, X) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -177,10 +251,23 @@ def _write_report(rows, out):
     return write_report(rows, out)
 
 
+def write_report_for(rows, out):
+    """The suite's tables for a slice of it (``benchmarks/decisions/run_decisions.py``), at the chosen defaults."""
+    from dpadapt.bench.suites.decisions_report import write_report
+    from dpadapt.sound.calibrate import CALIBRATION, PREVALENCE
+
+    return write_report(rows, out, selected=(CALIBRATION, PREVALENCE))
+
+
+def all_pairs() -> list[PairSpec]:
+    """Every pair of the suite that can be loaded here."""
+    return [p for p in (*PHYSIONET_PAIRS, *HEART_PAIRS, *POOLED_PAIRS, *SYNTHETIC_PAIRS) if p.available()]
+
+
 @register_suite("decisions", "calibration, target prevalence with interval, decision rules vs an oracle threshold "
-                "(PhysioNet 2012 pairs, Heart)", report=_write_report)
+                "(PhysioNet 2012 pairs and 3 → 1 cases, Heart, a synthetic known-shift family)", report=_write_report)
 def build(quick: bool, epsilons=None) -> list[BenchTask]:
-    pairs = [p for p in (*PHYSIONET_PAIRS, *HEART_PAIRS) if p.available()]
+    pairs = all_pairs()
     if quick:
         pairs = pairs[:2]
     return tasks_for(pairs, tuple(epsilons) if epsilons else ((1.0,) if quick else EPSILONS))

@@ -81,12 +81,21 @@ def _table(rows, title: str, cols: list[tuple[str, str]], cal_of, prev: str) -> 
     return out
 
 
-def summary(rows, cal_of, prev: str) -> list[str]:
-    """Per estimator × ε, over the PhysioNet pairs: the done-when numbers."""
+def _unit_pair(task: str) -> bool:
+    """One of the 12 PhysioNet unit pairs (not a three-units → one-unit case)."""
+    return task.startswith("physionet") and "+" not in task
+
+
+def _pooled(task: str) -> bool:
+    return task.startswith("physionet") and "+" in task
+
+
+def summary(rows, cal_of, prev: str, which=_unit_pair) -> list[str]:
+    """Per estimator × ε, over the tasks ``which`` keeps (the 12 PhysioNet pairs): the done-when numbers."""
     cells = _cells(rows)
     groups: dict[tuple, list] = defaultdict(list)
     for (method, task, e), rs in cells.items():
-        if task.startswith("physionet"):
+        if which(task):
             groups[(method, e)].append(rs)
     out = ["| estimator | ε | pairs | prevalence MAE | 90 % coverage | calibrated pairs | mean slope | mean ECE | "
            "balanced BA | best BA − balanced BA (max) | best acc − predict acc (max) | max |mean p − rate| | AUC |",
@@ -102,6 +111,50 @@ def summary(rows, cal_of, prev: str) -> list[str]:
                    f"{100 * np.mean(m['balanced_ba']):.1f} | {100 * np.max(np.subtract(m['best_ba'], m['balanced_ba'])):.1f} | "
                    f"{100 * np.max(np.subtract(m['best_accuracy'], m['accuracy'])):.1f} | "
                    f"{np.max(np.abs(np.subtract(m['mean_p'], m['true_rate']))):.3f} | {np.mean(m['auc']):.3f} |")
+    return out
+
+
+def done_when_counts(rows, cal_of, prev: str, which=_unit_pair) -> list[str]:
+    """Per estimator × ε: in how many pairs each per-pair criterion of the issue is met (means over seeds)."""
+    groups: dict[tuple, list] = defaultdict(list)
+    for (method, task, e), rs in _cells(rows).items():
+        if which(task):
+            groups[(method, e)].append(rs)
+    out = ["| estimator | ε | pairs | seeds (min) | balanced BA within 2 points of the best | predict acc within 2 points of the "
+           "best | mean p within 0.05 of the rate | calibrated (slope 0.7–1.4, ECE ≤ 0.05) |", "|---|---|---|---|---|---|---|---|"]
+    for (method, e), cell_list in sorted(groups.items(), key=lambda kv: (kv[0][0], -kv[0][1])):
+        p = f"{cal_of(method)}|{prev}|"
+        m = {k: np.array([_mean(rs, p + k) for rs in cell_list]) for k in
+             ("balanced_ba", "best_ba", "accuracy", "best_accuracy", "mean_p", "true_rate", "slope", "ece")}
+        n = len(cell_list)
+        out.append(f"| {method} | {_eps(e)} | {n} | {min(len(rs) for rs in cell_list)} | "
+                   f"{int(np.sum(m['best_ba'] - m['balanced_ba'] <= 0.02))}/{n} | "
+                   f"{int(np.sum(m['best_accuracy'] - m['accuracy'] <= 0.02))}/{n} | "
+                   f"{int(np.sum(np.abs(m['mean_p'] - m['true_rate']) <= 0.05))}/{n} | "
+                   f"{sum(_calibrated(a, b) for a, b in zip(m['slope'], m['ece']))}/{n} |")
+    return out
+
+
+def synthetic_sweep(rows, cal_of) -> list[str]:
+    """The synthetic family: per estimator × ε, the absolute error of each prevalence estimator at each target rate
+    (mean over seeds) and its largest over the sweep; the done-when is ≤ 0.05 across the sweep at ε = 4."""
+    cells = {k: v for k, v in _cells(rows).items() if k[1].startswith("synthetic:")}
+    rates = sorted({float(task.rsplit("->", 1)[1]) for _, task, _ in cells})
+    out = ["| estimator | ε | prevalence | " + " | ".join(f"{r:g}" for r in rates) + " | max | 90 % coverage | mean slope | seeds |",
+           "|---|---|---|" + "---|" * (len(rates) + 4)]
+    for method, e in sorted({(m, e) for m, _, e in cells}, key=lambda k: (k[0], -k[1])):
+        for prev in PREVALENCES:
+            key = f"{cal_of(method)}|{prev}|"
+            errs, cov, slope = [], [], []
+            for r in rates:
+                rs = next((v for (m, task, ee), v in cells.items() if m == method and ee == e and
+                           float(task.rsplit("->", 1)[1]) == r), [])
+                errs.append(_mean(rs, key + "abs_error"))
+                cov.append(_mean(rs, key + "covered"))
+                slope.append(_mean(rs, key + "slope"))
+            n = min((len(v) for (m, _, ee), v in cells.items() if m == method and ee == e), default=0)
+            out.append(f"| {method} | {_eps(e)} | {prev} | " + " | ".join(f"{x:.3f}" for x in errs) +
+                       f" | **{np.nanmax(errs):.3f}** | {np.nanmean(cov):.2f} | {np.nanmean(slope):.2f} | {n} |")
     return out
 
 
@@ -128,7 +181,8 @@ def reliability_figure(rows, path: Path, cal_of) -> Path:
         ax.set_title(f"{method} ({cal_of(method)}): target rows pooled", fontsize=9)
         ax.set_xlabel("predicted probability of death")
         ax.set_ylabel("observed rate")
-        ax.legend(fontsize=8)
+        if by_eps:
+            ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -156,8 +210,14 @@ def score_selection(rows: list[dict[str, Any]]) -> tuple[list[str], tuple[str, s
     return lines, (cal, m)
 
 
-def write_report(rows: list[dict[str, Any]], out: Path) -> list[Path]:
+def write_report(rows: list[dict[str, Any]], out: Path, selected: tuple[str, str] | None = None) -> list[Path]:
+    """The tables and the figure; ``selected`` (calibration, prevalence) fixes the candidates the tables show (the
+    defaults already chosen) instead of applying the rule to ``rows`` (which is still tabulated)."""
     sel, (chosen_cal, prev) = selection(rows)
+    if selected is not None:
+        chosen_cal, prev = selected
+        sel = [*sel, "", f"Tables below: the defaults as chosen (calibration **{chosen_cal}**, prevalence **{prev}**), "
+                         "not re-selected on these rows."]
 
     def cal_of(method: str) -> str:
         return chosen_cal if method == "sound" else "none"
@@ -172,6 +232,12 @@ def write_report(rows: list[dict[str, Any]], out: Path) -> list[Path]:
     text = ["# decisions suite", "", "## Selection (SoundDA, development cells)", "", *sel, "",
             f"## Summary over the PhysioNet pairs (selected: SoundDA calibration {chosen_cal}, prevalence {prev})", "",
             *summary(rows, cal_of, prev), "",
+            "### Per-pair criteria of the issue: pairs meeting each (PhysioNet pairs)", "",
+            *done_when_counts(rows, cal_of, prev), "",
+            *([f"## Summary over the four three-units → one-unit cases (selected: as above)", "",
+               *summary(rows, cal_of, prev, _pooled), ""] if any(_pooled(r["task"]) for r in rows) else []),
+            *(["## The synthetic family: absolute error of the estimated target positive rate (mean over seeds)", "",
+               *synthetic_sweep(rows, cal_of), ""] if any(r["task"].startswith("synthetic:") for r in rows) else []),
             *_table(rows, "Every cell (selected candidates; mean over seeds)", cols, cal_of, prev), ""]
     if any(r.get("method") == "sound-scores" for r in rows):
         score_sel, (score_cal, score_prev) = score_selection(rows)
