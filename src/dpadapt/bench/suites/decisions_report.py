@@ -41,6 +41,8 @@ def candidate_scores(rows: list[dict[str, Any]], method: str, calibrations, prev
     cells = {k: v for k, v in _cells(rows).items() if k[0] == method and (k[2] in (1.0, 4.0) or not math.isfinite(k[2]))}
     lines = ["| calibration | prevalence | calibrated cells | mean ECE | prevalence MAE | 90 % coverage |", "|---|---|---|---|---|---|"]
     score = {}
+    if not cells:  # no rows of this method (a suite run without it): nothing to select on
+        return lines, score
     for cal in calibrations:
         for m in prevalences:
             key = f"{cal}|{m}|"
