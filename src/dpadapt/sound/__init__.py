@@ -55,15 +55,22 @@ class NoiseDominatedWarning(UserWarning):
     """The released statistics are mostly noise: the adapted model will be near the prior."""
 
 
-def request(Xt, config: Config, n_sources) -> Release:
-    """(a) The receiver's request for sources of sizes ``n_sources`` (an int or a list), as a Release to send."""
+def request(Xt, config: Config, n_sources, *, client=None, label_column: str | None = "y") -> Release:
+    """(a) The receiver's request for sources of sizes ``n_sources`` (an int or a list), as a Release to send.
+
+    ``Xt``: the receiver's rows in memory (dense or sparse), or on a Dask cluster — a ``dask.array``, a
+    ``dask.dataframe`` or the path of a partitioned Parquet dataset (``label_column``, if present, is not a
+    feature) — whose map detection, basis (Dask's randomized SVD) and gap statistic run on the workers of
+    ``client`` (default: the current scheduler)."""
     sizes = [int(n_sources)] if np.isscalar(n_sources) else [int(n) for n in n_sources]
     classes = config.required_classes() if config.private else config.classes
     if classes is None:
         raise api.ConfigError("classes= must be given: the request names the public label set")
     facts = rule.Facts(tuple(classes), tuple(source_facts(config, n) for n in sizes))
-    return rule.design(check_features(Xt, "Xt (target)", allow_sparse=True), facts, feature_type=config.feature_type,
-                       kind=config.design).to_release()
+    if not _on_cluster(Xt):
+        Xt = check_features(Xt, "Xt (target)", allow_sparse=True)
+    return rule.design(Xt, facts, feature_type=config.feature_type, kind=config.design, client=client,
+                       label_column=label_column).to_release()
 
 
 def plan(config: Config, facts: dict) -> Plan:
