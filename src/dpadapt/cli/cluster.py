@@ -18,7 +18,6 @@ from collections.abc import Iterator
 from typing import Any
 
 from dpadapt.io import Table
-from dpadapt.stream.dask_engine import parquet_files
 
 
 def add_cluster_arguments(p: argparse.ArgumentParser,
@@ -37,6 +36,8 @@ class ParquetDataset(Table):
 
     def __init__(self, path: str, label_column: str = "y"):
         import pyarrow.parquet as pq
+
+        from dpadapt.stream.dask_engine import parquet_files
 
         self.path, self.label_column, self.files = path, label_column, parquet_files(path)
         names = pq.read_schema(self.files[0]).names
