@@ -49,6 +49,7 @@ from dpadapt.privacy import accounting
 from dpadapt.privacy.mechanisms import CLASS_MOMENT_SENSITIVITY, CLASS_STATISTICS_SENSITIVITY, public_gaussian_matrix
 from dpadapt.sound.request import Request, SourceFacts
 from dpadapt.sound.spaces import RowMap
+from dpadapt.stream.dask_engine import on_cluster
 
 DESIGNS = ("prototypes", "discriminant")
 #: Below this within-cluster scatter ratio (data / Gaussian reference) the receiver's rows are clusters.
@@ -168,7 +169,7 @@ def design(Xt, facts: Facts, *, feature_type: str = "auto", kind: str = "auto", 
     :func:`_summary_on_cluster`); ``kind`` fixes the post-processing (:data:`DESIGNS`) instead of the gap
     statistic (``"auto"``)."""
     K = len(facts.classes)
-    summarise = _summary_on_cluster if _on_cluster(Xt) else _summary
+    summarise = _summary_on_cluster if on_cluster(Xt) else _summary
     log1p, d, mean, components, spectrum, Z = summarise(Xt, K, feature_type, client=client, label_column=label_column)
     ratio = cluster_ratio(Z, K)
     if kind == "auto":
@@ -200,12 +201,6 @@ def _summary(Xt, K: int, feature_type: str, **_) -> tuple:
     mean, components, spectrum = _spectrum(M, _top(*M.shape))
     kc = min(2 * K, components.shape[1])
     return log1p, M.shape[1], mean, components, spectrum, RowMap(False, mean, components[:, :kc])(M)
-
-
-def _on_cluster(Xt) -> bool:
-    from dpadapt.stream.dask_engine import is_dask_collection, is_parquet_dataset
-
-    return is_dask_collection(Xt) or is_parquet_dataset(Xt)
 
 
 def _summary_on_cluster(Xt, K: int, feature_type: str, *, client=None, label_column: str | None = "y") -> tuple:

@@ -60,6 +60,11 @@ def parquet_files(path) -> list[str]:
     return [os.path.abspath(f) for f in files]
 
 
+def on_cluster(X) -> bool:
+    """Rows read on a Dask cluster: a Dask collection or the path of a partitioned Parquet dataset."""
+    return is_dask_collection(X) or is_parquet_dataset(X)
+
+
 def read_parquet(path, label_column: str = "y"):
     """A partitioned Parquet dataset (a directory or a glob) as a ``dask.dataframe``, one partition per file piece."""
     import dask.dataframe as dd
