@@ -22,10 +22,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-from dpadapt.stream.dask_engine import compute, compute_all, is_dask_collection, is_parquet_dataset, parquet_files
+from dpadapt.stream.dask_engine import compute, compute_all, is_parquet_dataset, parquet_files
 
-#: Power steps of the randomized SVD (each two passes over the rows); the in-memory basis makes 4 passes
-#: (:data:`dpadapt.stream.basis.BASIS_PASSES`), this 2·(2 + 1) + 1 for the mean.
+#: Power steps of the randomized SVD (each two passes over the rows): the request reads the rows about nine times
+#: (the map detection, the mean, 2·(2 + 1) for the SVD, the spectrum); the in-memory basis makes 4 passes
+#: (:data:`dpadapt.stream.basis.BASIS_PASSES`) of a block Krylov method, which Dask does not provide.
 POWER_ITERATIONS = 2
 
 
@@ -124,4 +125,4 @@ def spectrum_and_sample(M, mean: np.ndarray, components: np.ndarray, row_map: Ca
     return variances / n, Z
 
 
-__all__ = ["feature_rows", "is_counts", "is_dask_collection", "mapped", "principal_basis", "spectrum_and_sample"]
+__all__ = ["feature_rows", "is_counts", "mapped", "principal_basis", "spectrum_and_sample"]
