@@ -338,3 +338,16 @@ def test_a_row_whose_norm_overflows_is_mapped_to_its_direction_not_zeroed():
               row_map(sp.csr_matrix(X), False).toarray(), project(sp.csr_matrix(X), None, None).toarray()):
         np.testing.assert_allclose(np.linalg.norm(M, axis=1), [1.0, 1.0, 0.0], atol=1e-12)
         np.testing.assert_allclose(M[0], [2**-0.5, 2**-0.5, 0.0])
+
+
+def test_import_of_the_sound_route_leaves_the_heavy_optional_packages_unimported():
+    """``import dpadapt.sound`` (the library's default route) imports neither the deep-learning stack nor Dask: a
+    cluster's pieces (:mod:`dpadapt.stream.dask_engine`, :mod:`dpadapt.stream.dask_basis`) import Dask when used."""
+    import json
+    import subprocess
+    import sys
+
+    heavy = ("torch", "dask", "distributed", "ot", "opacus", "skada", "matplotlib")
+    probe = f"import json, sys, dpadapt.sound; print(json.dumps([m for m in {heavy!r} if m in sys.modules]))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120)
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []

@@ -113,9 +113,49 @@ def test_the_private_cluster_release_draws_one_gaussian_in_the_caller(client, da
     assert rel["sums"].shape == exact["sums"].shape
 
 
-def test_cli_two_party_flow_with_a_local_cluster(tmp_path, data, monkeypatch, capsys):
-    """The receiver's request, the source's release of a Parquet directory summed by `--workers 2`, the receiver's
-    model; the ledger charges the release once, as for a file."""
+def _assert_same_design(there, here):
+    """The discrete decisions equal; the basis the same subspace (its signs may differ), the spectrum the same."""
+    for what in ("log1p", "statistics", "k", "n_features"):
+        assert getattr(there, what) == getattr(here, what), what
+    assert there.design["design"] == here.design["design"]
+    np.testing.assert_allclose(there.design["cluster_ratio"], here.design["cluster_ratio"], rtol=1e-6)
+    np.testing.assert_allclose(there.design["spectrum_head"], here.design["spectrum_head"], rtol=1e-6, atol=1e-12)
+    np.testing.assert_allclose(there.mean, here.mean, atol=1e-12)
+    projector = here.components @ here.components.T
+    np.testing.assert_allclose(there.components @ there.components.T, projector, atol=1e-6)
+
+
+def test_the_receivers_request_on_the_cluster_equals_the_in_memory_one(client, data, tmp_path):
+    """The map detection, the gap statistic and the basis (Dask's randomized SVD) of the receiver's rows on a
+    2-worker cluster: a dask.array of real-valued rows and a Parquet directory of counts (log1p detected)."""
+    import dask.array as da
+    import pandas as pd
+
+    X, y = data
+    config = sound.Config(epsilon=1.0, classes=tuple(range(K)))
+    Xt = X[:900] + 0.2
+    here = Request.from_release(sound.request(Xt, config, N))
+    there = Request.from_release(sound.request(da.from_array(Xt, chunks=(250, 4)), config, N, client=client))
+    _assert_same_design(there, here)
+    counts = np.random.default_rng(2).poisson(np.exp(X[10:910] / 3))  # (row 5 is the overflow row)
+    (tmp_path / "t").mkdir()
+    frame = pd.DataFrame(counts, columns=[f"f{j}" for j in range(D)]).assign(y=y[:900])
+    for i, part in enumerate(np.array_split(np.arange(900), 3)):
+        frame.iloc[part].to_parquet(tmp_path / "t" / f"part-{i}.parquet")
+    here = Request.from_release(sound.request(counts, config, N))
+    there = Request.from_release(sound.request(tmp_path / "t", config, N, client=client, label_column="y"))
+    assert here.log1p and there.log1p
+    _assert_same_design(there, here)
+    bad = Xt.copy()
+    bad[3, 2] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        sound.request(da.from_array(bad, chunks=(250, D)), config, N, client=client)
+
+
+def test_cli_two_party_flow_with_a_local_cluster(client, tmp_path, data, monkeypatch, capsys):
+    """The receiver's request of a Parquet directory on a running cluster (`--scheduler`), the source's release of a
+    Parquet directory summed by `--workers 2`, the receiver's model; the class-statistics release (`release dpot
+    --scheduler`) of the same directory; the ledger charges each release once, as for a file."""
     import pandas as pd
 
     from dpadapt.cli.main import main
@@ -130,10 +170,15 @@ def test_cli_two_party_flow_with_a_local_cluster(tmp_path, data, monkeypatch, ca
     from dpadapt.io import save_table
 
     save_table(tmp_path / "t.npz", X[:400] + 0.2, y[:400])
+    (tmp_path / "tq").mkdir()
+    for i, part in enumerate(np.array_split(np.arange(400), 2)):
+        (frame.iloc[part] + 0.2).to_parquet(tmp_path / "tq" / f"part-{i}.parquet")
     ledger = ["--ledger", str(tmp_path / "l.sqlite"), "--dataset-id", "s"]
+    scheduler = ["--scheduler", client.scheduler.address]
     assert main(["budget", "set", "--party", "source", "--epsilon", "5", "--delta", "1e-3", *ledger]) == 0
-    assert main(["request", "--data", "t.npz", "--classes", "0,1,2", "--n-source", str(N), "--epsilon", "1", "--delta",
-                 "1e-5", "--declare-public", "--out", "q.release"]) == 0
+    assert main(["request", "--data", "tq", "--classes", "0,1,2", "--n-source", str(N), "--epsilon", "1", "--delta",
+                 "1e-5", "--declare-public", "--out", "q.release", *scheduler]) == 0
+    assert "connected to the Dask cluster" in capsys.readouterr().err
     assert main(["release", "sound", "--classes", "0,1,2", "--data", "src", "--request", "q.release", "--epsilon", "1", "--delta", "1e-5",
                  "--out", "s.release", "--workers", "2", *ledger]) == 0
     assert "local Dask cluster of 2" in capsys.readouterr().err
@@ -144,8 +189,18 @@ def test_cli_two_party_flow_with_a_local_cluster(tmp_path, data, monkeypatch, ca
     from dpadapt.release import Release
 
     assert Release.load("s.release").params["n_source"] == N
+    assert main(["basis", "--data", "t.npz", "--k", "3", "--out", "b.release"]) == 0
+    assert main(["release", "dpot", "--n-classes", "3", "--data", "src", "--basis", "b.release", "--epsilon", "1",
+                 "--delta", "1e-5", "--out", "d.release", *scheduler, *ledger]) == 0
+    assert len(Ledger(tmp_path / "l.sqlite").history("source", "s")) == 2
+    assert Release.load("d.release")["sums"].shape == (K, 3)
     capsys.readouterr()
     assert main(["release", "sound", "--classes", "0,1,2", "--data", "t.npz", "--request", "q.release", "--epsilon", "1", "--delta", "1e-5",
                  "--out", "x.release", "--workers", "2", *ledger]) != 0  # one file is read here, chunk by chunk
     assert "Parquet dataset" in capsys.readouterr().err
-    assert len(Ledger(tmp_path / "l.sqlite").history("source", "s")) == 1
+    (tmp_path / "bad").mkdir()
+    frame.assign(y=np.where(np.arange(N) == 7, 9, y)).to_parquet(tmp_path / "bad" / "part-0.parquet")
+    assert main(["release", "dpot", "--n-classes", "3", "--data", "bad", "--basis", "b.release", "--epsilon", "1",
+                 "--delta", "1e-5", "--out", "e.release", *scheduler, *ledger]) != 0  # a label outside the set, on a worker
+    states = [e.state for e in Ledger(tmp_path / "l.sqlite").history("source", "s")]
+    assert states == ["committed", "committed", "aborted"]  # the refused release is refunded: no noise was drawn

@@ -266,3 +266,34 @@ def test_chunked_class_moment_sums_equal_in_memory_and_draw_one_gaussian(rng, mo
         np.testing.assert_allclose(a, b, atol=1e-9)
     assert chunked.event == whole.event
     np.testing.assert_array_equal(chunked.second, chunked.second.T)
+
+
+def test_a_chunk_is_mapped_in_blocks_same_sums_and_bounded_temporaries(monkeypatch):
+    """A large chunk is mapped in blocks of ``MAP_BYTES``: the sums equal those of one block, and the temporaries
+    (mapped rows, their projection) stay a few blocks, not a few chunks (the whole chunk mapped at once took 3×)."""
+    import tracemalloc
+
+    from dpadapt.stream import sums
+
+    rng = np.random.default_rng(0)
+    n, d, K = 40_000, 64, 4
+    X, y = rng.normal(size=(n, d)), rng.integers(0, K, n)
+    components = np.linalg.qr(rng.normal(size=(d, d)))[0]
+    row_map = sums.RowMap(False, rng.normal(size=d) / 20, components)
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    tracemalloc.reset_peak()
+    blocked = sums.ClassMomentSums(tuple(range(K)), row_map).add(X, y)
+    extra = tracemalloc.get_traced_memory()[1] - before
+    tracemalloc.stop()
+    assert extra < 4 * sums.MAP_BYTES < X.nbytes, f"mapping a {X.nbytes / 1e6:.0f} MB chunk took {extra / 1e6:.0f} MB more"
+    monkeypatch.setattr(sums, "MAP_BYTES", X.nbytes + 1)  # one block: the whole chunk at once
+    whole = sums.ClassMomentSums(tuple(range(K)), row_map).add(X, y)
+    assert blocked.n_rows == whole.n_rows == n
+    for a, b in ((blocked.sums, whole.sums), (blocked.counts, whole.counts), (blocked.second, whole.second)):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10)
+    monkeypatch.setattr(sums, "MAP_BYTES", 8 * d * 7)  # 7-row blocks: a label outside the set in a later block
+    y_bad = y.copy()
+    y_bad[-1] = K
+    with pytest.raises(ValueError, match="not in the public label set"):
+        sums.ClassSums(tuple(range(K)), row_map).add(X[:100], y_bad[-100:])

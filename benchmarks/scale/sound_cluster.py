@@ -62,9 +62,9 @@ def on_dask(n: int):
     import dask
     import dask.array as da
 
-    sizes = _sizes(n)
-    xs = [da.from_delayed(dask.delayed(lambda i=i, r=r: block(i, r)[0])(), (r, D), float) for i, r in enumerate(sizes)]
-    ys = [da.from_delayed(dask.delayed(lambda i=i, r=r: block(i, r)[1])(), (r,), np.int64) for i, r in enumerate(sizes)]
+    made = [(dask.delayed(block, nout=2, pure=True)(i, r), r) for i, r in enumerate(_sizes(n))]  # one task a block
+    xs = [da.from_delayed(b[0], (r, D), float) for b, r in made]
+    ys = [da.from_delayed(b[1], (r,), np.int64) for b, r in made]
     return da.concatenate(xs), da.concatenate(ys)
 
 

@@ -13,32 +13,20 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 from dpadapt.io import Table
 
 
-def add_cluster_arguments(p: argparse.ArgumentParser) -> None:
+def add_cluster_arguments(p: argparse.ArgumentParser,
+                          work: str = "sum a Parquet dataset (--data DIR or 'glob*.parquet')") -> None:
+    """``--scheduler ADDRESS`` / ``--workers N`` (one or the other) for a command that does ``work`` on a cluster."""
     group = p.add_mutually_exclusive_group()
-    group.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                       help="sum a Parquet dataset (--data DIR or 'glob*.parquet') on this running Dask cluster")
+    group.add_argument("--scheduler", default=None, metavar="ADDRESS", help=f"{work} on this running Dask cluster")
     group.add_argument("--workers", type=int, default=None, metavar="N",
                        help="start a local Dask cluster of N worker processes for this command (stopped after)")
-
-
-def parquet_files(path: str) -> list[str]:
-    """The Parquet files of a dataset path (a directory, or a glob), sorted; an empty dataset is an error."""
-    import glob
-
-    files = (sorted(str(p) for p in Path(path).rglob("*.parquet")) if os.path.isdir(path) else sorted(glob.glob(path)))
-    if not files:
-        what = "is a folder, not a data file, and holds no .parquet file" if os.path.isdir(path) else "matches no file"
-        raise FileNotFoundError(f"{path}: {what}; give a data file, or a folder or glob of a Parquet dataset's files")
-    return files
 
 
 class ParquetDataset(Table):
@@ -48,6 +36,8 @@ class ParquetDataset(Table):
 
     def __init__(self, path: str, label_column: str = "y"):
         import pyarrow.parquet as pq
+
+        from dpadapt.stream.dask_engine import parquet_files
 
         self.path, self.label_column, self.files = path, label_column, parquet_files(path)
         names = pq.read_schema(self.files[0]).names
@@ -73,6 +63,16 @@ class ParquetDataset(Table):
     @property
     def y(self):
         return self._load()[1]
+
+
+def on_cluster(args: argparse.Namespace, table: Any) -> bool:
+    """Whether ``table`` is a Parquet dataset read on a cluster; ``--scheduler`` / ``--workers`` with one file is refused."""
+    if getattr(table, "on_cluster", False):
+        return True
+    if getattr(args, "scheduler", None) or getattr(args, "workers", None):
+        raise ValueError("--scheduler / --workers read a Parquet dataset (--data DIR, or a quoted glob) on a cluster; "
+                         f"{table.path} is one file, read here chunk by chunk")
+    return False
 
 
 @contextlib.contextmanager

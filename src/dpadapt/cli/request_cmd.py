@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 
 from dpadapt.cli.agreement import owner_params
+from dpadapt.cli.cluster import add_cluster_arguments, client, on_cluster
 from dpadapt.cli.config_options import _tuple
 from dpadapt.cli.main import add_command
 from dpadapt.cli.party_cmd import N_FEATURES_PARAM, add_receiver_disclosure, open_receiver_disclosure
@@ -20,7 +21,8 @@ from dpadapt.cli.party_cmd import N_FEATURES_PARAM, add_receiver_disclosure, ope
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p, _ = add_command(sub, "request", __doc__.split("\n\n")[1])
-    p.add_argument("--data", required=True, help="your (receiver's) data file; labels, if any, are not used")
+    p.add_argument("--data", required=True, help="your (receiver's) data file, or a Parquet dataset (a folder or a quoted "
+                   "glob) read on a Dask cluster; labels, if any, are not used")
     p.add_argument("--label-column", default="y", help="label column of a .csv/.parquet file (default y)")
     p.add_argument("--classes", default=None, help="the public label set, comma-separated (a --schema gives it)")
     p.add_argument("--n-source", type=int, action="append", required=True,
@@ -35,6 +37,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--feature-type", default="auto", choices=("auto", "dense", "counts"),
                    help="'auto' (default): log1p exactly when your rows are counts; or declare it")
     add_receiver_disclosure(p, "request file to give the source(s)")
+    add_cluster_arguments(p, "the map detection, the basis and the gap statistic of a Parquet dataset (--data DIR or "
+                             "'glob*.parquet')")
     p.set_defaults(func=run)
 
 
@@ -67,8 +71,12 @@ def run(args: argparse.Namespace) -> int:
                           feature_type=args.feature_type, n_design=design_size(args))
     if not schema_classes:
         args.classes = tuple(classes)
-    release = sound.request(table.X, config, args.n_source)
-    release.params[N_FEATURES_PARAM] = int(table.X.shape[1])
+    if on_cluster(args, table):  # a Parquet dataset: its rows are read on the cluster's workers
+        with client(args) as c:
+            release = sound.request(table.path, config, args.n_source, client=c, label_column=table.label_column)
+    else:
+        release = sound.request(table.X, config, args.n_source)
+    release.params[N_FEATURES_PARAM] = int(table.n_features)
     release.params.update(owner_params(table, args))
     release.save(out)
     d = release.params["design"]

@@ -65,15 +65,22 @@ class NoiseDominatedWarning(UserWarning):
     """The released statistics are mostly noise: the adapted model will be near the prior."""
 
 
-def request(Xt, config: Config, n_sources) -> Release:
-    """(a) The receiver's request for sources of sizes ``n_sources`` (an int or a list), as a Release to send."""
+def request(Xt, config: Config, n_sources, *, client=None, label_column: str | None = "y") -> Release:
+    """(a) The receiver's request for sources of sizes ``n_sources`` (an int or a list), as a Release to send.
+
+    ``Xt``: the receiver's rows in memory (dense or sparse), or on a Dask cluster — a ``dask.array``, a
+    ``dask.dataframe`` or the path of a partitioned Parquet dataset (``label_column``, if present, is not a
+    feature) — whose map detection, basis (Dask's randomized SVD) and gap statistic run on the workers of
+    ``client`` (default: the current scheduler)."""
     sizes = [int(n_sources)] if np.isscalar(n_sources) else [int(n) for n in n_sources]
     classes = config.required_classes() if config.private else config.classes
     if classes is None:
         raise api.ConfigError("classes= must be given: the request names the public label set")
     facts = rule.Facts(tuple(classes), tuple(source_facts(config, n) for n in sizes))
-    return rule.design(check_features(Xt, "Xt (target)", allow_sparse=True), facts, feature_type=config.feature_type,
-                       kind=config.design).to_release()
+    if not dask_engine.on_cluster(Xt):
+        Xt = check_features(Xt, "Xt (target)", allow_sparse=True)
+    return rule.design(Xt, facts, feature_type=config.feature_type, kind=config.design, client=client,
+                       label_column=label_column).to_release()
 
 
 def plan(config: Config, facts: dict) -> Plan:
@@ -150,22 +157,18 @@ def _discriminant(req: Request, st: Statistics, Z) -> tuple:
 POST_PROCESSINGS = {"prototypes": _prototypes, "discriminant": _discriminant}
 
 
-def _on_cluster(Xs) -> bool:
-    return dask_engine.is_dask_collection(Xs) or dask_engine.is_parquet_dataset(Xs)
-
-
 def _n_rows(Xs, label_column: str) -> int:
     """The number of rows of a source: its shape, or (a Dask frame, a Parquet dataset) counted on the cluster."""
     if dask_engine.is_parquet_dataset(Xs):
         Xs = dask_engine.read_parquet(Xs, label_column)
-    return int(Xs.shape[0]) if not hasattr(Xs, "columns") or not _on_cluster(Xs) else int(len(Xs))
+    return int(Xs.shape[0]) if not hasattr(Xs, "columns") or not dask_engine.on_cluster(Xs) else int(len(Xs))
 
 
 def run_parties(config: Config, sources: list[tuple], Xt) -> tuple[Release, list[Release], SoundModel]:
     """All steps in one process: the request, one release per ``(Xs, ys)`` in ``sources`` (fresh noise each),
     the model. A source on a cluster is a Dask array with its labels, or a Dask frame / Parquet dataset with the
     name of its label column as ``ys``; its sums are computed on the current Dask scheduler."""
-    frames = [_on_cluster(Xs) and isinstance(ys, str) for Xs, ys in sources]
+    frames = [dask_engine.on_cluster(Xs) and isinstance(ys, str) for Xs, ys in sources]
     sizes = [_n_rows(Xs, ys if frame else "y") for (Xs, ys), frame in zip(sources, frames)]
     req = request(Xt, config, sizes)
     _, noise = random_streams(config.random_state, reproducible_noise=config.reproducible_noise)
@@ -231,7 +234,7 @@ class SoundDA(ConfigEstimator):
         Xt = check_features(Xt, "Xt (target)", allow_sparse=True)
         sources = []
         for i, (X, y) in enumerate(pairs):
-            if _on_cluster(X):  # summed on the cluster, partition by partition (checked there)
+            if dask_engine.on_cluster(X):  # summed on the cluster, partition by partition (checked there)
                 sources.append((X, y))
                 continue
             X = check_features(X, f"Xs[{i}] (source)", allow_sparse=True)
@@ -242,7 +245,7 @@ class SoundDA(ConfigEstimator):
                 raise ValueError(f"source {i} has {y.shape[0]} labels for {X.shape[0]} rows")
             sources.append((X, y))
         if config.classes is None and not config.private:  # the non-private counterpart may read the labels seen
-            if any(_on_cluster(X) for X, _ in sources):
+            if any(dask_engine.on_cluster(X) for X, _ in sources):
                 raise ValueError("a source on a cluster needs the public label set (classes=...)")
             config = config.replace(classes=tuple(np.unique(np.concatenate([y for _, y in sources])).tolist()))
         self.request_, self.releases_, self.model_ = run_parties(config, sources, Xt)

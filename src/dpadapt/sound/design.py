@@ -49,6 +49,7 @@ from dpadapt.privacy import accounting
 from dpadapt.privacy.mechanisms import CLASS_MOMENT_SENSITIVITY, CLASS_STATISTICS_SENSITIVITY, public_gaussian_matrix
 from dpadapt.sound.request import Request, SourceFacts
 from dpadapt.sound.spaces import RowMap
+from dpadapt.stream.dask_engine import on_cluster
 
 DESIGNS = ("prototypes", "discriminant")
 #: Below this within-cluster scatter ratio (data / Gaussian reference) the receiver's rows are clusters.
@@ -74,6 +75,8 @@ FINISH_ROWS_PER_CLASS = 500
 FINISH_THRESHOLD: float | None = 94.7
 #: The largest basis a request asks for (with or without noise).
 MAX_BASIS = 300
+#: On a Dask cluster, the gap statistic's k-means runs on at most this many of the receiver's rows (public-seeded).
+GAP_SAMPLE = 200_000
 #: The public seed of the receiver's own randomness here (k-means starts, the Gaussian reference).
 SEED = 20261126
 
@@ -88,9 +91,10 @@ def is_counts(X) -> bool:
     return bool(v.size == 0 or (np.all(v >= 0) and np.all(v == np.floor(v))))
 
 
-def choose_log1p(Xt, feature_type: str = "auto") -> bool:
-    """``log1p`` for counts: read off the receiver's rows (``"auto"``), or the declaration (warned on disagreement)."""
-    counts = is_counts(Xt)
+def choose_log1p(Xt, feature_type: str = "auto", *, counts: bool | None = None) -> bool:
+    """``log1p`` for counts: read off the receiver's rows (``"auto"``), or the declaration (warned on disagreement);
+    ``counts``: :func:`is_counts` of the rows when it was computed elsewhere (on a Dask cluster)."""
+    counts = is_counts(Xt) if counts is None else bool(counts)
     if feature_type == "auto":
         return counts
     declared = feature_type == "counts"
@@ -179,19 +183,16 @@ class Facts:
         return any(s.epsilon is not None for s in self.sources)
 
 
-def design(Xt, facts: Facts, *, feature_type: str = "auto", kind: str = "auto") -> Request:
-    """The receiver's request for ``facts`` from its rows ``Xt`` (dense or sparse); ``kind`` fixes the
-    post-processing (:data:`DESIGNS`) instead of the gap statistic (``"auto"``)."""
+def design(Xt, facts: Facts, *, feature_type: str = "auto", kind: str = "auto", client=None,
+           label_column: str | None = "y") -> Request:
+    """The receiver's request for ``facts`` from its rows ``Xt`` (dense or sparse, or on a Dask cluster: a
+    ``dask.array``, a ``dask.dataframe`` or a Parquet dataset, whose ``label_column`` is not a feature,
+    :func:`_summary_on_cluster`); ``kind`` fixes the post-processing (:data:`DESIGNS`) instead of the gap
+    statistic (``"auto"``)."""
     K = len(facts.classes)
-    log1p = choose_log1p(Xt, feature_type)
-    M = RowMap(log1p).mapped(Xt)
-    n_t, d = M.shape
-    top = min(MAX_BASIS, n_t - 1, d)
-    if top < 1:
-        raise ValueError("the receiver needs at least two rows to design a release")
-    mean, components, spectrum = _spectrum(M, top)
-    kc = min(2 * K, components.shape[1])
-    ratio = cluster_ratio(RowMap(False, mean, components[:, :kc])(M) if kc >= 1 else M, K)  # M is mapped already
+    summarise = _summary_on_cluster if on_cluster(Xt) else _summary
+    log1p, d, mean, components, spectrum, Z = summarise(Xt, K, feature_type, client=client, label_column=label_column)
+    ratio = cluster_ratio(Z, K)
     if kind == "auto":
         tiny = facts.n / K < MEAN_ONLY_ROWS_PER_CLASS
         kind = "prototypes" if ratio < CLUSTER_RATIO or tiny else "discriminant"
@@ -204,6 +205,39 @@ def design(Xt, facts: Facts, *, feature_type: str = "auto", kind: str = "auto") 
     k = basis_size(spectrum, design=kind, sigma=sigma, n=facts.n, K=K)
     return Request(facts.classes, d, log1p, statistics, facts.sources, mean=mean, components=components[:, :k].copy(),
                    design={**quantities, "k_rule": k})
+
+
+def _top(n_t: int, d: int) -> int:
+    top = min(MAX_BASIS, n_t - 1, d)
+    if top < 1:
+        raise ValueError("the receiver needs at least two rows to design a release")
+    return top
+
+
+def _summary(Xt, K: int, feature_type: str, **_) -> tuple:
+    """(log1p, d, mean, top directions, the spectrum along them, Z) of in-memory rows: Z the rows in the top 2K
+    directions (the gap statistic's input)."""
+    log1p = choose_log1p(Xt, feature_type)
+    M = RowMap(log1p).mapped(Xt)
+    mean, components, spectrum = _spectrum(M, _top(*M.shape))
+    kc = min(2 * K, components.shape[1])
+    return log1p, M.shape[1], mean, components, spectrum, RowMap(False, mean, components[:, :kc])(M)
+
+
+def _summary_on_cluster(Xt, K: int, feature_type: str, *, client=None, label_column: str | None = "y") -> tuple:
+    """:func:`_summary` of a Dask collection, on the workers (:mod:`dpadapt.stream.dask_basis`): the map detection
+    (one pass), the basis by Dask's randomized SVD, and Z for the gap statistic on at most :data:`GAP_SAMPLE` rows
+    at public-seeded positions (all of them when there are no more: then equal to the in-memory Z)."""
+    from dpadapt.stream import dask_basis
+
+    X = dask_basis.feature_rows(Xt, label_column)
+    log1p = choose_log1p(None, feature_type, counts=dask_basis.is_counts(X, client=client))
+    M = dask_basis.mapped(X, RowMap(log1p).mapped)
+    mean, components = dask_basis.principal_basis(M, _top(*M.shape), seed=SEED, client=client)
+    kc = min(2 * K, components.shape[1])
+    spectrum, Z = dask_basis.spectrum_and_sample(M, mean, components, RowMap(False, mean, components[:, :kc]), kc,
+                                                 size=GAP_SAMPLE, seed=SEED, client=client)
+    return log1p, int(X.shape[1]), mean, components, spectrum, Z
 
 
 def _spectrum(M, top: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

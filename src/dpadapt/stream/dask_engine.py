@@ -46,6 +46,25 @@ def is_parquet_dataset(X) -> bool:
     return os.path.isdir(path) or any(ch in path for ch in "*?[")
 
 
+def parquet_files(path) -> list[str]:
+    """The Parquet files of a dataset path (a directory, searched recursively, or a glob), sorted, as absolute paths
+    (a worker runs in another directory); none is an error."""
+    import glob
+    from pathlib import Path
+
+    path = os.fspath(path)
+    files = sorted(str(p) for p in Path(path).rglob("*.parquet")) if os.path.isdir(path) else sorted(glob.glob(path))
+    if not files:
+        what = "is a folder, not a data file, and holds no .parquet file" if os.path.isdir(path) else "matches no file"
+        raise FileNotFoundError(f"{path}: {what}; give a data file, or a folder or glob of a Parquet dataset's files")
+    return [os.path.abspath(f) for f in files]
+
+
+def on_cluster(X) -> bool:
+    """Rows read on a Dask cluster: a Dask collection or the path of a partitioned Parquet dataset."""
+    return is_dask_collection(X) or is_parquet_dataset(X)
+
+
 def read_parquet(path, label_column: str = "y"):
     """A partitioned Parquet dataset (a directory or a glob) as a ``dask.dataframe``, one partition per file piece."""
     import dask.dataframe as dd
@@ -86,10 +105,20 @@ def _tree_sum(parts: list):
     return parts[0]
 
 
-def _compute(total, client):
+def compute(value, client=None):
+    """``value`` (a Dask collection or delayed) computed on ``client``'s cluster, or on the current scheduler."""
     if client is not None:
-        return client.compute(total).result()
-    return total.compute()
+        return client.compute(value).result()
+    return value.compute()
+
+
+def compute_all(values: tuple, client=None) -> tuple:
+    """Several Dask values computed in one go (shared work done once), on ``client``'s cluster or the current scheduler."""
+    import dask
+
+    if client is not None:
+        return tuple(client.gather(client.compute(list(values))))
+    return tuple(dask.compute(*values))
 
 
 def sums_of_array(X, y, empty: Callable[[], Acc], *, client=None) -> Acc:
@@ -108,7 +137,7 @@ def sums_of_array(X, y, empty: Callable[[], Acc], *, client=None) -> Acc:
     y = y.rechunk((X.chunks[0],))
     block = dask.delayed(_block_sums, pure=True)
     parts = [block(xb, yb, empty) for xb, yb in zip(X.to_delayed().ravel(), y.to_delayed().ravel())]
-    return _compute(_tree_sum(parts), client)
+    return compute(_tree_sum(parts), client)
 
 
 def sums_of_frame(frame, label_column: str, empty: Callable[[], Acc], *, client=None, id_column: str | None = None,
@@ -127,7 +156,7 @@ def sums_of_frame(frame, label_column: str, empty: Callable[[], Acc], *, client=
     drop = (id_column,) if id_column else ()
     part = dask.delayed(_frame_sums, pure=True)
     parts = [part(p, label_column, drop, empty) for p in frame.to_delayed()]
-    return _compute(_tree_sum(parts), client)
+    return compute(_tree_sum(parts), client)
 
 
 def _with_order(part, partition_info=None, offsets=()):

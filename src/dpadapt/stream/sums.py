@@ -2,7 +2,7 @@
 
 The sound releases (class statistics, moments, class moments, sliced histograms) are sums of a
 per-row map, so they can be computed in one pass over any number of chunks — or per partition on a
-cluster and added — in memory O(chunk × d + K × k). Each accumulator applies the *public* per-row
+cluster and added — in memory O(chunk × d + K × k) (a chunk is mapped in blocks of :data:`MAP_BYTES`). Each accumulator applies the *public* per-row
 map to a chunk (:func:`dpadapt.stream.rows.row_map`, :func:`~dpadapt.stream.rows.project`)
 and adds the exact sums from :mod:`dpadapt.privacy.mechanisms` (:func:`class_sums`,
 :func:`moment_sums`, :func:`class_moment_sums`, :func:`sliced_histogram`), which clip every row of
@@ -60,6 +60,22 @@ class RowMap:
         return None if self.components is None else int(self.components.shape[1])
 
 
+#: Rows are mapped in blocks of about this many bytes of features, so that a chunk's temporaries (the mapped rows,
+#: their projection on the basis) are a few MB whatever a reader's chunk or a cluster's partition holds.
+MAP_BYTES = 4 << 20
+
+
+def _row_blocks(X, y):
+    """``(X_block, y_block)`` of at most :data:`MAP_BYTES` of features each (one, possibly empty, for an empty chunk)."""
+    n = X.shape[0]
+    step = max(1, MAP_BYTES // (8 * max(1, X.shape[1])))
+    if n <= step:
+        yield X, y
+        return
+    for a in range(0, n, step):
+        yield X[a:a + step], None if y is None else y[a:a + step]
+
+
 def _plus(total: np.ndarray | None, part: np.ndarray) -> np.ndarray:
     """``total + part``, where ``None`` is the empty sum."""
     return part if total is None else total + part
@@ -83,8 +99,10 @@ class ClassSums:
 
     def add(self, X, y) -> ClassSums:
         """Map one chunk and add its exact class sums (rows clipped in :func:`mechanisms.class_sums`)."""
-        s, c = mechanisms.class_sums(self.row_map(X), _required_labels(y, self.classes), len(self.classes))
-        return self._add(s, c, X.shape[0])
+        for Xb, yb in _row_blocks(X, y):
+            s, c = mechanisms.class_sums(self.row_map(Xb), _required_labels(yb, self.classes), len(self.classes))
+            self._add(s, c, Xb.shape[0])
+        return self
 
     def _add(self, s: np.ndarray, c: np.ndarray, n: int) -> ClassSums:
         self.sums, self.counts = _plus(self.sums, s), _plus(self.counts, c)
@@ -112,9 +130,10 @@ class MomentSums:
     second: np.ndarray | None = None
 
     def add(self, X, y=None) -> MomentSums:
-        n, t, s = mechanisms.moment_sums(self.row_map(X))
-        self.count += n
-        self.total, self.second = _plus(self.total, t), _plus(self.second, s)
+        for Xb, _ in _row_blocks(X, None):
+            n, t, s = mechanisms.moment_sums(self.row_map(Xb))
+            self.count += n
+            self.total, self.second = _plus(self.total, t), _plus(self.second, s)
         return self
 
     def release(self, *, sigma: float, relation, noise) -> mechanisms.MomentStatistics:
@@ -140,8 +159,10 @@ class ClassMomentSums:
 
     def add(self, X, y) -> ClassMomentSums:
         """Map one chunk and add its exact sums (rows checked finite and clipped in :func:`mechanisms.class_moment_sums`)."""
-        s, c, m = mechanisms.class_moment_sums(self.row_map(X), _required_labels(y, self.classes), len(self.classes))
-        return self._add(s, c, m, X.shape[0])
+        for Xb, yb in _row_blocks(X, y):
+            s, c, m = mechanisms.class_moment_sums(self.row_map(Xb), _required_labels(yb, self.classes), len(self.classes))
+            self._add(s, c, m, Xb.shape[0])
+        return self
 
     def _add(self, s: np.ndarray, c: np.ndarray, m: np.ndarray, n: int) -> ClassMomentSums:
         self.sums, self.counts, self.second = _plus(self.sums, s), _plus(self.counts, c), _plus(self.second, m)

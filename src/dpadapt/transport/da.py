@@ -260,9 +260,10 @@ def plan(config: Config, facts: dict):
     return dataclasses.replace(classstats.plan(config, facts), family="dpot")
 
 
-def release(plan_, Xs, ys, noise, *, basis_release=None) -> Release:
-    """The source's class-statistics release in the target's basis (:func:`dpadapt.classstats.release`)."""
-    return classstats.release(plan_, Xs, ys, noise, basis_release=basis_release)
+def release(plan_, Xs, ys, noise, *, basis_release=None, client=None, label_column: str = "y") -> Release:
+    """The source's class-statistics release in the target's basis (:func:`dpadapt.classstats.release`; a Dask
+    collection is summed on ``client``'s cluster)."""
+    return classstats.release(plan_, Xs, ys, noise, basis_release=basis_release, client=client, label_column=label_column)
 
 
 def adapt(release_: Release, Xt, config: Config, *, basis_release=None):

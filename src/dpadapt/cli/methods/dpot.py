@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from dpadapt.cli.cluster import add_cluster_arguments, client, on_cluster
 from dpadapt.cli.config_options import add_config_options, add_option, config_from_args
 from dpadapt.cli.methods import AdaptOutcome, PlannedRelease, register_module
 from dpadapt.configs.dpot import Config
@@ -53,6 +54,7 @@ def add_release_arguments(parser: argparse.ArgumentParser) -> None:
     add_option(parser, "--n-classes", type=int, default=None, help="public label set 0..N-1 (instead of --classes)")
     add_option(parser, "--basis", default=None,
                help="the target's basis Release (from `dpadapt basis`); omit for k = 0 (no basis)")
+    add_cluster_arguments(parser)
 
 
 def _config(args, **extra) -> Config:
@@ -68,7 +70,8 @@ def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
     from dpadapt.transport.dpot import execute_dpot_source, plan_dpot_source
     from dpadapt.validation import check_features, check_labels
 
-    if not table.source.labelled:
+    cluster = on_cluster(args, table)
+    if not cluster and not table.source.labelled:
         from dpadapt.cli.table_options import missing_labels
 
         raise missing_labels(table, args)
@@ -84,7 +87,20 @@ def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
             raise ReleaseError("the basis was computed with another --feature-type than this release")
         plan = dpot_family.plan(config, {"n_source": n, "n_features": d, "k": k})
         _, noise = random_streams(args.seed)
-        return PlannedRelease(plan.guarantee, lambda: dpot_family.release(plan, table.source, None, noise, basis_release=basis))
+        if not cluster:
+            return PlannedRelease(plan.guarantee, lambda: dpot_family.release(plan, table.source, None, noise, basis_release=basis))
+
+        def on_the_cluster() -> Release:  # a Parquet dataset: mapped, clipped and summed on the workers
+            from dpadapt.stream.dask_engine import read_parquet
+
+            with client(args) as c:
+                return dpot_family.release(plan, read_parquet(table.path, table.label_column), None, noise,
+                                           basis_release=basis, client=c, label_column=table.label_column)
+
+        return PlannedRelease(plan.guarantee, on_the_cluster)
+    if cluster:
+        raise ValueError(f"{table.path}: the per-row design (--design rows) reads the rows in this process; a Parquet "
+                         "dataset on a cluster is released by the class-statistics design")
     X = check_features(table.X, "source data")
     y = check_labels(table.y, n, "source labels", classes=_classes(args))
     classes = config.classes or tuple(range(int(y.max()) + 1))  # the per-row design runs in paper mode only

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dpadapt.cli.cluster import add_cluster_arguments
+from dpadapt.cli.cluster import add_cluster_arguments, client, on_cluster
 from dpadapt.cli.config_options import _tuple, add_option
 from dpadapt.cli.methods import AdaptOutcome, PlannedRelease, register_module
 from dpadapt.configs.sound import Config
@@ -86,14 +86,11 @@ def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
     from dpadapt.sound import scores
     from dpadapt.sound.request import Request
 
-    on_cluster = getattr(table, "on_cluster", False)
-    if not on_cluster and not table.source.labelled:
+    cluster = on_cluster(args, table)
+    if not cluster and not table.source.labelled:
         from dpadapt.cli.table_options import missing_labels
 
         raise missing_labels(table, args)
-    if not on_cluster and (args.scheduler or args.workers):
-        raise ValueError("--scheduler / --workers sum a Parquet dataset (--data DIR, or a quoted glob) on a cluster; "
-                         f"{table.path} is one file, read here chunk by chunk")
     own = own_classes(table, args)
     received = Release.load(args.request, expect_method="sound", max_array_bytes=score_request_bytes(table.n_features, len(own)))
     if received.kind == scores.REQUEST_KIND:
@@ -104,12 +101,10 @@ def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
     config = Config(epsilon=args.epsilon, delta=args.delta, classes=req.classes, relation=args.relation)
     plan = sound.plan(config, {"request": req, "n_source": table.n_rows})
     _, noise = random_streams(args.seed)
-    if not on_cluster:
+    if not cluster:
         return PlannedRelease(plan.guarantee, lambda: sound.release(plan, req, table.source, noise=noise))
 
     def on_the_cluster() -> Release:
-        from dpadapt.cli.cluster import client
-
         with client(args) as c:
             return sound.release(plan, req, table.path, noise=noise, client=c, label_column=table.label_column)
 
