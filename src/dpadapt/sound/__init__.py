@@ -179,7 +179,7 @@ def run_parties(config: Config, sources: list[tuple], Xt) -> tuple[Release, list
     model = adapt([req, *rels], Xt, config)
     if not config.score_share:
         return req, rels, model
-    if any(frames) or any(_on_cluster(Xs) for Xs, _ in sources):
+    if any(frames) or any(dask_engine.on_cluster(Xs) for Xs, _ in sources):
         raise ValueError("the score histograms (score_share > 0) read in-memory sources; a cluster source releases the "
                          "class statistics only")
     score_req = scores.request(model, Xt, bins=config.score_bins, n_features=Xt.shape[1])
