@@ -1,6 +1,8 @@
 """Markdown tables (Table V measured vs paper, ε spent, DP-SGD time ratios) and the ε-sweep plot.
 
-Usage: python benchmarks/dpda/dpda_tables.py benchmarks/dpda/results  (reads dpda*.json written by ``dpadapt bench``)
+Usage: python benchmarks/dpda/dpda_tables.py benchmarks/dpda/results  (reads dpda*.json written by ``dpadapt bench``,
+and the replace-one re-runs ``dpda-calibrated-replace-one*.json``, ``dpda-office-sound-replace-one.json``,
+``dpda-sweep-replace-one.json``)
 """
 
 from __future__ import annotations
@@ -58,6 +60,46 @@ def table_v(rows) -> str:
     paper_avg = [np.mean([TABLE_V[k][PAPER_COLUMN[m]] for k in TABLE_V]) for m in ("dann", "nn", "dpda", "gdpda")]
     avg.append(" / ".join(f"{x:.3f}" for x in paper_avg))
     lines.append("| " + " | ".join(avg) + " |")
+    return "\n".join(lines)
+
+
+def calibrated_columns(rows) -> str:
+    """Table V's two σ-calibrated columns from the replace-one re-run: accuracy, σ, ε spent, seconds per pair."""
+    cells: dict[tuple, list[dict]] = defaultdict(list)
+    for r in _ok(rows):
+        cells[(r["task"], r["method"])].append(r)
+    lines = ["| pair | DPDA sound, ε = 8 spent | G-DPDA sound, ε = (4, 8) spent | seeds | s a run (DPDA / G-DPDA) "
+             "| paper DPDA / G-DPDA |", "|---|---|---|---|---|---|"]
+    means = defaultdict(list)
+    for (s, t) in TABLE_V:
+        task = f"bow5000:{ABBREV[s]}->{ABBREV[t]}"
+        row, secs, seeds = [task.split(":")[1]], [], []
+        for method in ("dpda-calibrated", "gdpda-calibrated"):
+            got = cells.get((task, method), [])
+            if got:
+                v = [r["value"] for r in got]
+                means[method].append(np.mean(v))
+                row.append(f"{np.mean(v):.3f}" + (f"±{np.std(v):.3f}" if len(v) > 1 else ""))
+                secs.append(f"{np.mean([r['seconds'] for r in got]):.0f}")
+                seeds.append(str(len(v)))
+            else:
+                row.append("not run")
+                secs.append("—")
+        paper = TABLE_V[(s, t)]
+        row += ["/".join(sorted(set(seeds))) or "0", " / ".join(secs),
+                f"{paper[PAPER_COLUMN['dpda']]:.3f} / {paper[PAPER_COLUMN['gdpda']]:.3f}"]
+        lines.append("| " + " | ".join(row) + " |")
+    avg = ["**average**"] + [f"**{np.mean(means[m]):.3f}** ({len(means[m])} pairs)" if means[m] else "—"
+                             for m in ("dpda-calibrated", "gdpda-calibrated")]
+    paper_avg = [np.mean([TABLE_V[k][PAPER_COLUMN[m]] for k in TABLE_V]) for m in ("dpda", "gdpda")]
+    avg += ["", "", " / ".join(f"{x:.3f}" for x in paper_avg)]
+    lines.append("| " + " | ".join(avg) + " |")
+    sig = sorted({(r["method"], round(r["target_sigma"], 3), round(r.get("source_sigma", 0.0), 3),
+                   " / ".join(f"{e:.2f}" for e in (r.get("epsilon_by_party") or {"t": r["epsilon_spent"]}).values()))
+                  for r in _ok(rows)})
+    lines.append("")
+    lines.append("σ and ε spent (target / source): " + "; ".join(
+        f"{m}: σ {t}" + (f" / {s_}" if s_ else "") + f", ε {e}" for m, t, s_, e in sig))
     return "\n".join(lines)
 
 
@@ -137,14 +179,18 @@ def main(folder: str) -> None:
         rows = load_rows(folder / "dpda.json")
         out += ["## Table V (Amazon bow5000)", table_v(rows), "", "## ε spent", epsilon_spent(rows), "",
                 "## DP-SGD time per epoch vs DANN (same task, seed and run)", time_ratios(rows), ""]
-    for name in ("dpda-timing", "dpda-office", "dpda-sweep"):
+    calibrated = list({(r["task"], r["method"], r["mode"], r["seed"]): r
+                       for p in sorted(folder.glob("dpda-calibrated-replace-one*.json")) for r in load_rows(p)}.values())
+    if calibrated:
+        out += ["## Table V σ-calibrated columns, replace-one accounting", calibrated_columns(calibrated), ""]
+    for name in ("dpda-timing", "dpda-office", "dpda-sweep", "dpda-office-sound-replace-one", "dpda-sweep-replace-one"):
         path = folder / f"{name}.json"
         if path.exists():
             rows = load_rows(path)
             out += [f"## {name}", simple_table(rows), ""]
             if name == "dpda-timing":
                 out += [time_ratios(rows), ""]
-            if name == "dpda-sweep":
+            if name == "dpda-sweep" and "replace-one" not in name:
                 plot_sweep(rows, str(folder / "dpda-sweep.png"))
                 out += [f"plot: {folder / 'dpda-sweep.png'}", ""]
     print("\n".join(out))
