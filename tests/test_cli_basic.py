@@ -69,9 +69,14 @@ def test_datasets_info(data_root, capsys):
     assert "unknown dataset" in capsys.readouterr().err
 
 
-def test_bench_source_only_quick(data_root, tmp_path, capsys):
+def test_bench_source_only_quick(data_root, tmp_path, capsys, monkeypatch):
+    import dpadapt.baselines.source_only as source_only
+
     out = tmp_path / "so.json"
-    # one pair (--tasks): the source-only head is cross-validated over its scalings and C grid on 4096 features
+    # the bench command's path, not the model selection: one pair (--tasks) and a one-point grid (the default
+    # cross-validates 3 scalings × 5 C on 4096 features, about a minute)
+    monkeypatch.setattr(source_only, "SCALINGS", ("standard",))
+    monkeypatch.setattr(source_only, "C_GRID", (1.0,))
     assert main(["bench", "source-only", "--quick", "--tasks", "D->W", "--seeds", "1", "--out", str(out), "--no-progress"]) == 0
     text = capsys.readouterr().out
     assert "decaf6:D->W" in text and "decaf6:W->D" not in text
