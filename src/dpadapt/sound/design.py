@@ -70,7 +70,7 @@ MEAN_ONLY_ROWS_PER_CLASS = 50
 #: The finish for plenty of data (:func:`finishes`): the discriminant takes the ridge of both errors
 #: (:func:`sampling_ridge`) when the sources hold at least FINISH_ROWS_PER_CLASS rows a class (n/K, fixed a priori) and
 #: n/(K·σ_eff) ≥ FINISH_THRESHOLD (``None``: never); the threshold is the lowest n/(K·σ_eff) of the large development
-#: cells, chosen by the rule of ``benchmarks/sound/README.md`` (issue 37, item 3).
+#: cells, chosen by the rule of ``benchmarks/sound/README.md``.
 FINISH_ROWS_PER_CLASS = 500
 FINISH_THRESHOLD: float | None = 94.7
 #: The largest basis a request asks for (with or without noise).
