@@ -191,3 +191,22 @@ def test_report_renders_in_headless_chromium(one_report):
     for i in DECISION_IDS:
         assert found[i]["visible"] and found[i]["width"] > 100 and found[i]["height"] > 10, (i, found[i])
     assert found["reliability"]["natural"] > 100 and found["reliability"]["height"] > 100  # the diagram decoded and drawn
+
+
+def test_prevalence_estimator_is_chosen_recorded_and_overridden(one_report, monkeypatch, capsys):
+    """``--prevalence``: ``adapt`` records the estimator in the model file, ``score`` re-fits with the recorded one
+    and a flag on ``score`` overrides it (the estimator is named in the prevalence line)."""
+    monkeypatch.chdir(one_report.parent)
+    monkeypatch.setenv("DPADAPT_LEDGER", str(one_report.parent / "ledger.sqlite"))
+    S = ["--schema", "schema.toml"]
+    assert main(["adapt", "dpot", "--release", "s.release", "--data", "target.csv", *S, "--out", "m_src.dpadapt",
+                 "--prevalence", "source"]) == 0
+    assert "%; source; source prior" in capsys.readouterr().out
+
+    def score(model: str, *extra: str) -> str:
+        assert main(["score", "--model", model, "--data", "target.csv", *S, "--bootstrap", "0", *extra]) == 0
+        return capsys.readouterr().out
+
+    assert "%; mean; source prior" in score("m.dpadapt")  # the default, recorded at adapt
+    assert "%; source; source prior" in score("m_src.dpadapt")  # the recorded estimator
+    assert "%; em; source prior" in score("m_src.dpadapt", "--prevalence", "em")  # the flag wins

@@ -34,11 +34,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     sp.add_argument("--bootstrap", type=int, default=1000, metavar="N",
                     help="bootstrap resamples of the rows for the 95 %% intervals (default 1000; 0: none)")
     sp.add_argument("--json", action="store_true", help="print the metrics as JSON")
-    from dpadapt.cli.party_cmd import DECISION_HELP
+    from dpadapt.cli.party_cmd import DECISION_HELP, add_prevalence_argument
 
     for p in (pp, sp):
         p.add_argument("--decision", default=None, metavar="RULE",
                        help=DECISION_HELP + "; default: the rule the model file records, re-fitted on these rows")
+        add_prevalence_argument(p, "default: the estimator the model file records")
         p.add_argument("--model", required=True, help="model file (dpadapt adapt --out)")
         p.add_argument("--data", required=True, help="data file (.npz, .csv, .parquet)")
         p.add_argument("--label-column", default="y", help="label column of a .csv/.parquet file (default y)")
@@ -102,8 +103,8 @@ def run_predict(args) -> int:
 
 
 def decision_rule(model, X, args):
-    """The decision rule (``--decision``, else the one the model file records, else ``bayes``) fitted on the rows
-    ``X`` without their labels (:class:`dpadapt.decision.DecisionRule`); ``None`` for a model without probabilities."""
+    """The decision rule (``--decision``, else the one the model file records, else ``bayes``) at the prevalence
+    estimator (``--prevalence``, else the one the model file records, else the default) fitted on the rows ``X`` without their labels (:class:`dpadapt.decision.DecisionRule`); ``None`` for a model without probabilities."""
     from dpadapt.decision import DecisionRule, parse_rule
 
     recorded = model.meta.get("decision") or {}
@@ -115,7 +116,8 @@ def decision_rule(model, X, args):
         if args.decision:
             raise ValueError(f"--decision {args.decision}: this model gives no class probabilities")
         return None
-    return DecisionRule(model, rule, target, source_prior=model.meta.get("source_prior")).fit(X)
+    method = getattr(args, "prevalence", None) or (recorded.get("prevalence") or {}).get("method")
+    return DecisionRule(model, rule, target, source_prior=model.meta.get("source_prior"), prevalence=method).fit(X)
 
 
 def in_sample(model, args) -> bool:

@@ -197,6 +197,7 @@ def _add_adapt_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--delta", type=float, default=None, help="δ of the return release")
     p.add_argument("--seed", type=int, default=None, help=SEED_HELP)
     p.add_argument("--decision", default=None, metavar="RULE", help=DECISION_HELP)
+    add_prevalence_argument(p, "default: dpadapt.prevalence.DEFAULT, chosen in benchmarks/decisions")
     _add_ledger_arguments(p)
     add_trust_argument(p)
 
@@ -538,6 +539,16 @@ DECISION_HELP = ("decision rule: bayes (the most probable class at the target's 
                  "balanced (likelihood ratio > 1), sensitivity:S or alert_rate:A (binary); docs/decisions.md")
 
 
+PREVALENCE_HELP = ("the estimator of the target's prevalence the decision rule and `predict` use: mean (the mean "
+                   "calibrated probability), em (Saerens et al. EM: the one to use when the probabilities are known to be "
+                   "calibrated) or source (the source's prior, no adaptation); docs/decisions.md")
+
+
+def add_prevalence_argument(p: argparse.ArgumentParser, default_text: str) -> None:
+    """``--prevalence`` on the commands that fit a decision rule (adapt, predict, score, report)."""
+    p.add_argument("--prevalence", default=None, choices=("mean", "em", "source"), help=f"{PREVALENCE_HELP}; {default_text}")
+
+
 def decide_at_adapt(model: Any, table: Table, args: argparse.Namespace, prior: list[float] | None) -> dict[str, Any] | None:
     """The decision rule fitted on the adapting party's own rows (no labels, no privacy cost): what the model file
     records (``decision``) and the lines ``adapt`` prints; ``None`` for a model without class probabilities."""
@@ -549,7 +560,7 @@ def decide_at_adapt(model: Any, table: Table, args: argparse.Namespace, prior: l
         if args.decision:
             raise ValueError(f"--decision {args.decision}: this model gives no class probabilities")
         return None
-    fitted = DecisionRule(model, rule, target, source_prior=prior).fit(X)
+    fitted = DecisionRule(model, rule, target, source_prior=prior, prevalence=args.prevalence).fit(X)
     record = {"rule": rule, "target": target, "threshold": fitted.threshold_, "prevalence": fitted.prevalence_.to_dict(),
               "rows": int(X.shape[0])}
     names = getattr(table, "classes", None)

@@ -19,7 +19,7 @@ from typing import Any
 from dpadapt import container
 from dpadapt.cli.agreement import CLASS_NAMES_PARAM
 from dpadapt.cli.main import add_command
-from dpadapt.cli.party_cmd import add_trust_argument, load_model, trusted_keys
+from dpadapt.cli.party_cmd import add_prevalence_argument, add_trust_argument, load_model, trusted_keys
 from dpadapt.cli.table_options import add_table_arguments
 
 
@@ -40,6 +40,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="with --data: bootstrap resamples for the intervals (default 1000)")
     p.add_argument("--decision", default=None, metavar="RULE", help="with --data: the decision rule (bayes, balanced, "
                    "sensitivity:S, alert_rate:A; default: the one the model file records), fitted on those rows without labels")
+    add_prevalence_argument(p, "with --data; default: the estimator the model file records")
     p.add_argument("--force", action="store_true", help="overwrite --html OUT")
     add_trust_argument(p)
     add_table_arguments(p)
