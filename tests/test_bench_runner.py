@@ -202,3 +202,17 @@ def test_resumable_runs_tell_two_epsilons_of_one_task_apart(tmp_path):
     run_resumable([(task(1.0), 0)], out)
     rows = run_resumable([(task(1.0), 0), (task(4.0), 0), (task(math.inf), 0)], out)
     assert ran == [(1.0, 0), (4.0, 0), (math.inf, 0)] and len(rows) == 3
+
+
+def test_rows_read_back_from_gzip_compressed_json(tmp_path):
+    """A result file kept compressed in the tree (``*.json.gz``) reads as the JSON it compresses, ∞ restored."""
+    import gzip
+    import math
+
+    from dpadapt.bench.runner import load_rows, write_rows
+
+    rows = [{"task": "t", "method": "m", "mode": "sound", "epsilon_target": math.inf, "seed": 0, "value": 0.5}]
+    plain = write_rows(rows, tmp_path / "r.json")
+    packed = tmp_path / "r.json.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    assert load_rows(packed) == load_rows(plain) and load_rows(packed)[0]["epsilon_target"] == math.inf

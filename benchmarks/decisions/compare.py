@@ -14,13 +14,13 @@ the same (task, method, ε, seed) in several files are counted once (the first f
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 
+from dpadapt.bench.runner import load_rows
 from dpadapt.sound.calibrate import CALIBRATION, PREVALENCE
 
 BASELINES = ("dp-ncm", "dp-lr", "dp-lsq", "dpot-cs", "source-only")
@@ -41,7 +41,7 @@ def load(paths: list[str], epsilon: float, cases: str = "pairs") -> dict[tuple[s
     (non-private: ∞)."""
     seen, out = set(), defaultdict(list)
     for path in paths:
-        for r in json.loads(Path(path).read_text()):
+        for r in load_rows(path):
             task, method = r["task"], r["method"]
             eps = float(r["epsilon_target"])
             if r.get("error") is not None or not CASES[cases](task):

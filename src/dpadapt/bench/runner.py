@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import gzip
 import json
 import math
 import time
@@ -322,8 +323,9 @@ def with_current_causes(rows: list[dict[str, Any]], tasks: Sequence[BenchTask]) 
 
 
 def load_rows(path: str | Path) -> list[dict[str, Any]]:
-    """Read rows written by :func:`write_rows` (JSON), restoring ∞."""
-    rows = json.loads(Path(path).read_text())
+    """Read rows written by :func:`write_rows` (JSON, or that JSON gzip-compressed: ``*.json.gz``), restoring ∞."""
+    path = Path(path)
+    rows = json.loads(gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_text())
     for r in rows:
         for key in ("epsilon_target", "epsilon_spent"):
             if r.get(key) in ("inf", None):
