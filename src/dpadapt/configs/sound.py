@@ -17,9 +17,11 @@ class Config(base.Config):
     feature_type: str = param("auto", choices=("auto", "dense", "counts"),
                               help="'auto': log1p exactly when the receiver's rows are counts (non-negative whole numbers); "
                                    "'counts' / 'dense' declare it (a declaration the rows contradict is warned about)")
-    design: str = param("auto", choices=("auto", "prototypes", "discriminant"),
+    design: str = param("auto", choices=("auto", "prototypes", "discriminant", "selection"),
                         help="'auto': the receiver's gap statistic chooses the post-processing; 'prototypes' (DPOT's transport "
-                             "step) or 'discriminant' fix it (the basis size still follows the rule)")
+                             "step) or 'discriminant' fix it (the basis size still follows the rule); 'selection': the sources "
+                             "release a Laplace table of counts by label and nearest of the receiver's public k-means "
+                             "candidates, matched to classes (pure ε, whatever d)")
     relation: str = param("replace_one", choices=("replace_one", "add_remove"), help="neighbouring relation of the guarantee")
     n_design: int | None = param(None, optional=True, low=1,
                                  help="under add/remove, the public size of each source the receiver designs for (n itself is "

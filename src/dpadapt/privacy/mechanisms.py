@@ -1070,6 +1070,40 @@ def release_score_histogram(counts, *, sigma: float, relation: accounting.Relati
     return gaussian(counts, sigma=sigma, sensitivity=SCORE_HISTOGRAM_SENSITIVITY[relation], noise=noise)
 
 
+# --- the candidate histogram (the selection design for tiny sources) ---------------------------------
+
+#: ℓ1 sensitivity of the (K, M) table of counts of rows by (label, nearest public candidate)
+#: (:func:`score_histogram` with the candidate index as the bin). Add/remove: one row adds or removes one count in
+#: one cell, 1. Replace-one: one count leaves a cell and one enters another (or the same), ≤ 2 — attained whenever
+#: the label or the nearest candidate changes.
+CANDIDATE_HISTOGRAM_SENSITIVITY = {"replace_one": 2.0, "add_remove": 1.0}
+
+
+def release_candidate_histogram(counts, *, epsilon: float, relation: accounting.Relation, noise: NoiseSource) -> Noised:
+    """ONE Laplace release of a (K, M) table of counts by (label, nearest public candidate): ε-DP (δ = 0).
+
+    Every row adds one count to one cell, so the table has ℓ1 sensitivity Δ₁ =
+    ``CANDIDATE_HISTOGRAM_SENSITIVITY[relation]`` (2 replace-one, 1 add/remove) whatever n, d and the row values;
+    noise ``DLap(Δ₁/ε)`` on every cell from the vetted sampler (:func:`vetted_laplace`, exact discrete Laplace,
+    Canonne, Kamath & Steinke 2020) is ε-DP (the Laplace mechanism, Dwork, McSherry, Nissim & Smith 2006). Report-
+    noisy-max of each class's row (Dwork & Roth 2014, Claim 3.9) and any matching of classes to candidates are
+    post-processing of this one release: the selection costs ε whatever the number of candidates or the dimension.
+    The event is ``LaplaceDpEvent(1/ε)`` (the noise scale over Δ₁).
+    """
+    if relation not in CANDIDATE_HISTOGRAM_SENSITIVITY:
+        raise ValueError(f"relation must be one of {tuple(CANDIDATE_HISTOGRAM_SENSITIVITY)}, got {relation!r}")
+    check_epsilon(epsilon)
+    counts = np.asarray(counts, dtype=np.float64)
+    if counts.ndim != 2:
+        raise ValueError(f"counts must be a (classes, candidates) table, got shape {counts.shape}")
+    sensitivity = CANDIDATE_HISTOGRAM_SENSITIVITY[relation]
+    scale = sensitivity / float(epsilon)
+    _require_finite(counts, "the candidate counts")
+    _observe("laplace", counts, scale, sensitivity, "l1")
+    noisy = vetted_laplace(counts, scale, noise, sensitivity=sensitivity)
+    return Noised(noisy, accounting.laplace_event(1.0 / float(epsilon)))
+
+
 # --- the smallest eigenvalue of the second moment (AdaSSP's adaptive ridge, Wang 2018) ----------
 
 #: ℓ2 sensitivity of λ_min(Σxxᵀ) for rows with norm ≤ 1, both relations. Add/remove changes the matrix by

@@ -121,6 +121,8 @@ def adapt(releases: list[Release], Xt, config: Config | None = None, *, request_
     req = Request.from_release(reqs[0], n_features=Xt.shape[1])
     if config is not None and config.classes is not None and tuple(config.classes) != tuple(req.classes):
         raise ReleaseError(f"the request is for the label set {list(req.classes)}, you expect {list(config.classes)}")
+    if req.statistics == "candidates":
+        return _adapt_selection(req, [r for r in releases if r.kind == STATS_KIND], Xt)
     st = combine(req, [r for r in releases if r.kind == STATS_KIND])
     _warn_if_noise_dominated(st)
     Z = req.row_map()(Xt)
@@ -130,6 +132,19 @@ def adapt(releases: list[Release], Xt, config: Config | None = None, *, request_
     W, b, cal = calibrate.calibrate(post, st, W, b)
     model = SoundModel(np.asarray(req.classes), req.log1p, req.mean, req.components, W, b, post,
                        {**details, **cal, "source_prior": receiver.class_prior(st.counts).tolist()})
+    return calibrate.at_target_prior(model, Z)
+
+
+def _adapt_selection(req: Request, releases: list[Release], Xt) -> SoundModel:
+    """(c) of the selection design: the candidates matched to classes on the sources' noisy tables
+    (:func:`receiver.selection`), then the target's prior estimated on its rows — post-processing only."""
+    table = receiver.combine_candidates(req, releases)
+    Z = req.row_map()(Xt)
+    W, b, details = receiver.selection(table, req.candidates, Z)
+    details.update(scale=table.scale, k=req.k, sources=len(table.guarantees), temperature=1.0, temperature_applied=False,
+                   calibration="none (the prototypes' concentration is fitted on the receiver's rows)",
+                   source_prior=receiver.class_prior(table.counts.sum(axis=1)).tolist())
+    model = SoundModel(np.asarray(req.classes), req.log1p, req.mean, req.components, W, b, "selection", details)
     return calibrate.at_target_prior(model, Z)
 
 

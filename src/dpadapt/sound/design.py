@@ -33,6 +33,15 @@ fixed public map for the sources. The rule and its derivation are written in
    without noise, where the sampling term alone bounds k (at most γ_m²·n/4 directions): the noise-free model is
    the limit of the private ones, so monotonicity holds up to and including ε = None by construction.
    Derivation: ``benchmarks/sound/design_rule.md``.
+4. **The selection design** (``"selection"``, issue 37; cf. DPPL-Public, Wahdany et al., AAAI 2025): the receiver
+   declares public M = :data:`CANDIDATES_PER_CLASS`·K candidates — k-means centres of its own rows in its noise-free
+   prototypes basis (σ = 0 in the rule above: the release noise does not act on the basis), never a raw row — and the
+   sources release the Laplace-noised (K, M) table of counts of their rows by (label, nearest candidate) (ℓ1
+   sensitivity 2 replace-one, 1 add/remove, whatever n and d: :func:`dpadapt.privacy.mechanisms.release_candidate_histogram`).
+   The receiver matches classes to candidates on the noisy table (post-processing); report-noisy-max per class is
+   the same release read class by class. ``design="auto"`` takes it for tiny sources (n/K below
+   :data:`MEAN_ONLY_ROWS_PER_CLASS`) while n/(K·b_eff) < :data:`SELECTION_THRESHOLD` (b_eff the table's public noise
+   scale; ``None``: never), by the rule written in ``benchmarks/sound/README.md``.
 """
 
 from __future__ import annotations
@@ -46,12 +55,13 @@ import scipy.sparse as sp
 
 from dpadapt.classstats.adapt import fit_basis
 from dpadapt.privacy import accounting
-from dpadapt.privacy.mechanisms import CLASS_MOMENT_SENSITIVITY, CLASS_STATISTICS_SENSITIVITY, public_gaussian_matrix
+from dpadapt.privacy.mechanisms import (CANDIDATE_HISTOGRAM_SENSITIVITY, CLASS_MOMENT_SENSITIVITY, CLASS_STATISTICS_SENSITIVITY,
+                                      public_gaussian_matrix)
 from dpadapt.sound.request import Request, SourceFacts
 from dpadapt.sound.spaces import RowMap
 from dpadapt.stream.dask_engine import on_cluster
 
-DESIGNS = ("prototypes", "discriminant")
+DESIGNS = ("prototypes", "discriminant", "selection")
 #: Below this within-cluster scatter ratio (data / Gaussian reference) the receiver's rows are clusters.
 CLUSTER_RATIO = 0.6
 #: γ_s and γ_m of the rules above, chosen on the development pairs by ``benchmarks/sound/design_rule.md``.
@@ -73,6 +83,10 @@ MEAN_ONLY_ROWS_PER_CLASS = 50
 #: cells, chosen by the rule of ``benchmarks/sound/README.md``.
 FINISH_ROWS_PER_CLASS = 500
 FINISH_THRESHOLD: float | None = 94.7
+#: The selection design's candidates per class (M = CANDIDATES_PER_CLASS·K), fixed on the tiny development pairs.
+CANDIDATES_PER_CLASS = 1
+#: ``design="auto"`` takes the selection design for tiny sources while n/(K·b_eff) is below this (``None``: never).
+SELECTION_THRESHOLD: float | None = None
 #: The largest basis a request asks for (with or without noise).
 MAX_BASIS = 300
 #: On a Dask cluster, the gap statistic's k-means runs on at most this many of the receiver's rows (public-seeded).
@@ -127,6 +141,33 @@ def effective_noise(sources: tuple[SourceFacts, ...], statistics: str) -> float:
         if s.epsilon is not None:
             var += accounting.analytic_gaussian_sigma(s.epsilon, s.delta, sens[s.relation]) ** 2
     return math.sqrt(var)
+
+
+def selection_noise(sources: tuple[SourceFacts, ...]) -> float:
+    """b_eff = sqrt(Σ b_i²) of the sources' Laplace tables, b_i = Δ₁/ε_i (0 when none is private): a public scale."""
+    var = 0.0
+    for s in sources:
+        if s.epsilon is not None:
+            var += (CANDIDATE_HISTOGRAM_SENSITIVITY[s.relation] / s.epsilon) ** 2
+    return math.sqrt(var)
+
+
+def selects(n: float, K: int, scale: float) -> bool:
+    """Whether ``design="auto"`` takes the selection design: tiny sources (n/K < MEAN_ONLY_ROWS_PER_CLASS) and
+    n/(K·b_eff) < SELECTION_THRESHOLD — public n, K and noise scale only, never ε = None (b_eff = 0)."""
+    if SELECTION_THRESHOLD is None or n / K >= MEAN_ONLY_ROWS_PER_CLASS or scale == 0:
+        return False
+    return n / (K * scale) < SELECTION_THRESHOLD
+
+
+def candidates(Z: np.ndarray, M: int, random_state: int = SEED) -> np.ndarray:
+    """M public candidates: k-means centres of the receiver's rows ``Z`` (public seed), on the unit sphere."""
+    from sklearn.cluster import KMeans
+
+    from dpadapt.stream.rows import normalise_rows
+
+    M = min(M, Z.shape[0])
+    return normalise_rows(KMeans(M, n_init=10, random_state=random_state).fit(Z).cluster_centers_)
 
 
 def discriminant_ridge(sigma: float, n: float, k: int) -> float:
@@ -196,8 +237,12 @@ def design(Xt, facts: Facts, *, feature_type: str = "auto", kind: str = "auto", 
     if kind == "auto":
         tiny = facts.n / K < MEAN_ONLY_ROWS_PER_CLASS
         kind = "prototypes" if ratio < CLUSTER_RATIO or tiny else "discriminant"
+        if selects(facts.n, K, selection_noise(facts.sources)):
+            kind = "selection"
     elif kind not in DESIGNS:
         raise ValueError(f"design must be 'auto' or one of {DESIGNS}, got {kind!r}")
+    if kind == "selection":
+        return _selection(Xt, facts, log1p, d, mean, components, spectrum, ratio)
     statistics = "sums" if kind == "prototypes" else "moments"
     sigma = effective_noise(facts.sources, statistics)
     quantities = {"design": kind, "cluster_ratio": ratio, "sigma": sigma, "n": facts.n, "K": K, "log1p": log1p,
@@ -205,6 +250,23 @@ def design(Xt, facts: Facts, *, feature_type: str = "auto", kind: str = "auto", 
     k = basis_size(spectrum, design=kind, sigma=sigma, n=facts.n, K=K)
     return Request(facts.classes, d, log1p, statistics, facts.sources, mean=mean, components=components[:, :k].copy(),
                    design={**quantities, "k_rule": k})
+
+
+def _selection(Xt, facts: Facts, log1p: bool, d: int, mean, components, spectrum, ratio: float) -> Request:
+    """The selection design's request: the noise-free prototypes basis and M k-means centres of the receiver's rows."""
+    if on_cluster(Xt):
+        raise ValueError("the selection design reads the receiver's rows in memory (its k-means candidates)")
+    K = len(facts.classes)
+    k = basis_size(spectrum, design="prototypes", sigma=0.0, n=facts.n, K=K)
+    basis = components[:, :k].copy()
+    C = candidates(RowMap(log1p, mean, basis)(Xt), CANDIDATES_PER_CLASS * K)
+    if C.shape[0] < K:
+        raise ValueError(f"the selection design needs at least {K} receiver rows (one candidate a class)")
+    scale = selection_noise(facts.sources)
+    quantities = {"design": "selection", "cluster_ratio": ratio, "sigma": scale, "n": facts.n, "K": K, "log1p": log1p,
+                  "spectrum_head": spectrum[:10].tolist(), "k_rule": k, "candidates": int(C.shape[0])}
+    return Request(facts.classes, d, log1p, "candidates", facts.sources, mean=mean, components=basis, design=quantities,
+                   candidates=C)
 
 
 def _top(n_t: int, d: int) -> int:

@@ -94,6 +94,60 @@ def combine(request: Request, releases: list[Release]) -> Statistics:
     return Statistics(total["sums"], total["counts"], second, math.sqrt(var), n_public, tuple(guarantees))
 
 
+@dataclasses.dataclass(frozen=True)
+class CandidateTable:
+    """The combined (K, M) tables of counts by (label, nearest candidate) of the selection design, their public
+    Laplace scale b_eff = sqrt(Σ b_i²) and the releases' guarantees."""
+
+    counts: np.ndarray
+    scale: float
+    guarantees: tuple
+
+
+def combine_candidates(request: Request, releases: list[Release]) -> CandidateTable:
+    """Add the candidate tables of every source release made for ``request`` (checked as untrusted input: the digest,
+    the label set, the declared Laplace scale against its Guarantee, a finite (K, M) table the mechanism can produce)."""
+    stats = [r for r in releases if r.kind == KIND]
+    if not stats or len({r.release_id for r in stats}) != len(stats):
+        raise ReleaseError("the selection design needs each source's candidate table once")
+    shape = (len(request.classes), request.num_candidates)
+    total, var, guarantees = np.zeros(shape), 0.0, []
+    for r in stats:
+        p = r.params
+        if r.method != METHOD or p.get("request_sha256") != request.digest() or list(p.get("classes", [])) != list(request.classes):
+            raise ReleaseError(f"release {r.release_id[:12]} does not answer this request (digest or label set); refused")
+        try:
+            scale = float(p.get("scale"))
+            expected = 0.0 if math.isinf(r.guarantee.epsilon) else float(r.guarantee.details.get("scale", math.nan))
+            if not scale == expected:
+                raise ValueError(f"its declared Laplace scale {scale!r} is not its Guarantee's {expected!r}")
+            counts = np.asarray(r["candidate_counts"])
+            if counts.shape != shape or counts.dtype != np.float64 or not np.all(np.isfinite(counts)):
+                raise ValueError(f"its table must be finite float64 of shape {shape}")
+            n = check_released_size(p)
+            if counts.min() < -60.0 * scale or (n is not None and counts.max() > n + 60.0 * scale):
+                raise ValueError("its counts are beyond what the declared mechanism produces (Laplace tails e^-60)")
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ReleaseError(f"candidate-table release {r.release_id[:12]}: {exc}; refused") from None
+        total, var = total + counts, var + scale**2
+        guarantees.append(r.guarantee)
+    return CandidateTable(total, math.sqrt(var), tuple(guarantees))
+
+
+def selection(table: CandidateTable, candidates: np.ndarray, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict]:
+    """(W, b, details) of the selection design: classes matched one-to-one to candidates by the largest total noisy
+    count (the assignment problem on the released table, Kuhn 1955 — post-processing; with one class it is
+    report-noisy-max), each class's prototype its candidate; scores κ·cos(z, prototype) + log prior, κ the von
+    Mises–Fisher concentration of the receiver's rows around their nearest prototype, the prior the noisy row sums."""
+    from scipy.optimize import linear_sum_assignment
+
+    _, chosen = linear_sum_assignment(-table.counts)
+    centers = normalise_rows(np.asarray(candidates, dtype=np.float64)[chosen])
+    kappa = vmf_concentration(Z, np.argmax(Z @ centers.T, axis=1), centers) if Z.shape[0] else 1.0
+    prior = class_prior(table.counts.sum(axis=1))
+    return kappa * centers, np.log(prior), {"selected": chosen.tolist(), "concentration": kappa}
+
+
 # --- post-processings ---------------------------------------------------------------------------------
 
 

@@ -5,8 +5,9 @@ sends, in the clear, a :class:`Request`:
 
 * the per-row map (``log1p`` or not, then ℓ2 normalisation) and the working space — its own mean and
   top-k principal directions (``"basis"``), or the mapped features themselves (``"features"``);
-* which statistics: per-class sums and counts (``"sums"``) or those and the pooled second moment
-  (``"moments"``);
+* which statistics: per-class sums and counts (``"sums"``), those and the pooled second moment
+  (``"moments"``), or the counts of rows by label and nearest of its ``candidates`` (``"candidates"``: M aggregates
+  of its own rows in the working space, k-means centres, declared public like its basis — never a raw row);
 * the public facts it was designed for: the label set, the feature dimension, and per source its size
   n, (ε, δ) and neighbouring relation.
 
@@ -32,7 +33,7 @@ from dpadapt.validation import check_basis, check_delta, check_epsilon
 
 METHOD = "sound"
 KIND = "release_request"
-STATISTICS = ("sums", "moments")
+STATISTICS = ("sums", "moments", "candidates")
 RELATIONS = ("replace_one", "add_remove")
 #: Why the request costs the receiver nothing in this setting (``docs/threat-model.md``).
 DISCLOSURE = (
@@ -43,6 +44,8 @@ DISCLOSURE = (
 
 #: The largest working space a request may ask for: the source holds a k × k second moment (8 bytes each).
 MAX_K = 8192
+#: The most candidates a request may name (the source holds a K × M table of counts).
+MAX_CANDIDATES = 4096
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,6 +85,7 @@ class Request:
     mean: np.ndarray | None = None
     components: np.ndarray | None = None
     design: dict = dataclasses.field(default_factory=dict)
+    candidates: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.statistics not in STATISTICS:
@@ -95,6 +99,10 @@ class Request:
         k = self.k
         if not 1 <= k <= MAX_K:
             raise ValueError(f"the working space has k = {k}; a request allows 1 ≤ k ≤ {MAX_K}")
+        if (self.statistics == "candidates") != (self.candidates is not None):
+            raise ValueError("the candidates statistics need the request's candidates, and only they")
+        if self.candidates is not None:
+            check_candidates(self.candidates, len(self.classes), k)
 
     @property
     def space(self) -> str:
@@ -111,12 +119,17 @@ class Request:
     def _public(self) -> dict:
         return {"classes": list(self.classes), "n_features": int(self.n_features), "log1p": bool(self.log1p),
                 "statistics": self.statistics, "sources": [s.to_dict() for s in self.sources], "space": self.space,
-                "k": self.k}
+                "k": self.k, **({"num_candidates": self.num_candidates} if self.candidates is not None else {})}
+
+    @property
+    def num_candidates(self) -> int:
+        """M, the number of public candidates (0 without)."""
+        return 0 if self.candidates is None else int(self.candidates.shape[0])
 
     def digest(self) -> str:
         """SHA-256 of everything the source's release depends on (the map, the space, the statistics, the facts)."""
         h = hashlib.sha256(json.dumps(self._public(), sort_keys=True, default=str).encode())
-        for a in (self.mean, self.components):
+        for a in (self.mean, self.components, self.candidates):
             if a is not None:
                 h.update(np.ascontiguousarray(a, dtype=np.float64).tobytes())
         return h.hexdigest()
@@ -124,6 +137,8 @@ class Request:
     def to_release(self) -> Release:
         """The request as a Release of the receiver (a disclosure: ε = ∞, with the reason)."""
         arrays = {} if self.components is None else {"mean": self.mean, "components": self.components}
+        if self.candidates is not None:
+            arrays["candidates"] = self.candidates
         g = dataclasses.replace(Guarantee.non_private("target", DISCLOSURE),
                                 details={"disclosed": f"its release request ({self.space}, k = {self.k})"})
         # its id is its digest's prefix: the one id a source's release names it by (one id in every place)
@@ -143,7 +158,8 @@ class Request:
                 raise ValueError("'log1p' must be true or false")
             req = cls(classes=tuple(p["classes"]), n_features=d, log1p=bool(p["log1p"]), statistics=p["statistics"],
                       sources=tuple(SourceFacts(**s) for s in p["sources"]), mean=mean, components=components,
-                      design=dict(p.get("design") or {}))
+                      design=dict(p.get("design") or {}),
+                      candidates=rel.arrays.get("candidates") if p["statistics"] == "candidates" else None)
         except (KeyError, TypeError, ValueError) as exc:
             raise ReleaseError(f"release request: {exc}") from None
         if req.k != int(p.get("k", -1)) or req.digest() != p.get("sha256"):
@@ -183,6 +199,19 @@ def working_space(rel: Release, kind: str, n_features: int | None, *, what: str
     except (KeyError, TypeError, ValueError) as exc:
         raise ReleaseError(f"{what}: {exc}") from None
     return d, None, None
+
+
+def check_candidates(candidates, K: int, k: int) -> np.ndarray:
+    """The request's candidates as untrusted input: a finite (M, k) float array, K ≤ M ≤ :data:`MAX_CANDIDATES`, every
+    row in the unit ball (they are aggregates of unit rows); ValueError (one line) otherwise."""
+    C = np.asarray(candidates)
+    if C.ndim != 2 or C.shape[1] != k or not K <= C.shape[0] <= MAX_CANDIDATES:
+        raise ValueError(f"the candidates must be an (M, {k}) array with {K} ≤ M ≤ {MAX_CANDIDATES}, got shape {C.shape}")
+    if not np.issubdtype(C.dtype, np.floating) or not np.all(np.isfinite(C)):
+        raise ValueError("the candidates must be finite floats")
+    if np.any(np.linalg.norm(C, axis=1) > 1.0 + 1e-9):
+        raise ValueError("every candidate must lie in the unit ball")
+    return C
 
 
 def _close(a: float | None, b: float | None) -> bool:

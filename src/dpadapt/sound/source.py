@@ -21,13 +21,13 @@ import warnings
 from dpadapt.api import Plan
 from dpadapt.classstats.tiny import TinySourceWarning, warn_if_pure_noise  # noqa: F401  (TinySourceWarning: part of this step's API)
 from dpadapt.privacy.families.classstats import class_statistics_plan
-from dpadapt.privacy.families.sound import class_moments_plan
+from dpadapt.privacy.families.sound import candidate_histogram_plan, class_moments_plan
 from dpadapt.privacy.guarantee import Guarantee
 from dpadapt.release import Release
 from dpadapt.sound.request import METHOD, Request
 from dpadapt.stream import dask_engine
 from dpadapt.stream.readers import labelled_source
-from dpadapt.stream.sums import ClassMomentSums, ClassSums, accumulate
+from dpadapt.stream.sums import CandidateCounts, ClassMomentSums, ClassSums, accumulate
 
 KIND = "class_statistics"
 
@@ -53,17 +53,27 @@ def plan(request: Request, config, n_source: int) -> Plan:
     public = {"n_source": int(n_source), "request_sha256": request.digest(), "statistics": request.statistics}
     if not config.private:
         return Plan(METHOD, KIND, config, public, None, {"sigma": 0.0})
+    if request.statistics == "candidates":  # the selection design: one Laplace table, pure ε
+        scale, guarantee = candidate_histogram_plan(config.epsilon, classes=request.classes,
+                                                    num_candidates=request.num_candidates, relation=config.relation,
+                                                    extra_theorem=_map_words(request))
+        return Plan(METHOD, KIND, config, public, guarantee, {"sigma": 0.0, "scale": scale, "delta": delta})
     make = class_moments_plan if request.statistics == "moments" else class_statistics_plan
     sigma, guarantee = make(config.epsilon, delta, classes=request.classes, relation=config.relation,
-                            extra_theorem=f"the receiver's request {request.digest()[:12]}: "
-                            f"{'signed log1p, ' if request.log1p else ''}ℓ2-normalise"
-                            + (f", its {request.k}-d basis, re-normalise" if request.space == "basis" else ""))
+                            extra_theorem=_map_words(request))
     warn_if_pure_noise(n_source, len(request.classes), sigma, config.epsilon, delta)
     return Plan(METHOD, KIND, config, public, guarantee, {"sigma": sigma, "delta": delta})
 
 
+def _map_words(request: Request) -> str:
+    return (f"the receiver's request {request.digest()[:12]}: {'signed log1p, ' if request.log1p else ''}ℓ2-normalise"
+            + (f", its {request.k}-d basis, re-normalise" if request.space == "basis" else ""))
+
+
 def _accumulator(request: Request):
     """A factory of empty accumulators of the exact sums the request names (picklable: it travels to Dask workers)."""
+    if request.statistics == "candidates":
+        return functools.partial(CandidateCounts, tuple(request.classes), request.row_map(), request.candidates)
     kind = ClassMomentSums if request.statistics == "moments" else ClassSums
     return functools.partial(kind, tuple(request.classes), request.row_map())
 
@@ -108,6 +118,8 @@ def release(plan_: Plan, request: Request, Xs, ys=None, noise=None, *, client=No
     if acc.n_rows != int(plan_.facts["n_source"]):
         raise ValueError(f"the plan is for {plan_.facts['n_source']} source rows, got {acc.n_rows}")
     config = plan_.config
+    if request.statistics == "candidates":
+        return _candidates_release(plan_, request, acc, noise)
     if config.private:
         st = acc.release(sigma=plan_.calibration["sigma"], relation=config.relation, noise=noise)
         arrays = {"sums": st.sums, "counts": st.counts}
@@ -124,3 +136,19 @@ def release(plan_: Plan, request: Request, Xs, ys=None, noise=None, *, client=No
     if config.relation == "replace_one":  # n is public under replace-one; under add/remove it is not released
         params["n_source"] = int(acc.n_rows)
     return Release(method=METHOD, kind=KIND, owner="source", arrays=arrays, guarantee=guarantee, params=params)
+
+
+def _candidates_release(plan_: Plan, request: Request, acc: CandidateCounts, noise) -> Release:
+    """The selection design's release: the (K, M) table of counts by (label, nearest candidate), Laplace-noised once."""
+    config = plan_.config
+    if config.private:
+        counts = acc.release(epsilon=config.epsilon, relation=config.relation, noise=noise).value
+        guarantee = plan_.guarantee
+    else:
+        counts, guarantee = acc.counts, Guarantee.non_private("source", "epsilon=None: the non-private counterpart")
+    params = {"classes": list(request.classes), "request_sha256": request.digest(), "statistics": request.statistics,
+              "k": request.k, "sigma": 0.0, "scale": float(plan_.calibration.get("scale", 0.0)), "relation": config.relation}
+    if config.relation == "replace_one":
+        params["n_source"] = int(acc.n_rows)
+    return Release(method=METHOD, kind=KIND, owner="source", arrays={"candidate_counts": counts}, guarantee=guarantee,
+                   params=params)

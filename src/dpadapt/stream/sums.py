@@ -182,6 +182,43 @@ class ClassMomentSums:
 
 
 @dataclasses.dataclass
+class CandidateCounts:
+    """Counts (K, M) of rows by (label, nearest public candidate) over the chunks: each row mapped by ``row_map`` goes
+    to the candidate of largest inner product (the nearest on the unit sphere; ties to the lowest index) — a public
+    per-row map, so every row adds one count to one cell whatever its values (non-finite rows are refused)."""
+
+    classes: tuple
+    row_map: Callable
+    candidates: np.ndarray
+    counts: np.ndarray | None = None
+    n_rows: int = 0
+
+    def add(self, X, y) -> CandidateCounts:
+        for Xb, yb in _row_blocks(X, y):
+            Z = np.asarray(self.row_map(Xb), dtype=np.float64)
+            if not np.all(np.isfinite(Z)):
+                raise mechanisms.NonFiniteError("a source row is not finite after the request's map; refused")
+            nearest = np.argmax(Z @ np.asarray(self.candidates, dtype=np.float64).T, axis=1) if Z.shape[0] else \
+                np.zeros(0, dtype=np.int64)
+            c = mechanisms.score_histogram(nearest, _required_labels(yb, self.classes), len(self.classes),
+                                           self.candidates.shape[0])
+            self.counts, self.n_rows = _plus(self.counts, c), self.n_rows + int(Xb.shape[0])
+        return self
+
+    def merge(self, other: CandidateCounts) -> CandidateCounts:
+        """The counts of two disjoint parts of the data (e.g. two partitions)."""
+        if other.counts is not None:
+            self.counts, self.n_rows = _plus(self.counts, other.counts), self.n_rows + other.n_rows
+        return self
+
+    def release(self, *, epsilon: float, relation, noise) -> mechanisms.Noised:
+        """ONE Laplace release of the table (:func:`mechanisms.release_candidate_histogram`)."""
+        if self.counts is None:
+            raise ValueError("no rows were read")
+        return mechanisms.release_candidate_histogram(self.counts, epsilon=epsilon, relation=relation, noise=noise)
+
+
+@dataclasses.dataclass
 class SlicedCounts:
     """Histogram counts of the projections ``F U`` in public bins (per class with ``classes``), over chunks.
 

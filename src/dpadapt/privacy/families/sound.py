@@ -18,8 +18,9 @@ import math
 
 from dpadapt.privacy import accounting
 from dpadapt.privacy.families.classstats import labelled_gaussian_plan
-from dpadapt.privacy.guarantee import Guarantee, closed_form_guarantee
-from dpadapt.privacy.mechanisms import CLASS_MOMENT_SENSITIVITY, SCORE_HISTOGRAM_SENSITIVITY
+from dpadapt.privacy.guarantee import ADD_REMOVE_N_PRIVATE, Guarantee, closed_form_guarantee
+from dpadapt.privacy.mechanisms import CANDIDATE_HISTOGRAM_SENSITIVITY, CLASS_MOMENT_SENSITIVITY, SCORE_HISTOGRAM_SENSITIVITY
+from dpadapt.validation import check_epsilon
 
 THEOREM = (
     "Analytic Gaussian mechanism (Balle & Wang, ICML 2018, Thm. 8) on the joint vector of per-class sums, "
@@ -84,3 +85,33 @@ def composed_guarantee(first: Guarantee, second: Guarantee) -> Guarantee:
         events=(*first.events, *second.events), details={"noise_multiplier": z, "statistics_noise_multiplier": z1,
                                                          "score_noise_multiplier": z2, "composed_of": 2},
     )
+
+
+SELECTION_THEOREM = (
+    "Laplace mechanism (Dwork, McSherry, Nissim & Smith 2006) with vetted discrete Laplace noise (Canonne, Kamath & "
+    "Steinke 2020) on the (K, M) table of counts of the source's rows by (label, nearest of the receiver's M public "
+    "candidates): every row adds one count to one cell whatever its values, so the ℓ1 sensitivity is 2 (replace-one) / "
+    "1 (add/remove) whatever n and d; ε-DP with δ = 0; labels covered by the same release; report-noisy-max per class "
+    "(Dwork & Roth 2014, Claim 3.9) and the receiver's matching of classes to candidates are post-processing"
+)
+
+
+def candidate_histogram_plan(epsilon: float, *, classes: tuple, num_candidates: int,
+                             relation: accounting.Relation = "replace_one", extra_theorem: str = "") -> tuple[float, Guarantee]:
+    """The Laplace scale b = Δ₁/ε and the pure ε-DP Guarantee of one release of the (K, ``num_candidates``) table of
+    counts by (label, nearest candidate) (:func:`dpadapt.privacy.mechanisms.release_candidate_histogram`); Δ₁ =
+    :data:`~dpadapt.privacy.mechanisms.CANDIDATE_HISTOGRAM_SENSITIVITY` under ``relation``, the label set public."""
+    if relation not in CANDIDATE_HISTOGRAM_SENSITIVITY:
+        raise ValueError(f"relation must be one of {tuple(CANDIDATE_HISTOGRAM_SENSITIVITY)}")
+    check_epsilon(epsilon)
+    sensitivity = CANDIDATE_HISTOGRAM_SENSITIVITY[relation]
+    scale = sensitivity / float(epsilon)
+    theorem = SELECTION_THEOREM + f"; {num_candidates} candidates" + (f"; {extra_theorem}" if extra_theorem else "")
+    guarantee = closed_form_guarantee(
+        float(epsilon), 0.0, party="source", unit="record", relation=relation, accounting="pure",
+        events=(accounting.laplace_event(1.0 / float(epsilon)),), theorem=theorem, sensitivity=sensitivity,
+        details={"scale": scale, "num_candidates": int(num_candidates),
+                 "labels": f"protected (record = row and label); public label set of {len(classes)} classes",
+                 "classes": list(classes), **({"dataset_size": ADD_REMOVE_N_PRIVATE} if relation == "add_remove" else {})},
+    )
+    return scale, guarantee
