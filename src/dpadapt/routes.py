@@ -220,7 +220,8 @@ def _sound_routes() -> list[Route]:
     log1p map, ``design="auto"``). A design without an example here fails the suite (``KeyError``) by construction."""
     from dpadapt.sound import SoundDA, design
 
-    examples = {"prototypes": (clustered_blobs, relabel_first), "discriminant": (blobs, None)}
+    examples = {"prototypes": (clustered_blobs, relabel_first), "discriminant": (blobs, None),
+                "selection": (clustered_blobs, relabel_first)}
     common = {"epsilon": 1.0, "delta": 1e-5, "classes": CLASSES}
     out = [Route(f"sound/{name}", SoundDA, {**common, "design": name}, examples[name][0], ("source",), worst_pair=examples[name][1],
                  taken=lambda est, name=name: est.design_["design"] == name) for name in design.DESIGNS]
