@@ -27,7 +27,7 @@ def _cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
 def _rows(design: str, rng):
     """Labelled source and target rows whose target takes ``design`` (tight clusters: prototypes; a blob: discriminant)."""
     ys, yt = np.arange(300) % 3, np.arange(200) % 3
-    if design == "prototypes":
+    if design in ("prototypes", "selection"):
         centers = 6.0 * np.eye(3, 12)
         return centers[ys] + 0.4 * rng.normal(size=(300, 12)), ys, centers[yt] + 0.3 + 0.4 * rng.normal(size=(200, 12)), yt
     Xs, Xt = rng.normal(size=(300, 12)), rng.normal(size=(200, 12))
@@ -36,7 +36,8 @@ def _rows(design: str, rng):
     return Xs, ys, Xt, yt
 
 
-@pytest.mark.parametrize("design, epsilon", [("prototypes", "1"), ("prototypes", "8"), ("discriminant", "1"), ("discriminant", "8")])
+@pytest.mark.parametrize("design, epsilon", [("prototypes", "1"), ("prototypes", "8"), ("discriminant", "1"), ("discriminant", "8"),
+                                             ("selection", "1")])
 def test_every_design_runs_as_two_processes(tmp_path, rng, design, epsilon):
     source, target = tmp_path / "source", tmp_path / "target"
     source.mkdir()
@@ -46,7 +47,7 @@ def test_every_design_runs_as_two_processes(tmp_path, rng, design, epsilon):
     save_table(target / "data.npz", Xt, yt)
     private = ["--epsilon", epsilon, "--delta", "1e-5"]
     done = _cli(["request", "--data", "data.npz", "--classes", "0,1,2", "--n-source", "300", *private,
-                 "--out", "request.release"], target)
+                 *(["--design", design] if design == "selection" else []), "--out", "request.release"], target)
     assert done.returncode == 0, done.stderr
     assert design in done.stdout
     (source / "request.release").write_bytes((target / "request.release").read_bytes())  # sent to the source
@@ -55,7 +56,8 @@ def test_every_design_runs_as_two_processes(tmp_path, rng, design, epsilon):
                  "--out", "stats.release", *private], source)
     assert done.returncode == 0, done.stderr
     rel = Release.load(source / "stats.release")
-    assert set(rel.arrays) == ({"sums", "counts"} if design == "prototypes" else {"sums", "counts", "second"})
+    assert set(rel.arrays) == {"prototypes": {"sums", "counts"}, "selection": {"candidate_counts"}}.get(
+        design, {"sums", "counts", "second"})
     (target / "stats.release").write_bytes((source / "stats.release").read_bytes())  # sent back
     done = _cli(["adapt", "sound", "--release", "stats.release", "--own-release", "request.release", "--data", "data.npz",
                  "--out", "model.dpadapt"], target)

@@ -36,6 +36,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--relation", default="replace_one", choices=("replace_one", "add_remove"), help="neighbouring relation")
     p.add_argument("--feature-type", default="auto", choices=("auto", "dense", "counts"),
                    help="'auto' (default): log1p exactly when your rows are counts; or declare it")
+    p.add_argument("--design", default="auto", choices=("auto", "prototypes", "discriminant", "selection"),
+                   help="'auto' (default): the rule of dpadapt.sound.design chooses; or fix it ('selection': the sources "
+                        "release a Laplace table of counts by label and nearest of your public k-means candidates)")
     add_receiver_disclosure(p, "request file to give the source(s)")
     add_cluster_arguments(p, "the map detection, the basis and the gap statistic of a Parquet dataset (--data DIR or "
                              "'glob*.parquet')")
@@ -68,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     if args.epsilon is None and args.delta is not None:
         raise ValueError("--delta without --epsilon: give both for a private release, neither for the non-private one")
     config = sound.Config(epsilon=args.epsilon, delta=args.delta, classes=tuple(classes), relation=args.relation,
-                          feature_type=args.feature_type, n_design=design_size(args))
+                          feature_type=args.feature_type, n_design=design_size(args), design=args.design)
     if not schema_classes:
         args.classes = tuple(classes)
     if on_cluster(args, table):  # a Parquet dataset: its rows are read on the cluster's workers
