@@ -38,7 +38,8 @@ RELATIONS = ("replace_one", "add_remove")
 #: Why the request costs the receiver nothing in this setting (``docs/threat-model.md``).
 DISCLOSURE = (
     "disclosed by the receiver, which is not protected in this setting (only the labelled sources are): its release "
-    "request — the per-row map, the mean and top principal directions of its own rows, which statistics to release — "
+    "request — the per-row map, the mean and top principal directions of its own rows (and, for the selection design, "
+    "k-means centres of them), which statistics to release — "
     "is sent in the clear; it depends on no source data, so for each source it is a fixed public per-row map"
 )
 
