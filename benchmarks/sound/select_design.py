@@ -75,7 +75,7 @@ def _cached_design():
 
 #: The constants the request depends on (the others act after the release).
 DESIGN_CONSTANTS = ("CLUSTER_RATIO", "GAMMA_PROTOTYPES", "GAMMA_DISCRIMINANT", "MAX_BASIS", "DIRECTIONS_PER_CLASS",
-                    "MEAN_ONLY_ROWS_PER_CLASS")
+                    "MEAN_ONLY_ROWS_PER_CLASS", "SELECTION_THRESHOLD", "CANDIDATES_PER_CLASS")
 #: The constants of :mod:`dpadapt.sound.design` a grid may set.
 CONSTANTS = ("CLUSTER_RATIO", "GAMMA_PROTOTYPES", "GAMMA_DISCRIMINANT", "RIDGE_SCALE", "RIDGE_FLOOR",
              "MAX_BASIS", "DIRECTIONS_PER_CLASS", "MEAN_ONLY_ROWS_PER_CLASS")

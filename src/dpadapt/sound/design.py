@@ -85,8 +85,10 @@ FINISH_ROWS_PER_CLASS = 500
 FINISH_THRESHOLD: float | None = 94.7
 #: The selection design's candidates per class (M = CANDIDATES_PER_CLASS·K), fixed on the tiny development pairs.
 CANDIDATES_PER_CLASS = 1
-#: ``design="auto"`` takes the selection design for tiny sources while n/(K·b_eff) is below this (``None``: never).
-SELECTION_THRESHOLD: float | None = None
+#: ``design="auto"`` takes the selection design for tiny sources while n/(K·b_eff) is below this (``None``: never): the
+#: geometric midpoint of the two lowest q of the tiny development cells (7.85 and 15.7), chosen by the rule of
+#: ``benchmarks/sound/README.md`` (issue 37, item 2; ``results/issue37/selection-choice.txt``).
+SELECTION_THRESHOLD: float | None = 11.1
 #: The largest basis a request asks for (with or without noise).
 MAX_BASIS = 300
 #: On a Dask cluster, the gap statistic's k-means runs on at most this many of the receiver's rows (public-seeded).
