@@ -118,6 +118,20 @@ def test_auto_takes_selection_only_below_the_threshold(monkeypatch):
     assert SoundDA(epsilon=None, classes=(0, 1, 2), random_state=0).fit_domains(Xs, ys, Xt).design_["design"] != "selection"
 
 
+def test_a_second_gaussian_release_keeps_the_selection_off(monkeypatch):
+    """score_share > 0 splits the budget exactly between two Gaussians: `auto` then never takes the Laplace table,
+    and an explicit selection design with it is refused before any row of the source is read."""
+    from dpadapt import api
+    from dpadapt.sound import design
+
+    Xs, ys, Xt, _ = _clusters(1, n_s=30)
+    monkeypatch.setattr(design, "SELECTION_THRESHOLD", 6.0)
+    est = SoundDA(epsilon=1.0, classes=(0, 1, 2), random_state=0, score_share=0.25).fit_domains(Xs, ys, Xt)
+    assert est.design_["design"] != "selection"
+    with pytest.raises(api.ConfigError, match="Laplace"):
+        SoundDA(epsilon=1.0, classes=(0, 1, 2), design="selection", score_share=0.25).fit_domains(Xs, ys, Xt)
+
+
 def test_untrusted_request_and_release_are_refused():
     Xs, ys, Xt, _ = _clusters(2)
     est = SoundDA(epsilon=EPS, classes=(0, 1, 2), design="selection", random_state=0).fit_domains(Xs, ys, Xt)

@@ -36,8 +36,8 @@ def _rows(design: str, rng):
     return Xs, ys, Xt, yt
 
 
-@pytest.mark.parametrize("design, epsilon", [("prototypes", "1"), ("prototypes", "8"), ("discriminant", "1"), ("discriminant", "8"),
-                                             ("selection", "1")])
+@pytest.mark.parametrize("design, epsilon", [("prototypes", "1"), ("prototypes", "8"), ("discriminant", "1"),
+                                             ("discriminant", "8"), ("selection", "1")])
 def test_every_design_runs_as_two_processes(tmp_path, rng, design, epsilon):
     source, target = tmp_path / "source", tmp_path / "target"
     source.mkdir()

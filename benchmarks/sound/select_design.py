@@ -64,10 +64,11 @@ def _cached_design():
     """``rule.design`` memoised per (target rows, facts, feature type, constants): seeds share one request."""
     plain, cache = rule.design, {}
 
-    def design(Xt, facts, *, feature_type="auto", kind="auto"):
-        key = (_fingerprint(Xt), facts, feature_type, kind, tuple(getattr(rule, c) for c in DESIGN_CONSTANTS))
+    def design(Xt, facts, *, feature_type="auto", kind="auto", **options):
+        key = (_fingerprint(Xt), facts, feature_type, kind, tuple(sorted(options.items())),
+               tuple(getattr(rule, c) for c in DESIGN_CONSTANTS))
         if key not in cache:
-            cache[key] = plain(Xt, facts, feature_type=feature_type, kind=kind)
+            cache[key] = plain(Xt, facts, feature_type=feature_type, kind=kind, **options)
         return cache[key]
 
     return design

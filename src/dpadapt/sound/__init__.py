@@ -79,8 +79,11 @@ def request(Xt, config: Config, n_sources, *, client=None, label_column: str | N
     facts = rule.Facts(tuple(classes), tuple(source_facts(config, n) for n in sizes))
     if not dask_engine.on_cluster(Xt):
         Xt = check_features(Xt, "Xt (target)", allow_sparse=True)
+    if config.score_share and config.design == "selection":
+        raise api.ConfigError("score_share > 0 splits the budget exactly between two Gaussian releases; the selection "
+                              "design's release is a Laplace table: use score_share=0 or another design")
     return rule.design(Xt, facts, feature_type=config.feature_type, kind=config.design, client=client,
-                       label_column=label_column).to_release()
+                       label_column=label_column, selection=not config.score_share).to_release()
 
 
 def plan(config: Config, facts: dict) -> Plan:

@@ -227,11 +227,12 @@ class Facts:
 
 
 def design(Xt, facts: Facts, *, feature_type: str = "auto", kind: str = "auto", client=None,
-           label_column: str | None = "y") -> Request:
+           label_column: str | None = "y", selection: bool = True) -> Request:
     """The receiver's request for ``facts`` from its rows ``Xt`` (dense or sparse, or on a Dask cluster: a
     ``dask.array``, a ``dask.dataframe`` or a Parquet dataset, whose ``label_column`` is not a feature,
     :func:`_summary_on_cluster`); ``kind`` fixes the post-processing (:data:`DESIGNS`) instead of the gap
-    statistic (``"auto"``)."""
+    statistic (``"auto"``); ``selection=False`` keeps ``"auto"`` off the selection design (a second, Gaussian release
+    will follow, whose exact budget split assumes a Gaussian first release)."""
     K = len(facts.classes)
     summarise = _summary_on_cluster if on_cluster(Xt) else _summary
     log1p, d, mean, components, spectrum, Z = summarise(Xt, K, feature_type, client=client, label_column=label_column)
@@ -239,7 +240,7 @@ def design(Xt, facts: Facts, *, feature_type: str = "auto", kind: str = "auto", 
     if kind == "auto":
         tiny = facts.n / K < MEAN_ONLY_ROWS_PER_CLASS
         kind = "prototypes" if ratio < CLUSTER_RATIO or tiny else "discriminant"
-        if selects(facts.n, K, selection_noise(facts.sources)):
+        if selection and selects(facts.n, K, selection_noise(facts.sources)):
             kind = "selection"
     elif kind not in DESIGNS:
         raise ValueError(f"design must be 'auto' or one of {DESIGNS}, got {kind!r}")

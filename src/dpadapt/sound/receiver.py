@@ -114,7 +114,8 @@ def combine_candidates(request: Request, releases: list[Release]) -> CandidateTa
     total, var, guarantees = np.zeros(shape), 0.0, []
     for r in stats:
         p = r.params
-        if r.method != METHOD or p.get("request_sha256") != request.digest() or list(p.get("classes", [])) != list(request.classes):
+        if (r.method != METHOD or p.get("request_sha256") != request.digest()
+                or list(p.get("classes", [])) != list(request.classes)):
             raise ReleaseError(f"release {r.release_id[:12]} does not answer this request (digest or label set); refused")
         try:
             scale = float(p.get("scale"))
