@@ -118,15 +118,12 @@ def choose(path: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    r = sub.add_parser("run")
-    r.add_argument("out")
-    r.add_argument("--split", choices=("dev", "report"), default="dev")
-    r.add_argument("--seeds", type=int, default=5)
-    c = sub.add_parser("choose")
-    c.add_argument("path")
+    ap.add_argument("cmd", choices=("run", "choose"))
+    ap.add_argument("path", help="the JSON-lines file of rows (run: appended to)")
+    ap.add_argument("--split", choices=("dev", "report"), default="dev", help="run: the tiny pairs of this split")
+    ap.add_argument("--seeds", type=int, default=5, help="run: fresh seeds per private cell")
     a = ap.parse_args(argv)
-    return run(a.out, a.split, a.seeds) if a.cmd == "run" else choose(a.path)
+    return run(a.path, a.split, a.seeds) if a.cmd == "run" else choose(a.path)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,8 @@ fixed public map for the sources. The rule and its derivation are written in
    prototypes on its rows (sums and counts only, Δ = 2); otherwise the ``"discriminant"`` design asks for the
    pooled second moment too (Δ = √6) and forms Fisher's discriminant of the noisy moments. Sources with fewer
    than :data:`MEAN_ONLY_ROWS_PER_CLASS` rows a class (n/K) get the prototypes whatever the ratio: a second
-   moment cannot be estimated from a handful of rows. The design does not depend on ε.
+   moment cannot be estimated from a handful of rows. This choice does not depend on ε (the selection design of
+   item 4 does, through the public noise scale, and switches off once as ε grows).
 3. **The working space.** The receiver's top-k principal directions, k the number of directions whose signal
    stands above BOTH errors of the source's statistics: the release noise σ_eff (σ_eff² = Σ σ_i²) and the
    sampling error of class means and second moments on n = Σ n_i rows (λ_j the receiver's spectrum of mapped
