@@ -24,9 +24,8 @@ import dataclasses
 import math
 import os
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import dp_accounting
 import numpy as np
 import scipy.sparse as sp
 
@@ -34,6 +33,9 @@ from dpadapt.privacy import accounting
 from dpadapt.privacy.discrete import discrete_gaussian, discrete_laplace
 from dpadapt.privacy.guarantee import Guarantee, Party, Unit, analytic_gaussian_guarantee, closed_form_guarantee
 from dpadapt.validation import check_epsilon, check_positive
+
+if TYPE_CHECKING:  # dp-accounting is imported where an event is built or accounted (dpadapt.privacy.accounting)
+    import dp_accounting
 
 
 class NoiseSource:
