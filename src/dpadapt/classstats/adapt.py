@@ -19,10 +19,10 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 
 from dpadapt.configs.classstats import REFINEMENTS, STARTS
 from dpadapt.stream.rows import normalise_rows, project, row_map
+from dpadapt.validation import issparse
 
 if TYPE_CHECKING:  # scikit-learn is imported where a refinement fits a head (the sound default's import leaves it out)
     from sklearn.linear_model import LogisticRegression
@@ -56,7 +56,7 @@ def fit_basis_source(source, k: int, row_map_=None) -> tuple[np.ndarray, np.ndar
     if source.n_rows * source.n_features <= EXACT_SVD_ENTRIES:
         X, _ = materialize(source)
         M = X if row_map_ is None else row_map_(X)
-        if not sp.issparse(M):
+        if not issparse(M):
             k = int(min(k, M.shape[0] - 1, M.shape[1]))
             if k < 1:
                 raise ValueError("a basis needs at least two rows")

@@ -21,6 +21,7 @@ Three party steps (``docs/threat-model.md`` for who sees what):
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from typing import TYPE_CHECKING
 
@@ -200,6 +201,26 @@ def contract_example(random_state: int) -> tuple[Config, dict]:
 def contract_run(config: Config, data: dict) -> tuple[list[Release], SoundModel]:
     req, rels, model = run_parties(config, [(data["Xs"], data["ys"])], data["Xt"])
     return [req, *rels], model
+
+
+def _per_party(releases: list[Release]):
+    """One guarantee for the source party: the release's, or (several sources) the loosest, with the others in details.
+    A source that also released score histograms holds the exact composition of its two releases."""
+    stats = [r for r in releases if r.kind == STATS_KIND]
+    extra = [r for r in releases if r.kind == scores.KIND]
+    if extra and len(extra) != len(stats):
+        raise ReleaseError("every source answers both releases: the class statistics and the score histograms")
+    if extra:
+        from dpadapt.privacy.families.sound import composed_guarantee
+
+        gs = [composed_guarantee(a.guarantee, b.guarantee) for a, b in zip(stats, extra)]
+    else:
+        gs = [r.guarantee for r in stats]
+    if len(gs) == 1:
+        return gs
+    worst = max(gs, key=lambda g: (g.epsilon, g.delta))
+    return [dataclasses.replace(worst, details={**worst.details, "sources": [g.to_dict() for g in gs],
+                                                "note": "each source holds its own (ε, δ) for its own rows; shown: the largest"})]
 
 
 register(Family(

@@ -42,7 +42,6 @@ import math
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
 
 from dpadapt.classstats.adapt import fit_basis
 from dpadapt.privacy import accounting
@@ -50,6 +49,7 @@ from dpadapt.privacy.mechanisms import CLASS_MOMENT_SENSITIVITY, CLASS_STATISTIC
 from dpadapt.sound.request import Request, SourceFacts
 from dpadapt.sound.spaces import RowMap
 from dpadapt.stream.dask_engine import on_cluster
+from dpadapt.validation import issparse
 
 DESIGNS = ("prototypes", "discriminant")
 #: Below this within-cluster scatter ratio (data / Gaussian reference) the receiver's rows are clusters.
@@ -87,7 +87,7 @@ class FeatureTypeWarning(UserWarning):
 
 def is_counts(X) -> bool:
     """Whether every value is a non-negative whole number (counts)."""
-    v = X.data if sp.issparse(X) else np.asarray(X)
+    v = X.data if issparse(X) else np.asarray(X)
     return bool(v.size == 0 or (np.all(v >= 0) and np.all(v == np.floor(v))))
 
 

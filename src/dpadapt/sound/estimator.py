@@ -6,16 +6,13 @@ NumPy only) does not import this module; ``dpadapt.sound.SoundDA`` does, on firs
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from dpadapt.base import ConfigEstimator, several_sources
 from dpadapt.configs.sound import Config
 from dpadapt.release import Release, ReleaseError
-from dpadapt.sound import run_parties, scores
-from dpadapt.sound.source import KIND as STATS_KIND
+from dpadapt.sound import _per_party, run_parties, scores
 from dpadapt.stream import dask_engine
 from dpadapt.validation import check_features
 
@@ -95,23 +92,3 @@ class SoundDA(ConfigEstimator):
 
     def predict_proba(self, X):
         return self.model_.predict_proba(X)
-
-
-def _per_party(releases: list[Release]):
-    """One guarantee for the source party: the release's, or (several sources) the loosest, with the others in details.
-    A source that also released score histograms holds the exact composition of its two releases."""
-    stats = [r for r in releases if r.kind == STATS_KIND]
-    extra = [r for r in releases if r.kind == scores.KIND]
-    if extra and len(extra) != len(stats):
-        raise ReleaseError("every source answers both releases: the class statistics and the score histograms")
-    if extra:
-        from dpadapt.privacy.families.sound import composed_guarantee
-
-        gs = [composed_guarantee(a.guarantee, b.guarantee) for a, b in zip(stats, extra)]
-    else:
-        gs = [r.guarantee for r in stats]
-    if len(gs) == 1:
-        return gs
-    worst = max(gs, key=lambda g: (g.epsilon, g.delta))
-    return [dataclasses.replace(worst, details={**worst.details, "sources": [g.to_dict() for g in gs],
-                                                "note": "each source holds its own (ε, δ) for its own rows; shown: the largest"})]
