@@ -216,6 +216,20 @@ def test_a_registered_toy_family_is_run_by_the_registry(monkeypatch):
     assert contract_violations(api.families()["toy"]) == []
 
 
+
+def test_every_family_names_an_estimator_of_its_own_config():
+    """``Family.estimator`` — the class, or its dotted name where the family's module leaves scikit-learn unimported
+    (``import dpadapt.sound`` stays light) — resolves to the ConfigEstimator whose hyper-parameters are the Config."""
+    from dpadapt.base import ConfigEstimator
+
+    for name, fam in api.families().items():
+        cls = fam.estimator_class()
+        assert isinstance(cls, type) and issubclass(cls, ConfigEstimator) and cls.config_class is fam.config, name
+    assert isinstance(api.family("sound").estimator, str)
+    with pytest.raises(AttributeError, match="NoSuchEstimator"):  # a wrong name is an error, never a silent None
+        dataclasses.replace(api.family("sound"), estimator="dpadapt.sound.NoSuchEstimator").estimator_class()
+
+
 # --- every family's mechanism is audited, with an under-noised control ---------------------------
 
 #: For each family, the statistical audits of the mechanisms its sound releases go through: a test

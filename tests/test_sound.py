@@ -340,14 +340,44 @@ def test_a_row_whose_norm_overflows_is_mapped_to_its_direction_not_zeroed():
         np.testing.assert_allclose(M[0], [2**-0.5, 2**-0.5, 0.0])
 
 
-def test_import_of_the_sound_route_leaves_the_heavy_optional_packages_unimported():
-    """``import dpadapt.sound`` (the library's default route) imports neither the deep-learning stack nor Dask: a
-    cluster's pieces (:mod:`dpadapt.stream.dask_engine`, :mod:`dpadapt.stream.dask_basis`) import Dask when used."""
+#: What ``import dpadapt.sound`` must leave unimported: the deep-learning stack, Dask, scikit-learn (the estimator
+#: ``SoundDA`` is imported on first use), dp-accounting (imported where an ε is accounted), SciPy and the table readers.
+HEAVY = ("torch", "dask", "distributed", "ot", "opacus", "skada", "matplotlib", "sklearn", "dp_accounting", "scipy",
+         "pandas", "pyarrow")
+#: the issue's bound on ``import dpadapt.sound`` (CPU seconds), and the margin the assertion allows for a slower CI CPU
+IMPORT_SECONDS, MARGIN = 0.5, 1.5
+IMPORT_PROBE = """
+import json, sys, time
+start = time.process_time()
+import dpadapt.sound
+seconds = time.process_time() - start
+heavy = sorted(m for m in {heavy!r} if m in sys.modules)
+listed = "SoundDA" in dir(dpadapt.sound)
+from dpadapt.sound import SoundDA
+from dpadapt import api
+print(json.dumps({{"seconds": seconds, "heavy": heavy, "listed": listed, "estimator": SoundDA.__name__,
+                  "registered": api.family("sound").estimator_class() is SoundDA, "sklearn": "sklearn" in sys.modules}}))
+"""
+
+
+def test_import_of_the_sound_route_is_fast_and_leaves_the_heavy_packages_unimported():
+    """``import dpadapt.sound`` (the library's default route: request, plan, release, adapt) imports NumPy, not the
+    packages of :data:`HEAVY` — a cluster's pieces (:mod:`dpadapt.stream.dask_engine`) import Dask when used, the
+    estimator scikit-learn when first named — and takes ≤ 0.5 s of CPU (issue 39; best of three fresh processes,
+    CPU time so that a loaded machine does not fail it). ``SoundDA`` is still listed, importable and registered."""
     import json
     import subprocess
     import sys
 
-    heavy = ("torch", "dask", "distributed", "ot", "opacus", "skada", "matplotlib")
-    probe = f"import json, sys, dpadapt.sound; print(json.dumps([m for m in {heavy!r} if m in sys.modules]))"
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120)
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+    runs = []
+    for _ in range(3):
+        done = subprocess.run([sys.executable, "-c", IMPORT_PROBE.format(heavy=HEAVY)], capture_output=True, text=True,
+                              check=True, timeout=120)
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        assert runs[-1]["heavy"] == [], f"`import dpadapt.sound` imports {runs[-1]['heavy']}"
+        if runs[-1]["seconds"] <= IMPORT_SECONDS:
+            break
+    out = runs[-1]
+    assert out["listed"] and out["estimator"] == "SoundDA" and out["registered"] and out["sklearn"], out
+    best = min(r["seconds"] for r in runs)
+    assert best <= IMPORT_SECONDS * MARGIN, f"`import dpadapt.sound` took {best:.2f} s of CPU (best of {len(runs)})"

@@ -10,19 +10,16 @@ what it needs).
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from typing import TYPE_CHECKING
+
+from dpadapt import lazy
 
 __version__ = "0.1.0"
 
-_LAZY = {"Guarantee": "dpadapt.privacy.guarantee", "Release": "dpadapt.release"}
+if TYPE_CHECKING:
+    from dpadapt.privacy.guarantee import Guarantee
+    from dpadapt.release import Release
+
+__getattr__, __dir__ = lazy.attach(__name__, {"Guarantee": "dpadapt.privacy.guarantee", "Release": "dpadapt.release"})
 
 __all__ = ["Guarantee", "Release", "__version__"]
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'dpadapt' has no attribute {name!r}")

@@ -11,7 +11,9 @@ Every family (``dpot``, ``dpswd``, ``discrepancy``, ``prima``, ``dpda``, ``class
 * ``release(plan, data, noise) -> Release`` — the data owner's step; noise only through
   :mod:`dpadapt.privacy.mechanisms`.
 * ``adapt(release, data, config) -> model`` — the receiver's step; post-processing only.
-* an estimator (:class:`ConfigEstimator` subclass) that runs exactly those party steps.
+* an estimator (:class:`~dpadapt.base.ConfigEstimator` subclass) that runs exactly those party steps. It loads
+  scikit-learn, so this module and the party steps do not: ``ConfigEstimator`` is imported from
+  :mod:`dpadapt.base` on first use, and a family may register its estimator by name (:class:`Family`).
 
 Conventions shared by every family: non-private is ``epsilon=None``; ``privacy_mode`` is
 ``"sound"`` or ``"paper"``; the public random source is ``random_state`` (noise never comes from it,
@@ -23,13 +25,19 @@ a private label-dependent quantity is released.
 from __future__ import annotations
 
 import dataclasses
-import inspect
+import importlib
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
-from dpadapt.base import DAEstimator
+from dpadapt import lazy
 from dpadapt.configs.base import Config, ConfigError, param, resolve_epsilon  # noqa: F401  (the family API: declared in configs/)
 from dpadapt.privacy.guarantee import REPRODUCIBLE_NOISE_REASON, Guarantee
+
+if TYPE_CHECKING:
+    from dpadapt.base import ConfigEstimator
+
+__getattr__, __dir__ = lazy.attach(__name__, {"ConfigEstimator": "dpadapt.base"})
+
 
 @dataclasses.dataclass(frozen=True)
 class Plan:
@@ -59,7 +67,9 @@ class Family:
     """One method family's party steps, for the CLI, the benchmarks and the contract tests.
 
     Required: ``name``, ``config`` (its :class:`Config` subclass), ``protected`` (the parties whose
-    data it protects), ``plan``/``release``/``adapt`` (the party steps) and ``estimator``.
+    data it protects), ``plan``/``release``/``adapt`` (the party steps) and ``estimator``: the estimator
+    class, or its public dotted name (``"dpadapt.sound.SoundDA"``) for a family whose module leaves
+    scikit-learn unimported; :meth:`estimator_class` imports it.
 
     Optional, read by the family contract test (``tests/test_family_contract.py``), which runs every
     registered family that fills in ``example`` and ``run_parties``:
@@ -95,13 +105,20 @@ class Family:
     plan: Callable[..., Plan]
     release: Callable[..., Any]
     adapt: Callable[..., Any]
-    estimator: type
+    estimator: type | str
     summary: str = ""
     example: Callable[[int], tuple[Config, Mapping[str, Any]]] | None = None
     run_parties: Callable[[Config, Mapping[str, Any]], tuple[Sequence[Any], Any]] | None = None
     public_arrays: tuple[str, ...] = ()
     noisy_arrays: tuple[str, ...] = ()
     classes_param: str | None = "classes"
+
+    def estimator_class(self) -> type:
+        """The family's estimator class (imported now when :attr:`estimator` names it)."""
+        if not isinstance(self.estimator, str):
+            return self.estimator
+        module, _, name = self.estimator.rpartition(".")
+        return getattr(importlib.import_module(module), name)
 
 
 _FAMILIES: dict[str, Family] = {}
@@ -126,8 +143,6 @@ FAMILY_MODULES = (
 
 def families() -> dict[str, Family]:
     """Every registered family, importing the method packages on first use."""
-    import importlib
-
     for module in FAMILY_MODULES:
         importlib.import_module(module)  # idempotent: a family registers itself on first import
     return dict(_FAMILIES)
@@ -138,42 +153,3 @@ def family(name: str) -> Family:
     if name not in _FAMILIES:
         families()
     return _FAMILIES[name]
-
-
-class ConfigEstimator(DAEstimator):
-    """An estimator whose hyper-parameters are exactly its family's :class:`Config` fields.
-
-    Subclasses set ``config_class``; ``__init__`` (keyword-only, one argument per Config field) is
-    generated, so ``get_params``/``set_params``/``clone`` and skada pipelines work unchanged.
-    ``config_`` is the validated Config built at fit time.
-    """
-
-    config_class: ClassVar[type[Config]] = Config
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        if "__init__" in cls.__dict__:
-            return
-        fields = cls.config_class.parameters()
-
-        def __init__(self, **params: Any) -> None:
-            unknown = sorted(set(params) - {f.name for f in fields})
-            if unknown:
-                raise TypeError(f"{type(self).__name__} got unexpected parameter(s): {', '.join(unknown)}")
-            for f in fields:
-                setattr(self, f.name, params.get(f.name, f.default))
-
-        __init__.__signature__ = inspect.Signature(
-            [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
-            + [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default) for f in fields]
-        )
-        __init__.__doc__ = cls.__doc__
-        cls.__init__ = __init__
-
-    def make_config(self, **overrides: Any) -> Config:
-        """Validate the current hyper-parameters into the family's Config."""
-        values = {f.name: getattr(self, f.name) for f in self.config_class.parameters()}
-        values.update(overrides)
-        if "epsilon" in values:  # not given: the stated private default, with a warning naming this estimator
-            values["epsilon"] = resolve_epsilon(values["epsilon"], type(self).__name__)
-        return self.config_class(**values)

@@ -1,4 +1,5 @@
-"""Base class for domain-adaptation estimators (scikit-learn / skada conventions).
+"""Base classes for domain-adaptation estimators (scikit-learn / skada conventions): :class:`DAEstimator`, and
+:class:`ConfigEstimator`, whose hyper-parameters are its family's Config (:mod:`dpadapt.api`).
 
 Labels of a public label set may be any hashable values (strings included) on every estimator: at
 the estimator boundary (:meth:`DAEstimator.__init_subclass__`) a subclass's ``fit_domains`` gets the
@@ -10,6 +11,8 @@ labels as indices 0..K-1 of the declared ``classes`` (and fits with ``classes=ra
 from __future__ import annotations
 
 import functools
+import inspect
+from typing import Any, ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, is_classifier
@@ -18,6 +21,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
+from dpadapt.configs.base import Config, resolve_epsilon
 from dpadapt.privacy.guarantee import REPRODUCIBLE_NOISE_REASON, Guarantee
 from dpadapt.validation import check_features, check_labels, check_same_features, split_domains
 
@@ -148,6 +152,45 @@ class DAEstimator(ClassifierMixin, BaseEstimator):
         if not self.guarantees_:
             return f"{type(self).__name__}: non-private (no differential-privacy guarantee)."
         return "\n\n".join(g.report() for g in self.guarantees_.values())
+
+
+class ConfigEstimator(DAEstimator):
+    """An estimator whose hyper-parameters are exactly its family's :class:`Config` fields.
+
+    Subclasses set ``config_class``; ``__init__`` (keyword-only, one argument per Config field) is
+    generated, so ``get_params``/``set_params``/``clone`` and skada pipelines work unchanged.
+    ``config_`` is the validated Config built at fit time.
+    """
+
+    config_class: ClassVar[type[Config]] = Config
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "__init__" in cls.__dict__:
+            return
+        fields = cls.config_class.parameters()
+
+        def __init__(self, **params: Any) -> None:
+            unknown = sorted(set(params) - {f.name for f in fields})
+            if unknown:
+                raise TypeError(f"{type(self).__name__} got unexpected parameter(s): {', '.join(unknown)}")
+            for f in fields:
+                setattr(self, f.name, params.get(f.name, f.default))
+
+        __init__.__signature__ = inspect.Signature(
+            [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+            + [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default) for f in fields]
+        )
+        __init__.__doc__ = cls.__doc__
+        cls.__init__ = __init__
+
+    def make_config(self, **overrides: Any) -> Config:
+        """Validate the current hyper-parameters into the family's Config."""
+        values = {f.name: getattr(self, f.name) for f in self.config_class.parameters()}
+        values.update(overrides)
+        if "epsilon" in values:  # not given: the stated private default, with a warning naming this estimator
+            values["epsilon"] = resolve_epsilon(values["epsilon"], type(self).__name__)
+        return self.config_class(**values)
 
 
 def _check_fit_inputs(estimator, X, y) -> None:

@@ -16,14 +16,16 @@ Plain functions, shared by the ``classstats`` and ``dpot`` families (and PRIMA's
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.special import logsumexp
-from sklearn.linear_model import LogisticRegression
 
 from dpadapt.configs.classstats import REFINEMENTS, STARTS
 from dpadapt.stream.rows import normalise_rows, project, row_map
+from dpadapt.validation import issparse
+
+if TYPE_CHECKING:  # scikit-learn is imported where a refinement fits a head (the sound default's import leaves it out)
+    from sklearn.linear_model import LogisticRegression
 
 _ALIASES = {"prototypes": "none"}  # PRIMA's earlier name for the nearest DP prototype
 
@@ -54,7 +56,7 @@ def fit_basis_source(source, k: int, row_map_=None) -> tuple[np.ndarray, np.ndar
     if source.n_rows * source.n_features <= EXACT_SVD_ENTRIES:
         X, _ = materialize(source)
         M = X if row_map_ is None else row_map_(X)
-        if not sp.issparse(M):
+        if not issparse(M):
             k = int(min(k, M.shape[0] - 1, M.shape[1]))
             if k < 1:
                 raise ValueError("a basis needs at least two rows")
@@ -151,6 +153,7 @@ def self_training(
     per class of the public label set, a class absent from the labels scores :data:`ABSENT_SCORE`), or ``None`` with
     fewer than two classes.
     """
+    from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import KFold
 
     labels = np.asarray(labels)
@@ -192,6 +195,8 @@ def refine_self_training(
     Z: np.ndarray, labels: np.ndarray, n_classes: int, rounds: int = 5, C: float = 1.0, random_state=None
 ) -> LogisticRegression:
     """Logistic regression trained on pseudo-labels of the rows, re-labelled for a few rounds."""
+    from sklearn.linear_model import LogisticRegression
+
     clf = None
     for _ in range(rounds):
         if np.unique(labels).size < 2:
@@ -249,6 +254,8 @@ class ClassStatsModel:
         return project(row_map(X, self.log1p), self.mean, self.components)
 
     def predict_proba(self, X) -> np.ndarray:
+        from scipy.special import logsumexp
+
         if self.W is not None:  # linear scorer on the mapped rows (full feature space)
             scores = row_map(X, self.log1p) @ self.W.T + self.b
             return np.exp(scores - logsumexp(scores, axis=1, keepdims=True))

@@ -36,16 +36,17 @@ from __future__ import annotations
 
 import collections
 import enum
+import logging
 import math
 from collections.abc import Callable, Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import dp_accounting
 import numpy as np
-from dp_accounting import dp_event as _dp_event
-from dp_accounting import pld, rdp
 
 from dpadapt.validation import check_delta, check_epsilon
+
+if TYPE_CHECKING:  # dp-accounting (with SciPy ~1.5 s of start-up) is imported where an event is built or accounted
+    import dp_accounting
 
 
 class Accounting(enum.StrEnum):
@@ -99,14 +100,34 @@ PLD_INTERVAL = 1e-4
 #: 1e-2 (~0.03 s), 3e-4 at 1e-3 (~0.2 s), against ~3 s at 1e-4.
 PLD_SEARCH_INTERVALS: tuple[float, ...] = (1e-2, 1e-3)
 
-_NEIGHBOURS = {
-    "add_remove": dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE,
-    "replace_one": dp_accounting.NeighboringRelation.REPLACE_ONE,
-}
+
+def _drop_dp_accounting_records(record: logging.LogRecord) -> bool:
+    return "dp_accounting" not in (record.pathname or "")
+
+
+def _quiet_dp_accounting() -> None:
+    """Drop dp-accounting's absl records (e.g. one ``_compute_log_a_frac failed to converge`` warning per RDP order it
+    drops, hundreds per fit) before an accountant is built, for library users as for the CLI; other absl logging is
+    left alone."""
+    import absl.logging
+
+    logger = absl.logging.get_absl_logger()
+    if _drop_dp_accounting_records not in logger.filters:
+        logger.addFilter(_drop_dp_accounting_records)
+
+
+def _neighbours(relation: str):
+    """dp-accounting's ``NeighboringRelation`` for our ``relation``."""
+    import dp_accounting
+
+    return {"add_remove": dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE,
+            "replace_one": dp_accounting.NeighboringRelation.REPLACE_ONE}[relation]
 
 
 def _subsampled(event: dp_accounting.DpEvent) -> bool:
     """Whether ``event`` holds a Poisson-subsampled event."""
+    import dp_accounting
+
     if isinstance(event, dp_accounting.PoissonSampledDpEvent):
         return True
     if isinstance(event, dp_accounting.SelfComposedDpEvent):
@@ -120,6 +141,8 @@ def map_leaves(event: dp_accounting.DpEvent,
                leaf: Callable[[dp_accounting.DpEvent], dp_accounting.DpEvent | None]) -> dp_accounting.DpEvent | None:
     """``event`` with every mechanism below its (self-)compositions replaced by ``leaf(mechanism)``; None if ``leaf``
     gives None for any of them."""
+    import dp_accounting
+
     if isinstance(event, dp_accounting.SelfComposedDpEvent):
         inner = map_leaves(event.event, leaf)
         return None if inner is None else dp_accounting.SelfComposedDpEvent(inner, event.count)
@@ -135,6 +158,8 @@ def _replace_one_leaf(event: dp_accounting.DpEvent) -> dp_accounting.DpEvent | N
     A plain Gaussian of multiplier σ/Δ_replace becomes one of 2σ/Δ_replace (that accountant shifts a plain Gaussian
     by ±1); Poisson-subsampled events (σ/C) and randomized response are read as they are.
     """
+    import dp_accounting
+
     if isinstance(event, dp_accounting.GaussianDpEvent):
         return dp_accounting.GaussianDpEvent(2.0 * event.noise_multiplier)
     if isinstance(event, (dp_accounting.PoissonSampledDpEvent, dp_accounting.RandomizedResponseDpEvent,
@@ -147,20 +172,23 @@ def _prepared(event: dp_accounting.DpEvent, relation: str, method: str, orders: 
               interval: float = PLD_INTERVAL) -> tuple[dp_accounting.PrivacyAccountant, dp_accounting.DpEvent] | None:
     """A fresh dp-accounting accountant for ``event`` under our ``relation`` and the event to give it, or None
     when it cannot account the event (see the module docstring and :func:`supports`)."""
+    from dp_accounting import pld, rdp
+
+    _quiet_dp_accounting()
     if method == "rdp":
-        acc = rdp.RdpAccountant(orders=orders, neighboring_relation=_NEIGHBOURS[relation])
+        acc = rdp.RdpAccountant(orders=orders, neighboring_relation=_neighbours(relation))
         return (acc, event) if acc.supports(event) else None
     if method != "pld":
         raise ValueError(f"method must be 'rdp' or 'pld', got {method!r}")
     if relation == "replace_one" and _subsampled(event):
         view = map_leaves(event, _replace_one_leaf)
-        acc = pld.PLDAccountant(neighboring_relation=_NEIGHBOURS["replace_one"], value_discretization_interval=interval)
+        acc = pld.PLDAccountant(neighboring_relation=_neighbours("replace_one"), value_discretization_interval=interval)
         return (acc, view) if view is not None and acc.supports(view) else None
     # add/remove; or replace-one with Δ already expressed under it: the add/remove PLD of the same multiplier
-    acc = pld.PLDAccountant(neighboring_relation=_NEIGHBOURS["add_remove"], value_discretization_interval=interval)
+    acc = pld.PLDAccountant(neighboring_relation=_neighbours("add_remove"), value_discretization_interval=interval)
     if not acc.supports(event):
         return None
-    if relation == "replace_one" and not rdp.RdpAccountant(neighboring_relation=_NEIGHBOURS["replace_one"]).supports(event):
+    if relation == "replace_one" and not rdp.RdpAccountant(neighboring_relation=_neighbours("replace_one")).supports(event):
         return None
     return acc, event
 
@@ -206,6 +234,8 @@ def compose(
     Identical events are gathered first, so repeated releases become one self-composition (the
     same ε, computed faster); no-op events vanish and a single event is returned as is.
     """
+    import dp_accounting
+
     counts = [1] * len(events) if counts is None else list(counts)
     if len(counts) != len(events):
         raise ValueError("one count per event")
@@ -240,6 +270,8 @@ def epsilon(event: dp_accounting.DpEvent, delta: float, relation: Relation = "ad
     Memoised on the event's ``repr`` (events are plain values; a Poisson-subsampled RDP curve costs about a second,
     and a fit, its plan and its ledger entry ask for the same ε several times).
     """
+    import dp_accounting
+
     check_delta(delta)
     if isinstance(event, dp_accounting.NoOpDpEvent):
         return 0.0
@@ -309,6 +341,7 @@ def _calibrate(make_event, target_epsilon: float, target_delta: float, relation:
                orders: tuple[float, ...], start: float, interval: float = PLD_INTERVAL) -> float:
     """Brent's method on a bracket [lo, hi] ∋ z found from ``start`` (the accountant restricted to ``orders``, or
     the PLD at discretisation ``interval``)."""
+    import dp_accounting
 
     def prepared(z: float):
         out = _prepared(make_event(z), relation, resolved, orders, interval)
@@ -402,12 +435,16 @@ def _largest_steps(within: Callable[[int], bool], upper: int, start: int = 1) ->
 
 def gaussian_event(noise_multiplier: float, steps: int = 1) -> dp_accounting.DpEvent:
     """``steps`` releases of the Gaussian mechanism with σ = noise_multiplier · Δ."""
+    import dp_accounting
+
     ev = dp_accounting.GaussianDpEvent(noise_multiplier)
     return ev if steps == 1 else dp_accounting.SelfComposedDpEvent(ev, steps)
 
 
 def laplace_event(noise_multiplier: float, steps: int = 1) -> dp_accounting.DpEvent:
     """``steps`` releases of the Laplace mechanism with scale b = noise_multiplier · Δ₁ (pure ε = 1/multiplier)."""
+    import dp_accounting
+
     ev = dp_accounting.LaplaceDpEvent(noise_multiplier)
     return ev if steps == 1 else dp_accounting.SelfComposedDpEvent(ev, steps)
 
@@ -417,6 +454,8 @@ def randomized_response_event(eps: float, num_classes: int) -> dp_accounting.DpE
 
     In dp-accounting's parametrisation the output is uniform with probability p = k/(e^ε+k−1).
     """
+    import dp_accounting
+
     check_epsilon(eps)
     p = num_classes / (math.exp(eps) + num_classes - 1)
     return dp_accounting.RandomizedResponseDpEvent(noise_parameter=p, num_buckets=num_classes)
@@ -425,6 +464,8 @@ def randomized_response_event(eps: float, num_classes: int) -> dp_accounting.DpE
 def poisson_gaussian_event(noise_multiplier: float, sample_rate: float, steps: int) -> dp_accounting.DpEvent:
     """DP-SGD: ``steps`` Poisson-subsampled (rate q) Gaussian sums, σ = ``noise_multiplier``·C with C the bound on one
     record's contribution (the clip); accounted under either relation (replace-one: PLD only, module docstring)."""
+    import dp_accounting
+
     if not 0 < sample_rate <= 1:
         raise ValueError(f"sample_rate must be in (0, 1], got {sample_rate}")
     return dp_accounting.SelfComposedDpEvent(
@@ -439,6 +480,8 @@ def sampled_without_replacement_gaussian_event(
 
     Relation ``replace_one`` (WBK19 RDP bound).
     """
+    import dp_accounting
+
     if not 0 < batch_size <= dataset_size:
         raise ValueError(f"batch_size must be in [1, {dataset_size}], got {batch_size}")
     inner = dp_accounting.GaussianDpEvent(noise_multiplier)
@@ -455,6 +498,8 @@ def sampled_without_replacement_gaussian_event(
 
 def analytic_gaussian_sigma(eps: float, delta: float, sensitivity: float = 1.0) -> float:
     """σ of the analytic Gaussian mechanism (Balle & Wang, ICML 2018, Thm. 8), valid for every ε > 0."""
+    import dp_accounting
+
     check_epsilon(eps)
     check_delta(delta)
     try:
@@ -470,6 +515,8 @@ def analytic_gaussian_sigma(eps: float, delta: float, sensitivity: float = 1.0) 
 
 def analytic_gaussian_epsilon(sigma: float, delta: float, sensitivity: float = 1.0) -> float:
     """Exact ε of one Gaussian release with noise σ and ℓ2 sensitivity Δ (Balle & Wang 2018)."""
+    import dp_accounting
+
     check_delta(delta)
     if sigma <= 0:
         raise ValueError(f"sigma must be > 0, got {sigma}")
@@ -516,9 +563,10 @@ _EVENT_MODULE = "dp_accounting.dp_event"
 
 def event_to_dict(event: dp_accounting.DpEvent) -> dict:
     """JSON-compatible form of an event tree: dp-accounting's ``to_named_tuple`` as nested dicts."""
+    from dp_accounting import dp_event
 
     def plain(value):
-        if isinstance(value, _dp_event.DpEventNamedTuple):
+        if isinstance(value, dp_event.DpEventNamedTuple):
             return {k: plain(v) for k, v in value._asdict().items()}
         if isinstance(value, (list, tuple)):
             return [plain(v) for v in value]
@@ -534,15 +582,20 @@ def event_from_dict(data: dict) -> dp_accounting.DpEvent:
     otherwise import whatever module a file names). Files written before the named-tuple form
     (``{"type": name, ...}``) are read too.
     """
+    import dp_accounting
+
     return dp_accounting.DpEvent.from_named_tuple(_named_tuple(data))
 
 
 def _named_tuple(data: dict):
+    import dp_accounting
+    from dp_accounting import dp_event
+
     data = dict(data)
     if "type" in data and "class_name" not in data:  # the earlier {"type": ...} form
         data = {"module_name": _EVENT_MODULE, "class_name": data.pop("type"), **data}
     name = data.get("class_name")
-    cls = getattr(_dp_event, str(name), None)
+    cls = getattr(dp_event, str(name), None)
     if data.get("module_name") != _EVENT_MODULE or not (isinstance(cls, type) and issubclass(cls, dp_accounting.DpEvent)):
         raise ValueError(f"unknown dp-accounting event type {name!r}")
     fields = {}

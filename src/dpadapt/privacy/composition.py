@@ -42,11 +42,13 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Iterable, Sequence
-
-import dp_accounting
+from typing import TYPE_CHECKING
 
 from dpadapt.privacy import accounting
 from dpadapt.privacy.accounting import Accounting
+
+if TYPE_CHECKING:  # dp-accounting is imported where an event is built or accounted (dpadapt.privacy.accounting)
+    import dp_accounting
 
 #: For each unit, the units whose neighbouring datasets it includes (record-level neighbours
 #: include the label- and attribute-level ones), so a guarantee for the key implies one for them.
@@ -85,6 +87,8 @@ def common_unit(units: Iterable[str]) -> str:
 def _as_replace_one_leaf(event: dp_accounting.DpEvent) -> dp_accounting.DpEvent | None:
     """One add/remove mechanism under replace-one: a plain Gaussian/Laplace multiplier halved, a Poisson-subsampled
     Gaussian kept (module docstring); None for anything else."""
+    import dp_accounting
+
     if isinstance(event, dp_accounting.GaussianDpEvent):
         return dp_accounting.GaussianDpEvent(event.noise_multiplier / 2.0)
     if isinstance(event, dp_accounting.LaplaceDpEvent):

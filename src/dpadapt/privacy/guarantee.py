@@ -6,13 +6,14 @@ import dataclasses
 import json
 import math
 from collections.abc import Sequence
-from typing import Any, Literal
-
-import dp_accounting
+from typing import TYPE_CHECKING, Any, Literal
 
 from dpadapt.jsonutil import to_jsonable
 from dpadapt.privacy import accounting, composition
 from dpadapt.privacy.accounting import Accounting
+
+if TYPE_CHECKING:  # dp-accounting is imported where an event is built or accounted (dpadapt.privacy.accounting)
+    import dp_accounting
 
 Party = Literal["source", "target"]
 Unit = Literal["record", "label", "attribute", "record_features", "patient"]

@@ -24,16 +24,17 @@ import dataclasses
 import math
 import os
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import dp_accounting
 import numpy as np
-import scipy.sparse as sp
 
 from dpadapt.privacy import accounting
 from dpadapt.privacy.discrete import discrete_gaussian, discrete_laplace
 from dpadapt.privacy.guarantee import Guarantee, Party, Unit, analytic_gaussian_guarantee, closed_form_guarantee
-from dpadapt.validation import check_epsilon, check_positive
+from dpadapt.validation import check_epsilon, check_positive, issparse
+
+if TYPE_CHECKING:  # dp-accounting is imported where an event is built or accounted (dpadapt.privacy.accounting)
+    import dp_accounting
 
 
 class NoiseSource:
@@ -408,7 +409,7 @@ def clip_rows(X, max_norm: float):
     canonical float64 CSR copy (:func:`_clip_csr`).
     """
     check_positive(max_norm, "max_norm")
-    if sp.issparse(X):
+    if issparse(X):
         return _clip_csr(X, max_norm)
     X = np.asarray(X, dtype=np.float64)
     _require_finite(X, "rows to clip")
@@ -423,6 +424,8 @@ def _clip_csr(Z, max_norm: float):
     Canonical first (entries stored twice for one column are summed — a row storing one
     column m times has norm m, not √m), then its stored values are scaled row by row (:func:`_clip_factors`).
     """
+    import scipy.sparse as sp
+
     Z = sp.csr_matrix(Z, dtype=np.float64, copy=True)
     Z.sum_duplicates()  # canonical CSR: the norm below is the norm of the row the matrix represents
     _require_finite(Z.data, "rows to clip")
@@ -638,7 +641,7 @@ def _unit_ball_rows(Z):
     twice for one column are summed — a row storing one column m times has norm m, not √m),
     then its stored values are scaled row by row.
     """
-    if sp.issparse(Z):
+    if issparse(Z):
         return _clip_csr(Z, 1.0)
     Z = np.asarray(Z, dtype=np.float64)
     if Z.ndim != 2:
@@ -691,17 +694,19 @@ def _public_label_indices(labels, n: int, num_classes: int) -> np.ndarray:
 
 def _sums_by_class(Z, labels: np.ndarray, num_classes: int) -> tuple[np.ndarray, np.ndarray]:
     """Per-class sums (K, k) and counts (K,) of already clipped rows: one product with the one-hot labels."""
+    import scipy.sparse as sp
+
     n = labels.size
     onehot = sp.csc_matrix((np.ones(n), labels.astype(np.int64), np.arange(n + 1)), shape=(num_classes, n))
     sums = onehot @ Z
-    sums = np.asarray(sums.toarray() if sp.issparse(sums) else sums, dtype=np.float64)
+    sums = np.asarray(sums.toarray() if issparse(sums) else sums, dtype=np.float64)
     return sums, np.bincount(labels, minlength=num_classes).astype(np.float64)
 
 
 def _second_moment(Z) -> np.ndarray:
     """Σxxᵀ (k, k) of already clipped rows, dense float64 (sparse rows are multiplied sparse)."""
     second = Z.T @ Z
-    return np.asarray(second.toarray() if sp.issparse(second) else second, dtype=np.float64)
+    return np.asarray(second.toarray() if issparse(second) else second, dtype=np.float64)
 
 
 def _mirrored_upper(values: np.ndarray, k: int) -> np.ndarray:

@@ -52,7 +52,6 @@ import math
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
 
 from dpadapt.classstats.adapt import fit_basis
 from dpadapt.privacy import accounting
@@ -61,6 +60,7 @@ from dpadapt.privacy.mechanisms import (CANDIDATE_HISTOGRAM_SENSITIVITY, CLASS_M
 from dpadapt.sound.request import Request, SourceFacts
 from dpadapt.sound.spaces import RowMap
 from dpadapt.stream.dask_engine import on_cluster
+from dpadapt.validation import issparse
 
 DESIGNS = ("prototypes", "discriminant", "selection")
 #: Below this within-cluster scatter ratio (data / Gaussian reference) the receiver's rows are clusters.
@@ -104,7 +104,7 @@ class FeatureTypeWarning(UserWarning):
 
 def is_counts(X) -> bool:
     """Whether every value is a non-negative whole number (counts)."""
-    v = X.data if sp.issparse(X) else np.asarray(X)
+    v = X.data if issparse(X) else np.asarray(X)
     return bool(v.size == 0 or (np.all(v >= 0) and np.all(v == np.floor(v))))
 
 

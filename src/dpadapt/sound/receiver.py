@@ -24,7 +24,6 @@ import dataclasses
 import math
 
 import numpy as np
-from scipy.special import logsumexp
 
 from dpadapt.classstats.adapt import normalise_rows, refine_ot
 from dpadapt.release import Release, ReleaseError
@@ -251,6 +250,8 @@ class SoundModel:
 
     def predict_proba(self, X) -> np.ndarray:
         """Class probabilities at the target's estimated prior (``details["target_prior"]``, :mod:`dpadapt.sound.calibrate`)."""
+        from scipy.special import logsumexp
+
         s = self.decision_function(X) + self.prior_shift()
         return np.exp(s - logsumexp(s, axis=1, keepdims=True))
 

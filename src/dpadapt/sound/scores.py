@@ -38,7 +38,6 @@ import json
 import math
 
 import numpy as np
-from scipy.special import expit, logsumexp
 
 from dpadapt.privacy import mechanisms
 from dpadapt.privacy.families.sound import score_histogram_plan
@@ -293,6 +292,7 @@ def platt(counts: np.ndarray, x: np.ndarray) -> tuple[float, float]:
     """(a, c) maximising Σ_b n₁b log σ(a x_b + c) + n₀b log σ(−(a x_b + c)) over the noisy counts clipped at 0
     (the concave binned log-likelihood, by L-BFGS; (1, 0) when a class has no count)."""
     from scipy.optimize import minimize
+    from scipy.special import expit
 
     n0, n1 = np.maximum(counts[0], 0.0), np.maximum(counts[1], 0.0)
     if n1.sum() <= 0 or n0.sum() <= 0:
@@ -350,6 +350,8 @@ def match_ls(counts: np.ndarray, target_counts: np.ndarray) -> np.ndarray:
 
 def posteriors(W: np.ndarray, b: np.ndarray, Z: np.ndarray) -> np.ndarray:
     """Class probabilities of the scores ``Z @ W.T + b`` (softmax)."""
+    from scipy.special import logsumexp
+
     s = Z @ W.T + b
     return np.exp(s - logsumexp(s, axis=1, keepdims=True))
 

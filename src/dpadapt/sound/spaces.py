@@ -18,14 +18,16 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-import scipy.sparse as sp
 
 from dpadapt.stream.rows import UNIT, normalise_rows, scale_csr_rows
+from dpadapt.validation import issparse
 
 
 def signed_log1p(X):
     """``sign(x)·log1p(|x|)`` element-wise (dense → new float64 array; sparse → new CSR, zeros stay zero)."""
-    if sp.issparse(X):
+    if issparse(X):
+        import scipy.sparse as sp
+
         X = sp.csr_matrix(X, dtype=np.float64, copy=True)
         X.sum_duplicates()
         X.data = np.sign(X.data) * np.log1p(np.abs(X.data))
@@ -37,7 +39,9 @@ def signed_log1p(X):
 def unit_rows(X):
     """Rows scaled to unit ℓ2 norm (dense: :data:`~dpadapt.stream.rows.UNIT`, just under 1, so that the mechanisms'
     clip copies nothing; zero rows stay zero); sparse input stays sparse (CSR)."""
-    if sp.issparse(X):
+    if issparse(X):
+        import scipy.sparse as sp
+
         X = sp.csr_matrix(X, dtype=np.float64, copy=True)
         X.sum_duplicates()  # a column stored twice counts once in the norm
         X = scale_csr_rows(X)

@@ -11,8 +11,7 @@ The names below are imported on first use (reading a file does not import the pr
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from dpadapt import lazy
 
 _READERS = ("ChunkedSource", "chunk_rows", "from_arrays", "materialize", "open_csv", "open_npy", "open_npz",
             "open_parquet", "open_schema_table", "open_source", "select_columns")
@@ -20,11 +19,5 @@ _SUMS = ("ClassMomentSums", "ClassSums", "MomentSums", "RowMap", "SlicedCounts",
 
 __all__ = sorted(_READERS + _SUMS)
 
-
-def __getattr__(name: str) -> Any:
-    module = "readers" if name in _READERS else "sums" if name in _SUMS else None
-    if module is None:
-        raise AttributeError(f"module 'dpadapt.stream' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"dpadapt.stream.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy.attach(__name__, {**{name: "dpadapt.stream.readers" for name in _READERS},
+                                              **{name: "dpadapt.stream.sums" for name in _SUMS}})

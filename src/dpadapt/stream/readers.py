@@ -32,11 +32,15 @@ import zipfile
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 
 from dpadapt.parsing import is_number
+from dpadapt.validation import issparse
+
+if TYPE_CHECKING:  # SciPy is imported where a sparse matrix is made (a sparse input has imported it already)
+    import scipy.sparse as sp
 
 Chunk = tuple["np.ndarray | sp.csr_matrix", "np.ndarray | None"]
 
@@ -114,7 +118,9 @@ def _short(exc: BaseException) -> str:
 
 
 def _check_chunk(name: str, X, y, start: int, label_column: str = "y", columns=None):
-    if sp.issparse(X):
+    if issparse(X):
+        import scipy.sparse as sp
+
         X = sp.csr_matrix(X, dtype=np.float64)
         values = X.data
     else:
@@ -130,7 +136,7 @@ def _check_chunk(name: str, X, y, start: int, label_column: str = "y", columns=N
 
 def _refuse_non_finite(name: str, X, start: int, columns) -> None:
     """The first NaN / infinite feature value, named by its row (from 1), its column and the value."""
-    if sp.issparse(X):
+    if issparse(X):
         coo = X.tocoo()
         k = int(np.flatnonzero(~np.isfinite(coo.data))[0])
         i, j, value = int(coo.row[k]), int(coo.col[k]), coo.data[k]
@@ -167,7 +173,7 @@ def from_arrays(X, y=None, *, rows: int | None = None, name: str = "data", colum
     features' names (a DataFrame's by default), ``None`` for headerless rows."""
     if columns is None and hasattr(X, "columns") and hasattr(X, "to_numpy"):  # a DataFrame: its column names travel with the rows
         columns = tuple(str(c) for c in X.columns)
-    if sp.issparse(X):
+    if issparse(X):
         X = X.tocsr()
     elif not isinstance(X, np.ndarray):
         X = np.asarray(X)
@@ -417,6 +423,8 @@ def _npz_csr(archive, names: dict, y, where: str, rows: int | None) -> ChunkedSo
     step = int(rows) if rows else max(1, chunk_rows(d))
 
     def chunks() -> Iterator[Chunk]:
+        import scipy.sparse as sp
+
         with data_m.open() as fd, index_m.open() as fi:
             for start in range(0, n, step):
                 stop = min(n, start + step)
@@ -710,7 +718,7 @@ def materialize(source: ChunkedSource) -> tuple[np.ndarray | sp.csr_matrix, np.n
     """All rows of ``source`` in memory: ``(X, y)``, dense X filled in place (one copy, plus one chunk)."""
     X, parts, ys, filled = None, [], [], 0
     for chunk, y in source:
-        if sp.issparse(chunk):
+        if issparse(chunk):
             parts.append(chunk)
         else:
             if X is None:
@@ -722,5 +730,7 @@ def materialize(source: ChunkedSource) -> tuple[np.ndarray | sp.csr_matrix, np.n
     if filled != source.n_rows:
         raise ValueError(f"{source.name}: {filled} rows were read, {source.n_rows} expected")
     if parts:
+        import scipy.sparse as sp
+
         X = sp.vstack(parts, format="csr")
     return X, (np.concatenate(ys) if source.labelled else None)

@@ -18,14 +18,15 @@ the float64 unit ball and copies nothing; the clip still runs, and it is what th
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
+
+from dpadapt.validation import issparse
 
 
 def row_norms(X) -> np.ndarray:
     """ℓ2 norm of every row of a dense array or a CSR matrix (sparse: from the stored values only); ``inf`` for a
     finite row whose squared norm overflows float64 (:func:`overflowing_rows` scales those)."""
     with np.errstate(over="ignore"):
-        if sp.issparse(X):
+        if issparse(X):
             X = X.tocsr()
             return np.sqrt(np.bincount(np.repeat(np.arange(X.shape[0]), np.diff(X.indptr)), X.data**2, minlength=X.shape[0]))
         return np.sqrt(np.einsum("ij,ij->i", X, X))
@@ -39,7 +40,7 @@ def overflowing_rows(X, norms: np.ndarray, scale: float = 1.0) -> tuple[np.ndarr
     if rows.size == 0:
         return rows, np.zeros(0)
     B = X[rows]
-    B = B.toarray() if sp.issparse(B) else np.asarray(B, dtype=np.float64)
+    B = B.toarray() if issparse(B) else np.asarray(B, dtype=np.float64)
     peak = np.max(np.abs(B), axis=1)
     B = B / peak[:, None]
     return rows, (scale / peak) / np.sqrt(np.einsum("ij,ij->i", B, B))
@@ -69,7 +70,9 @@ def row_map(X, log1p: bool):
     Dense input gives a new float64 array (one copy); sparse input stays sparse (a float64 CSR
     matrix: ``log1p`` and the row norms act on the stored values, log1p(0) = 0 keeps zeros zero).
     """
-    if sp.issparse(X):
+    if issparse(X):
+        import scipy.sparse as sp
+
         X = sp.csr_matrix(X, dtype=np.float64, copy=True)
         X.sum_duplicates()
         if log1p:
@@ -94,7 +97,9 @@ def project(M, mean: np.ndarray | None, components: np.ndarray | None):
     dense n × k result, or stays sparse without a basis.
     """
     if components is None:
-        if sp.issparse(M):
+        if issparse(M):
+            import scipy.sparse as sp
+
             return scale_csr_rows(sp.csr_matrix(M, dtype=np.float64, copy=True))
         return normalise_rows(M, UNIT)
     Z = np.asarray(M @ components)
