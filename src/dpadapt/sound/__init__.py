@@ -210,10 +210,16 @@ def run_parties(config: Config, sources: list[tuple], Xt) -> tuple[Release, list
 
 
 def contract_example(random_state: int) -> tuple[Config, dict]:
-    """The family contract's example: 60 labelled source rows, 40 target rows (``contract_blobs``)."""
+    """The family contract's example: 60 labelled source rows, 40 target rows (``contract_blobs``).
+
+    The design is pinned to the prototypes: at 20 rows a class and ε = 1 ``auto`` takes the selection design,
+    whose one noisy array (its count table) is not the family's ``sums``/``counts``; that design is attacked as its
+    own route (:mod:`dpadapt.routes`, ``sound/selection``).
+    """
     from dpadapt.datasets.synthetic import contract_blobs
 
-    return Config(epsilon=1.0, classes=(0, 1, 2), random_state=random_state), contract_blobs(random_state)
+    config = Config(epsilon=1.0, classes=(0, 1, 2), random_state=random_state, design="prototypes")
+    return config, contract_blobs(random_state)
 
 
 def contract_run(config: Config, data: dict) -> tuple[list[Release], SoundModel]:
