@@ -414,14 +414,16 @@ def test_item1_cli_refuses_a_hostile_basis_before_charging(rng, tmp_path, monkey
     assert not (tmp_path / "s.release").exists() and Ledger(ledger).history() == []
 
 
-def test_item1_hostile_basis_is_refused_by_the_sound_design_too(rng):
-    """The same attack on the sound default's request: a crafted basis in the receiver's release request is
-    refused as untrusted input for D and D′ alike, before any source row is read."""
+@pytest.mark.parametrize("design", ["prototypes", "selection"])
+def test_item1_hostile_basis_is_refused_by_the_sound_design_too(rng, design):
+    """The same attack on the sound default's request (either design a source this small may get): a crafted
+    basis in the receiver's release request is refused as untrusted input for D and D′ alike, before any
+    source row is read."""
     from dpadapt import sound
     from dpadapt.sound.request import Request
 
     (X, y), (Xp, yp) = _neighbours(rng, d=30)
-    cfg = sound.Config(epsilon=0.5, classes=CL, random_state=0)
+    cfg = sound.Config(epsilon=0.5, classes=CL, random_state=0, design=design)
     honest = sound.request(rng.normal(size=(60, 30)), cfg, len(y))
     assert honest.params["space"] == "basis"
     k = honest.params["k"]
@@ -436,7 +438,8 @@ def test_item1_hostile_basis_is_refused_by_the_sound_design_too(rng):
             with pytest.raises(ReleaseError, match="basis"):
                 sound.release(sound.plan(cfg, {"request": honest, "n_source": len(ya)}), hostile, Xa, ya, _NoNoise())
     plan = sound.plan(cfg, {"request": honest, "n_source": len(y)})
-    assert np.all(np.isfinite(sound.release(plan, Request.from_release(honest), X, y, random_streams(0)[1])["sums"]))
+    released = sound.release(plan, Request.from_release(honest), X, y, random_streams(0)[1])
+    assert np.all(np.isfinite(released["sums" if design == "prototypes" else "candidate_counts"]))
 
 
 @pytest.mark.parametrize("family", ["classstats"])  # the sound default: tests/test_sound.py (forged releases)

@@ -16,6 +16,7 @@ the label set is public.
 from __future__ import annotations
 
 import functools
+import math
 import warnings
 
 from dpadapt.api import Plan
@@ -57,6 +58,7 @@ def plan(request: Request, config, n_source: int) -> Plan:
         scale, guarantee = candidate_histogram_plan(config.epsilon, classes=request.classes,
                                                     num_candidates=request.num_candidates, relation=config.relation,
                                                     extra_theorem=_map_words(request))
+        warn_if_pure_noise(n_source, len(request.classes), math.sqrt(2.0) * scale, config.epsilon, delta)  # Laplace's std
         return Plan(METHOD, KIND, config, public, guarantee, {"sigma": 0.0, "scale": scale, "delta": delta})
     make = class_moments_plan if request.statistics == "moments" else class_statistics_plan
     sigma, guarantee = make(config.epsilon, delta, classes=request.classes, relation=config.relation,
