@@ -4,10 +4,13 @@ After the first release the receiver's model (:class:`~dpadapt.sound.receiver.So
 that release and of the receiver's own rows, so it may be sent to the sources. Three steps, in the sound
 default's shape:
 
-(a) :func:`request` — the receiver sends a :class:`ScoreRequest`: the model and B public bins. For a binary outcome
-    the score is the model's log-likelihood ratio (logit) ``s₁ − s₀`` and the bins' interior edges are quantiles of
-    the receiver's own scores (receiver data: public to the source); for K > 2 the "score" is the predicted class
-    (B = K: the release is a DP confusion matrix).
+(a) :func:`request` — the receiver sends a :class:`ScoreRequest`: the model and B public bins, in one of two layouts
+    the request states (:data:`LAYOUTS`). For a binary outcome (``"logit"``) the score is the model's log-likelihood
+    ratio ``s₁ − s₀`` and the bins' interior edges are quantiles of the receiver's own scores (receiver data: public to
+    the source). For K > 2 (``"class-confidence"``) a row's cell is (its predicted class ĵ, the bin of its top-class
+    probability max_y softmax(s)_y among M confidence bins): B = K·M, the interior confidence edges quantiles of the
+    receiver's own rows' top-class probabilities. Summed over the confidence bins the table is the DP confusion matrix
+    (M = 1 is exactly that matrix), so BBSE reads its marginal (:meth:`ScoreRequest.confusion`).
 (b) :func:`plan` / :func:`release` — each source checks the request as untrusted input, bins every row and releases
     the (K, B) counts by label and bin as ONE Gaussian with vetted discrete noise
     (:func:`dpadapt.privacy.mechanisms.release_score_histogram`): every row adds one count to one cell whatever the
@@ -19,6 +22,11 @@ default's shape:
     * **calibration** (binary): Platt's logistic map ``σ(a·logit + c)`` fitted by weighted maximum likelihood to the
       noisy per-bin counts (negative counts clipped at 0; each bin at the mean score of the receiver's rows in it);
       it is monotone in the logit, so the ranking (ROC-AUC) is unchanged;
+    * **calibration** (K > 2): one temperature 1/a on the log-likelihood part of the scores (the model's own DP prior
+      kept), fitted by maximum likelihood to the noisy (K, K·M) counts as released — each count modelled as its cell's
+      total times the mean tempered posterior of the receiver's rows in the cell, with the variance of that count
+      (multinomial) plus the public release noise σ², so that negative and small counts need no clipping
+      (:func:`fit_temperature`); a > 0 keeps each row's ranking of the classes;
     * **the target's prevalence**: the target's own score histogram matched by a mixture of the source's per-class
       histograms (BBSE, Lipton et al. 2018, with the soft confusion matrix of binned scores; solved by maximum
       likelihood under the mixture, which keeps the weights non-negative and summing to one);
@@ -50,9 +58,15 @@ from dpadapt.validation import check_declared_sigma, check_released_size, check_
 
 REQUEST_KIND = "score_request"
 KIND = "score_histograms"
-#: Bins of the binary score by default, and the most a request may ask for.
+#: Bins of the binary score by default, and the most a request may ask for (all cells, B, for K > 2 too).
 DEFAULT_BINS = 10
 MAX_BINS = 256
+#: The request's layouts of the table (module docstring): the binary logit's bins; (predicted class × confidence bin).
+LAYOUTS = ("logit", "class-confidence")
+#: K > 2: the release has K²·M cells, each with the same noise, so M is kept small: at most this many cells for the
+#: default M (and M between 1 and :data:`MAX_CONFIDENCE_BINS`) — a public rule of K alone (:func:`confidence_bins`).
+DEFAULT_CELLS = 64
+MAX_CONFIDENCE_BINS = 4
 #: The calibration maps and prevalence estimators built on the histograms; the defaults were chosen by the rule of
 #: ``benchmarks/decisions/README.md`` on its development cells (``results/decisions-scores-tables.md``).
 CALIBRATIONS = ("platt", "temperature")
@@ -65,10 +79,28 @@ DISCLOSURE = ("disclosed by the receiver, which is not protected in this setting
               "the first release and of its own rows) and bin edges from its own scores, sent in the clear")
 
 
+def confidence_bins(K: int) -> int:
+    """The default number M of confidence bins for K > 2 classes: ⌊:data:`DEFAULT_CELLS` / K²⌋ within
+    1..:data:`MAX_CONFIDENCE_BINS` (K = 3: 4 bins, 36 cells; K = 4: 4, 64; K = 10: 1, the confusion matrix's 100)."""
+    return int(min(MAX_CONFIDENCE_BINS, max(1, DEFAULT_CELLS // (K * K))))
+
+
+def top_class(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(predicted class, its softmax probability) of each row of the scores ``s`` (n, K); a non-finite score is read as
+    0 (NaN) or the largest finite value, so every row gets a class and a probability in [1/K, 1]."""
+    s = np.nan_to_num(np.asarray(s, dtype=np.float64), nan=0.0)
+    j = np.argmax(s, axis=1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        top = np.take_along_axis(s, j[:, None], axis=1)
+        conf = 1.0 / np.sum(np.exp(np.minimum(s - top, 0.0)), axis=1)
+    return j.astype(np.int64), np.nan_to_num(conf, nan=1.0 / s.shape[1])
+
+
 @dataclasses.dataclass(frozen=True)
 class ScoreRequest:
-    """The receiver's model (map, W, b) and the public bins: ``edges`` (B − 1 interior edges of the logit, binary) or
-    ``None`` (K > 2: the bin is the predicted class, B = K)."""
+    """The receiver's model (map, W, b) and the public bins: ``edges``, the interior edges of the binary logit
+    (``"logit"``, B = len(edges) + 1) or of the top-class probability (K > 2, ``"class-confidence"``: M = len(edges) + 1
+    confidence bins, B = K·M cells)."""
 
     classes: tuple
     n_features: int
@@ -77,11 +109,16 @@ class ScoreRequest:
     components: np.ndarray | None
     W: np.ndarray
     b: np.ndarray
-    edges: np.ndarray | None
+    edges: np.ndarray
+
+    @property
+    def layout(self) -> str:
+        return "logit" if len(self.classes) == 2 else "class-confidence"
 
     @property
     def num_bins(self) -> int:
-        return len(self.classes) if self.edges is None else int(self.edges.size) + 1
+        m = int(self.edges.size) + 1
+        return m if self.layout == "logit" else len(self.classes) * m
 
     def model(self) -> SoundModel:
         return SoundModel(np.asarray(self.classes), self.log1p, self.mean, self.components, self.W, self.b, "score request")
@@ -89,19 +126,35 @@ class ScoreRequest:
     def scores(self, X) -> np.ndarray:
         """The public score of each row: the logit ``s₁ − s₀`` (binary) or the scores (n, K)."""
         s = self.model().decision_function(X)
-        return s[:, 1] - s[:, 0] if self.edges is not None else s
+        return s[:, 1] - s[:, 0] if self.layout == "logit" else s
 
     def bins(self, X) -> np.ndarray:
-        """One bin index in ``0..B−1`` per row, whatever the row (a non-finite score falls in the last bin)."""
-        s = self.scores(X)
-        if self.edges is None:
-            return np.argmax(np.nan_to_num(s, nan=0.0), axis=1).astype(np.int64)
-        return np.clip(np.searchsorted(self.edges, s, side="right"), 0, self.num_bins - 1).astype(np.int64)
+        """One bin index in ``0..B−1`` per row, whatever the row (a non-finite score falls in an edge bin)."""
+        return self.cells(self.scores(X))
+
+    def cells(self, s: np.ndarray) -> np.ndarray:
+        """The bin of each public score ``s`` (:meth:`scores`): the logit's bin, or ĵ·M + the top-class probability's bin."""
+        m = int(self.edges.size) + 1
+        if self.layout == "logit":
+            return np.clip(np.searchsorted(self.edges, s, side="right"), 0, m - 1).astype(np.int64)
+        j, conf = top_class(s)
+        return j * m + np.clip(np.searchsorted(self.edges, conf, side="right"), 0, m - 1).astype(np.int64)
+
+    def confusion(self, counts: np.ndarray) -> np.ndarray:
+        """The (K, K) confusion matrix (rows: true class, columns: predicted) of a (K, K·M) table: its confidence bins
+        summed (``counts`` (…, K·M) also: the target's per-cell counts → its predicted-class counts)."""
+        counts = np.asarray(counts, dtype=np.float64)
+        return counts.reshape(*counts.shape[:-1], len(self.classes), -1).sum(axis=-1)
 
     def _public(self) -> dict:
         return {"classes": list(self.classes), "n_features": int(self.n_features), "log1p": bool(self.log1p),
                 "space": "features" if self.components is None else "basis", "num_bins": self.num_bins,
-                "score": "predicted class" if self.edges is None else "logit"}
+                "score": self.layout, **({} if self.layout == "logit" else {"confidence_bins": int(self.edges.size) + 1})}
+
+    def describe(self) -> str:
+        if self.layout == "logit":
+            return f"{self.num_bins} bins of the logit"
+        return f"predicted class × {self.edges.size + 1} confidence bins ({self.num_bins} cells)"
 
     def digest(self) -> str:
         h = hashlib.sha256(json.dumps(self._public(), sort_keys=True).encode())
@@ -111,7 +164,7 @@ class ScoreRequest:
         return h.hexdigest()
 
     def to_release(self) -> Release:
-        arrays = {"W": self.W, "b": self.b, **({} if self.edges is None else {"edges": self.edges}),
+        arrays = {"W": self.W, "b": self.b, "edges": self.edges,
                   **({} if self.components is None else {"mean": self.mean, "components": self.components})}
         g = dataclasses.replace(Guarantee.non_private("target", DISCLOSURE), details={"disclosed": "its fitted model"})
         return Release(method=METHOD, kind=REQUEST_KIND, owner="target", arrays=arrays, guarantee=g,
@@ -119,7 +172,8 @@ class ScoreRequest:
 
     @classmethod
     def from_release(cls, rel: Release, n_features: int | None = None) -> ScoreRequest:
-        """The score request in ``rel``, checked as untrusted input (one-line :class:`ReleaseError` otherwise)."""
+        """The score request in ``rel``, checked as untrusted input (one-line :class:`ReleaseError` otherwise): its stated
+        layout must be the one of its label set, and its bin count the one its edges give."""
         d, mean, components = working_space(rel, REQUEST_KIND, n_features, what="score request")
         p = rel.params
         try:
@@ -129,15 +183,17 @@ class ScoreRequest:
             k = d if components is None else components.shape[1]
             W = check_untrusted_array(rel["W"], "the model's 'W'", (K, k))
             b = check_untrusted_array(rel["b"], "the model's 'b'", (K,))
-            edges = None
-            if p["score"] == "logit":
-                if K != 2:
-                    raise ValueError("a logit score is for a binary outcome")
-                edges = check_untrusted_array(rel["edges"], "the bin edges", (int(p["num_bins"]) - 1,))
-                if not 2 <= edges.size + 1 <= MAX_BINS or np.any(np.diff(edges) <= 0):
-                    raise ValueError(f"the bin edges must be 1 to {MAX_BINS - 1} strictly increasing values")
-            elif p["score"] != "predicted class" or int(p["num_bins"]) != K:
-                raise ValueError(f"unknown score {p['score']!r}")
+            layout = "logit" if K == 2 else "class-confidence"
+            if p["score"] != layout:
+                raise ValueError(f"layout {p['score']!r} stated for {K} classes; {K} classes are binned as {layout!r}")
+            m = int(p["num_bins"]) if layout == "logit" else int(p["confidence_bins"])
+            B = m if layout == "logit" else K * m
+            if int(p["num_bins"]) != B or not 1 <= m <= MAX_BINS or not 1 <= B <= MAX_BINS:
+                raise ValueError(f"{p['num_bins']} bins stated; its layout {layout!r} gives {B} (at most {MAX_BINS})")
+            edges = check_untrusted_array(rel["edges"], "the bin edges", (m - 1,))
+            if np.any(np.diff(edges) <= 0) or (layout == "logit" and m < 2) or \
+                    (layout != "logit" and np.any((edges <= 1.0 / K) | (edges >= 1.0))):
+                raise ValueError("the bin edges must be strictly increasing (confidence edges inside (1/K, 1))")
             req = cls(tuple(p["classes"]), d, bool(p["log1p"]), mean, components, W, b, edges)
         except (KeyError, TypeError, ValueError) as exc:
             raise ReleaseError(f"score request: {exc}") from None
@@ -146,21 +202,34 @@ class ScoreRequest:
         return req
 
 
-def request(model: SoundModel, Zt_or_Xt, *, bins: int = DEFAULT_BINS, n_features: int | None = None) -> ScoreRequest:
-    """(a) The receiver's score request for ``model``; the binary bins' interior edges are the ``bins``-quantiles of its
-    own rows' logits (``Zt_or_Xt``: its raw rows)."""
+def request(model: SoundModel, Zt_or_Xt, *, bins: int | None = None, confidence: int | None = None,
+            n_features: int | None = None) -> ScoreRequest:
+    """(a) The receiver's score request for ``model``: binary, ``bins`` (default :data:`DEFAULT_BINS`) bins of the logit
+    at the quantiles of its own rows' logits; K > 2, ``confidence`` (default :func:`confidence_bins`) confidence bins at
+    the quantiles of its own rows' top-class probabilities (``Zt_or_Xt``: its raw rows)."""
     K = len(model.classes)
-    edges = None
+    s = model.decision_function(Zt_or_Xt)
     if K == 2:
-        if not 2 <= bins <= MAX_BINS:
-            raise ValueError(f"bins must be in 2..{MAX_BINS}, got {bins}")
-        s = model.decision_function(Zt_or_Xt)
-        logit = s[:, 1] - s[:, 0]
-        edges = np.unique(np.quantile(logit, np.arange(1, bins) / bins)) if logit.size else np.array([0.0])
+        m = DEFAULT_BINS if bins is None else int(bins)
+        if not 2 <= m <= MAX_BINS:
+            raise ValueError(f"bins must be in 2..{MAX_BINS}, got {m}")
+        x = s[:, 1] - s[:, 0]
+        lo = -np.inf
+    else:
+        m = confidence_bins(K) if confidence is None else int(confidence)
+        if not 1 <= m <= MAX_BINS // K:
+            raise ValueError(f"confidence bins must be in 1..{MAX_BINS // K} for {K} classes, got {m}")
+        x = top_class(s)[1]
+        lo = 1.0 / K
+    edges = np.unique(np.quantile(x, np.arange(1, m) / m)) if x.size else np.zeros(0)
+    edges = edges[(edges > lo) & (edges < 1.0)] if K > 2 else edges
+    if K == 2 and edges.size == 0:
+        edges = np.array([0.0])
     d = int(n_features if n_features is not None else (model.components.shape[0] if model.components is not None
                                                         else model.W.shape[1]))
     return ScoreRequest(tuple(model.classes.tolist()), d, bool(model.log1p), model.mean, model.components,
-                        np.asarray(model.W, dtype=np.float64), np.asarray(model.b, dtype=np.float64), edges)
+                        np.asarray(model.W, dtype=np.float64), np.asarray(model.b, dtype=np.float64),
+                        np.asarray(edges, dtype=np.float64))
 
 
 # --- (b) the source ------------------------------------------------------------------------------------------
@@ -185,7 +254,7 @@ def plan(score_request: ScoreRequest, epsilon: float | None, delta: float | None
         return ScorePlan(0.0, Guarantee.non_private("source", "epsilon=None: the non-private counterpart"), relation,
                          int(n_source), rid)
     sigma, g = score_histogram_plan(epsilon, delta, classes=score_request.classes, num_bins=score_request.num_bins,
-                                    relation=relation)
+                                    relation=relation, layout=score_request.describe())
     return ScorePlan(sigma, g, relation, int(n_source), rid)
 
 
@@ -209,7 +278,7 @@ def release(plan_: ScorePlan, score_request: ScoreRequest, Xs, ys=None, noise=No
     if plan_.sigma > 0:
         counts = mechanisms.release_score_histogram(counts, sigma=plan_.sigma, relation=plan_.relation, noise=noise).value
     params = {"classes": list(score_request.classes), "score_request_release_id": plan_.request_id,
-              "num_bins": B, "sigma": float(plan_.sigma), "relation": plan_.relation}
+              "score": score_request.layout, "num_bins": B, "sigma": float(plan_.sigma), "relation": plan_.relation}
     if plan_.relation == "replace_one":
         params["n_source"] = int(n)
     return Release(method=METHOD, kind=KIND, owner="source", arrays={"counts": counts}, guarantee=plan_.guarantee,
@@ -248,6 +317,9 @@ def combine(score_request: ScoreRequest, releases: list[Release]) -> Histograms:
         p = r.params
         if r.method != METHOD or p.get("score_request_release_id") != rid:
             raise ReleaseError(f"release {r.release_id[:12]} answers another score request than the one given; refused")
+        if (p.get("score"), p.get("num_bins")) != (score_request.layout, B):
+            raise ReleaseError(f"release {r.release_id[:12]} bins its rows as {p.get('score')!r} in {p.get('num_bins')} bins; "
+                               f"the score request asks for {score_request.layout!r} in {B}; refused")
         if list(map(str, p.get("classes", []))) != list(map(str, score_request.classes)):
             raise ReleaseError(f"release {r.release_id[:12]} is for the label set {p.get('classes')}; refused")
         try:
@@ -354,21 +426,77 @@ def posteriors(W: np.ndarray, b: np.ndarray, Z: np.ndarray) -> np.ndarray:
     return np.exp(s - logsumexp(s, axis=1, keepdims=True))
 
 
+def _cell_rows(score_request: ScoreRequest, s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(scores, cell, weight) of the rows that stand for each cell in the temperature fit: the receiver's rows ``s``
+    (n, K) in their cells, and for a cell none of them falls in one public stand-in (weight 1) — the log-probabilities of
+    a row predicted as its class at its confidence bin's midpoint, the other classes equal."""
+    K, B = len(score_request.classes), score_request.num_bins
+    m = B // K
+    cell = score_request.cells(s)
+    empty = np.flatnonzero(np.bincount(cell, minlength=B) == 0)
+    if empty.size == 0:
+        return s, cell, np.ones(s.shape[0])
+    bounds = np.concatenate([[1.0 / K], score_request.edges, [1.0]])
+    q = np.clip((bounds[empty % m] + bounds[empty % m + 1]) / 2.0, 1.0 / K + 1e-9, 1.0 - 1e-9)
+    stand = np.tile(np.log((1.0 - q) / (K - 1))[:, None], (1, K))
+    stand[np.arange(empty.size), empty // m] = np.log(q)
+    return np.vstack([s, stand]), np.concatenate([cell, empty]), np.ones(s.shape[0] + empty.size)
+
+
+#: The search interval of the inverse temperature a (scores' log-likelihood part times a).
+INVERSE_TEMPERATURE_RANGE = (0.02, 50.0)
+
+
+def fit_temperature(counts: np.ndarray, s: np.ndarray, cell: np.ndarray, weight: np.ndarray, log_prior: np.ndarray,
+                    sigma: float) -> float:
+    """The inverse temperature a maximising the likelihood of the released (K, B) ``counts`` (K > 2): count n_yc ≈
+    N(N_c p̄_yc(a), N_c p̄(1 − p̄) + σ²((1 − p̄)² + (K − 1)p̄²)), N_c = Σ_y n_yc, p̄_yc(a) the weighted mean over the rows
+    of cell c of softmax(a·(s − log π) + log π)_y (``s`` (n, K) their scores, π the model's prior). The multinomial's
+    Gaussian approximation plus the public release noise: the counts enter as released (no clipping, whose bias on the
+    many small cells would read as errors); the residual's noise variance counts N_c's own noise. Post-processing."""
+    from scipy.optimize import minimize_scalar
+
+    C = np.asarray(counts, dtype=np.float64)
+    K, B = C.shape
+    N = C.sum(axis=0)
+    Nplus = np.maximum(N, 0.0)
+    ll = s - log_prior
+    share = np.bincount(cell, weights=weight, minlength=B)
+    share = np.where(share > 0, share, 1.0)
+
+    def nll(log_a: float) -> float:
+        z = math.exp(log_a) * ll + log_prior
+        P = np.exp(z - logsumexp(z, axis=1, keepdims=True))
+        pbar = np.stack([np.bincount(cell, weights=weight * P[:, y], minlength=B) for y in range(K)]) / share
+        pbar = np.clip(pbar, 1e-9, 1.0 - 1e-9)
+        var = Nplus * pbar * (1.0 - pbar) + sigma**2 * ((1.0 - pbar) ** 2 + (K - 1) * pbar**2) + 1e-6
+        return float(np.sum((C - N * pbar) ** 2 / var + np.log(var))) / 2.0
+
+    lo, hi = (math.log(v) for v in INVERSE_TEMPERATURE_RANGE)
+    return float(math.exp(minimize_scalar(nll, bounds=(lo, hi), method="bounded", options={"xatol": 1e-4}).x))
+
+
 def calibrate(score_request: ScoreRequest, counts: np.ndarray, Zt: np.ndarray, model_prior: np.ndarray, *,
-              calibration: str | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
+              calibration: str | None = None, sigma: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
     """(W, b) of the calibrated scores on the mapped rows ``Zt`` (log-posteriors at the returned source prior, up to a
-    constant), that prior and the stated quantities. ``"platt"`` (binary): the logit mapped by Platt's fit to the noisy
-    ``counts`` (K, B), at the prior those counts imply; ``"temperature"`` (and K > 2): the model as requested, at its
-    own DP source prior ``model_prior``."""
+    constant), that prior and the stated quantities. ``"platt"``: binary, the logit mapped by Platt's fit to the noisy
+    ``counts`` (K, B), at the prior those counts imply; K > 2, the log-likelihood part tempered by :func:`fit_temperature`
+    (``sigma``: the release's public σ), at the model's own DP source prior ``model_prior``. ``"temperature"``: the
+    model as requested (the first release's stated temperature), at ``model_prior``."""
     calibration = CALIBRATION if calibration is None else calibration
     if calibration not in CALIBRATIONS:
         raise ValueError(f"calibration must be one of {CALIBRATIONS}, got {calibration!r}")
     W, b = score_request.W, score_request.b
-    if calibration == "temperature" or score_request.edges is None:
-        return W, b, np.asarray(model_prior, dtype=np.float64), {"calibration": "as requested (the stated temperature)"}
+    prior = np.asarray(model_prior, dtype=np.float64)
+    if calibration == "temperature":
+        return W, b, prior, {"calibration": "as requested (the stated temperature)"}
+    if score_request.layout == "class-confidence":
+        log_prior = np.log(prior)
+        a = fit_temperature(counts, *_cell_rows(score_request, Zt @ W.T + b), log_prior, sigma)
+        return a * W, a * (b - log_prior) + log_prior, prior, {
+            "calibration": "temperature fitted to the released score histograms", "fitted_temperature": 1.0 / a}
     s = Zt @ (W[1] - W[0]) + (b[1] - b[0])
-    x = bin_scores(score_request, np.clip(np.searchsorted(score_request.edges, s, side="right"), 0,
-                                          score_request.num_bins - 1), s)
+    x = bin_scores(score_request, score_request.cells(s), s)
     a, c = platt(counts, x)
     W2 = np.vstack([np.zeros_like(W[0]), a * (W[1] - W[0])])
     b2 = np.array([0.0, a * (b[1] - b[0]) + c])
@@ -382,8 +510,6 @@ def _point(method: str, C: np.ndarray, h: np.ndarray, P: np.ndarray, prior: np.n
 
     if method == "match":
         return match(C, h)
-    if method == "match-ls":
-        return match_ls(C, h)
     if weights is not None:
         return prev._em_weighted(P, prior, weights[None])[0] if method == "em" else prev.normalised(weights @ P)
     return prev.point(P, prior, method)
@@ -399,9 +525,15 @@ def estimate(score_request: ScoreRequest, H: Histograms, Zt: np.ndarray, target_
     if method not in PREVALENCES:
         raise ValueError(f"method must be one of {PREVALENCES}, got {method!r}")
     K, B = H.counts.shape
-    W, b, prior, cal = calibrate(score_request, H.counts, Zt, model_prior, calibration=calibration)
+    W, b, prior, cal = calibrate(score_request, H.counts, Zt, model_prior, calibration=calibration, sigma=H.sigma)
     h = np.bincount(target_bins, minlength=B).astype(np.float64)
-    est = _point(method, H.counts if method == "match-ls" else H.class_conditionals(), h, posteriors(W, b, Zt), prior)
+
+    def bbse(counts, hb):  # K > 2: BBSE on the confusion matrix, the table's marginal
+        return match_ls(counts, hb) if score_request.layout == "logit" else \
+            match_ls(score_request.confusion(counts), score_request.confusion(hb))
+
+    est = bbse(H.counts, h) if method == "match-ls" else \
+        _point(method, H.class_conditionals(), h, posteriors(W, b, Zt), prior)
     draws = []
     if n_boot > 0 and Zt.shape[0]:
         rng = np.random.default_rng(seed)
@@ -416,9 +548,9 @@ def estimate(score_request: ScoreRequest, H: Histograms, Zt: np.ndarray, target_
             if method == "match":  # solved for every resample at once below
                 draws.append((H.class_conditionals(counts), hb))
             elif method == "match-ls":
-                draws.append(match_ls(counts, hb))
+                draws.append(bbse(counts, hb))
             else:
-                Wb, bb, pb, _ = calibrate(score_request, counts, Zt, model_prior, calibration=calibration)
+                Wb, bb, pb, _ = calibrate(score_request, counts, Zt, model_prior, calibration=calibration, sigma=H.sigma)
                 draws.append(_point(method, None, None, posteriors(Wb, bb, Zt), pb, rows / n))
         if method == "match":
             draws = list(match(np.stack([c for c, _ in draws]), np.stack([h for _, h in draws])))

@@ -145,7 +145,9 @@ def add_adapt_arguments(parser: argparse.ArgumentParser) -> None:
                     "sound --request FILE` (per-class histograms of this model's scores on its rows, charged to its "
                     "ledger); adapt again with those releases and this file (--own-release) for calibrated probabilities "
                     "and the target's prevalence with an interval (docs/decisions.md)")
-    add_option(parser, "--score-bins", type=int, default=None, help="bins of the binary score (default 10)")
+    add_option(parser, "--score-bins", type=int, default=None,
+               help="bins of the binary score (default 10); with K > 2 classes, bins of the top-class probability per "
+                    "predicted class (K²·M cells; default ⌊64/K²⌋ within 1..4)")
 
 
 def adapt(args: argparse.Namespace, table: Table, releases: list[Release]) -> AdaptOutcome:
@@ -194,11 +196,11 @@ def write_score_request(args: argparse.Namespace, table: Table, model) -> None:
     from dpadapt.cli.party_cmd import N_FEATURES_PARAM
     from dpadapt.sound import scores
 
-    req = scores.request(model, table.X, bins=args.score_bins or scores.DEFAULT_BINS, n_features=table.n_features)
+    req = scores.request(model, table.X, bins=args.score_bins, confidence=args.score_bins, n_features=table.n_features)
     rel = req.to_release()
     rel.params.update({N_FEATURES_PARAM: int(table.n_features), **owner_params(table, args)})
     rel.save(args.score_request)
-    print(f"wrote {args.score_request}: score request {rel.release_id[:12]} ({req.num_bins} bins); give it to each source "
+    print(f"wrote {args.score_request}: score request {rel.release_id[:12]} ({req.describe()}); give it to each source "
           "(`dpadapt release sound --request FILE`)")
 
 

@@ -1,0 +1,158 @@
+"""Calibration of K > 2 classes from the second release (``dpadapt.sound.scores``, layout ``class-confidence``): target
+ECE, NLL and accuracy before and after, the target's prevalence by each estimator, on the cases named in
+``benchmarks/decisions/README.md`` (section "K > 2"). Measurement only: no constant is chosen from it.
+
+    OMP_NUM_THREADS=1 nice -n 10 python benchmarks/decisions/multiclass.py --cases synthetic3 synthetic4 \\
+        --epsilon 1 4 --seeds 3 --out benchmarks/decisions/results/multiclass.jsonl
+
+One JSON line per (case, ε, seed), appended (a line already in ``--out`` is not run again); ``--table`` writes the
+Markdown table of a results file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from dpadapt import prevalence as prev
+from dpadapt.sound import SoundDA, scores
+
+SCORE_SHARE = 0.2  # fixed before the run, as in the binary task `sound-scores`
+DELTA = 1e-5
+N_BOOT = 100
+ECE_BINS = 15
+#: Synthetic cases: K unit-variance Gaussian classes (means 1.6·e_k in 8 dimensions), a known prior shift.
+SYNTHETIC = {"synthetic3": ([0.6, 0.3, 0.1], [0.2, 0.3, 0.5], 1500, 1000),
+             "synthetic4": ([0.4, 0.3, 0.2, 0.1], [0.1, 0.2, 0.3, 0.4], 1500, 1000)}
+#: Office-Caltech development pairs (GoogLeNet1024 holds amazon, dslr, webcam; DeCAF6 holds only dslr and webcam).
+OFFICE = {"googlenet1024:A->D": ("googlenet1024", "A", "D"), "googlenet1024:D->A": ("googlenet1024", "D", "A")}
+
+
+def synthetic(name: str, seed: int):
+    ps, pt, ns, nt = SYNTHETIC[name]
+    K, d = len(ps), 8
+    rng = np.random.default_rng(1000 + seed)
+    M = np.zeros((K, d))
+    M[np.arange(K), np.arange(K)] = 1.6
+
+    def draw(n, pi):
+        y = rng.choice(K, n, p=pi)
+        return rng.normal(size=(n, d)) + M[y], y
+
+    return (*draw(ns, ps), *draw(nt, pt))
+
+
+def office(name: str):
+    from dpadapt.datasets.loaders import load_domain
+
+    data, s, t = OFFICE[name]
+    a, b = load_domain(data, s), load_domain(data, t)
+    return a.X.astype(np.float64), a.y, b.X.astype(np.float64), b.y
+
+
+def ece(P: np.ndarray, y: np.ndarray) -> float:
+    """Top-label expected calibration error, 15 equal-width bins."""
+    conf, pred = P.max(axis=1), P.argmax(axis=1)
+    idx = np.minimum((conf * ECE_BINS).astype(int), ECE_BINS - 1)
+    return float(sum(abs(conf[idx == b].mean() - np.mean(pred[idx == b] == y[idx == b])) * np.mean(idx == b)
+                     for b in range(ECE_BINS) if (idx == b).any()))
+
+
+def nll(P: np.ndarray, y: np.ndarray) -> float:
+    return float(-np.mean(np.log(np.clip(P[np.arange(y.size), y], 1e-12, 1.0))))
+
+
+def metrics(P: np.ndarray, y: np.ndarray) -> dict:
+    return {"ece": ece(P, y), "nll": nll(P, y), "acc": float(np.mean(P.argmax(axis=1) == y))}
+
+
+def run(case: str, eps: float, seed: int) -> dict:
+    Xs, ys, Xt, yt = synthetic(case, seed) if case in SYNTHETIC else office(case)
+    K = int(max(ys.max(), yt.max())) + 1
+    classes = tuple(range(K))
+    true = np.bincount(yt, minlength=K) / yt.size
+    common = {"epsilon": eps, "delta": DELTA, "classes": classes, "random_state": seed}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        full = SoundDA(**common).fit_domains(Xs, ys, Xt)  # the whole ε on the first release, no second one
+        est = SoundDA(**common, score_share=SCORE_SHARE).fit_domains(Xs, ys, Xt)
+    req = scores.ScoreRequest.from_release(next(r for r in est.releases_ if r.kind == scores.REQUEST_KIND), Xt.shape[1])
+    H = scores.combine(req, est.releases_)
+    Z = req.model().row_map()(Xt)
+    first_prior = np.asarray(est.model_.details["statistics_source_prior"])
+    # before: the same first release's model, at the target prior of the default estimator without a second release
+    P_req = scores.posteriors(req.W, req.b, Z)
+    before = prev.shift(P_req, first_prior, prev.estimate(P_req, first_prior, method="mean", n_boot=0).prior)
+    out = {"case": case, "epsilon": eps, "seed": seed, "K": K, "cells": req.num_bins * K, "sigma": H.sigma,
+           "true_prior": true.tolist(), "full_budget": metrics(full.predict_proba(Xt), yt), "before": metrics(before, yt),
+           "before_at_source_prior": metrics(P_req, yt), "fitted_temperature": None, "after": {}}
+    for method in scores.PREVALENCES:
+        W, b, prior, cal, pr = scores.estimate(req, H, Z, req.bins(Xt), first_prior, method=method, n_boot=N_BOOT)
+        P = scores.posteriors(W, b, Z)
+        out["fitted_temperature"] = cal.get("fitted_temperature")
+        out["after_at_source_prior"] = metrics(P, yt)
+        pi, lo, hi = (np.asarray(pr[k]) for k in ("prior", "low", "high"))
+        out["after"][method] = {**metrics(prev.shift(P, prior, pi), yt), "prevalence_mae": float(np.mean(np.abs(pi - true))),
+                                "covered": float(np.mean((lo <= true) & (true <= hi)))}
+    return out
+
+
+def table(path: Path) -> str:
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    groups: dict = {}
+    for r in rows:
+        groups.setdefault((r["case"], r["epsilon"]), []).append(r)
+
+    def m(rs, get):
+        v = np.array([get(r) for r in rs], dtype=float)
+        return f"{v.mean():.3f}" if v.size < 2 else f"{v.mean():.3f} ± {v.std(ddof=1) / math.sqrt(v.size):.3f}"
+
+    lines = ["| case (K, cells) | ε | seeds | T fitted | ECE before → after | NLL before → after | acc. before → after "
+             "(at the source prior) | acc. after at the target prior (mean / match) | ECE full ε, no 2nd release | "
+             "prevalence MAE mean / match / match-ls / em | 90 % coverage (match) |", "|" + "---|" * 11]
+    for (case, eps), rs in sorted(groups.items()):
+        a = lambda k, key: m(rs, lambda r: r["after"][k][key])  # noqa: E731
+        lines.append(
+            f"| {case} ({rs[0]['K']}, {rs[0]['cells']}) | {eps:g} | {len(rs)} | {m(rs, lambda r: r['fitted_temperature'])} "
+            f"| {m(rs, lambda r: r['before']['ece'])} → {a('mean', 'ece')} | {m(rs, lambda r: r['before']['nll'])} → "
+            f"{a('mean', 'nll')} | {m(rs, lambda r: r['before_at_source_prior']['acc'])} → "
+            f"{m(rs, lambda r: r['after_at_source_prior']['acc'])} | {a('mean', 'acc')} / {a('match', 'acc')} | "
+            f"{m(rs, lambda r: r['full_budget']['ece'])} | "
+            + " / ".join(a(k, "prevalence_mae") for k in ("mean", "match", "match-ls", "em"))
+            + f" | {a('match', 'covered')} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--cases", nargs="+", default=[*SYNTHETIC, *OFFICE])
+    ap.add_argument("--epsilon", nargs="+", type=float, default=[1.0, 4.0])
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--out", type=Path, default=Path("benchmarks/decisions/results/multiclass.jsonl"))
+    ap.add_argument("--table", action="store_true", help="only write the table of --out (beside it, .md)")
+    args = ap.parse_args(argv)
+    if not args.table:
+        done = set()
+        if args.out.exists():
+            done = {(r["case"], r["epsilon"], r["seed"]) for r in map(json.loads, args.out.read_text().splitlines())}
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        for seed in range(args.seeds):
+            for case in args.cases:
+                for eps in args.epsilon:
+                    if (case, eps, seed) in done:
+                        continue
+                    row = run(case, eps, seed)
+                    with args.out.open("a") as f:
+                        f.write(json.dumps(row) + "\n")
+                    print(case, eps, seed, row["before"], row["after"]["mean"], flush=True)
+    args.out.with_suffix(".md").write_text(table(args.out))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
