@@ -23,10 +23,12 @@ default's shape:
       noisy per-bin counts (negative counts clipped at 0; each bin at the mean score of the receiver's rows in it);
       it is monotone in the logit, so the ranking (ROC-AUC) is unchanged;
     * **calibration** (K > 2): one temperature 1/a on the log-likelihood part of the scores (the model's own DP prior
-      kept), fitted by maximum likelihood to the noisy (K, K·M) counts as released — each count modelled as its cell's
-      total times the mean tempered posterior of the receiver's rows in the cell, with the variance of that count
-      (multinomial) plus the public release noise σ², so that negative and small counts need no clipping
-      (:func:`fit_temperature`); a > 0 keeps each row's ranking of the classes;
+      kept), fitted by reweighted least squares to the noisy (K, K·M) counts as released — each count modelled as its
+      cell's total times the mean tempered posterior of the receiver's rows in the cell, weighted by the variance of
+      that count (multinomial plus the public release noise σ²), the noise's known share of each squared residual
+      taken out — so that negative and small counts need no clipping
+      (:func:`fit_temperature`); a > 0 keeps each row's ranking of the classes by likelihood (predictions move only
+      where the prior decides);
     * **the target's prevalence**: the target's own score histogram matched by a mixture of the source's per-class
       histograms (BBSE, Lipton et al. 2018, with the soft confusion matrix of binned scores; solved by maximum
       likelihood under the mixture, which keeps the weights non-negative and summing to one);
@@ -443,17 +445,27 @@ def _cell_rows(score_request: ScoreRequest, s: np.ndarray) -> tuple[np.ndarray, 
     return np.vstack([s, stand]), np.concatenate([cell, empty]), np.ones(s.shape[0] + empty.size)
 
 
-#: The search interval of the inverse temperature a (scores' log-likelihood part times a).
+#: The search interval of the inverse temperature a (scores' log-likelihood part times a), and the reweighting rounds.
 INVERSE_TEMPERATURE_RANGE = (0.02, 50.0)
+REWEIGHTING_ROUNDS = 3
+#: The check that the release shows a temperature (:func:`temperature_shown`): refits on redrawn tables, interval level.
+GUARD_RESAMPLES = 40
+GUARD_LEVEL = 0.9
 
 
 def fit_temperature(counts: np.ndarray, s: np.ndarray, cell: np.ndarray, weight: np.ndarray, log_prior: np.ndarray,
-                    sigma: float) -> float:
-    """The inverse temperature a maximising the likelihood of the released (K, B) ``counts`` (K > 2): count n_yc ≈
-    N(N_c p̄_yc(a), N_c p̄(1 − p̄) + σ²((1 − p̄)² + (K − 1)p̄²)), N_c = Σ_y n_yc, p̄_yc(a) the weighted mean over the rows
-    of cell c of softmax(a·(s − log π) + log π)_y (``s`` (n, K) their scores, π the model's prior). The multinomial's
-    Gaussian approximation plus the public release noise: the counts enter as released (no clipping, whose bias on the
-    many small cells would read as errors); the residual's noise variance counts N_c's own noise. Post-processing."""
+                    sigma: float, *, rounds: int = REWEIGHTING_ROUNDS, start: float = 1.0) -> float:
+    """The inverse temperature a fitted to the released (K, B) ``counts`` (K > 2) by Gaussian quasi-likelihood: count
+    n_yc ≈ N(N_c p̄_yc(a), v_yc), N_c = Σ_y n_yc, p̄_yc(a) the weighted mean over the rows of cell c of
+    softmax(a·(s − log π) + log π)_y (``s`` (n, K) their scores, π the model's prior) and v_yc = N_c p̄(1 − p̄) +
+    σ²((1 − p̄)² + (K − 1)p̄²) — the multinomial's variance plus the public release noise, N_c's own noise included.
+    Each round minimises Σ [(n_yc − N_c p̄_yc(a))² − σ²((1 − p̄)² + (K − 1)p̄²)] / v_yc with v at the previous round's a
+    (from a = ``start``): iteratively reweighted least squares with the noise's known share of each squared residual taken
+    out, so that the objective's expectation over the release noise is the noise-free one. (Left in, that share —
+    smallest at p̄ = 1/K, N_c's noise being correlated with n_yc's — pulls towards flat posteriors; so would the full
+    Gaussian likelihood's log-variance term.) The counts enter as released (no clipping, whose bias on the many small
+    cells would read as errors). Post-processing of the release and the receiver's rows."""
+    from scipy import sparse
     from scipy.optimize import minimize_scalar
 
     C = np.asarray(counts, dtype=np.float64)
@@ -462,27 +474,68 @@ def fit_temperature(counts: np.ndarray, s: np.ndarray, cell: np.ndarray, weight:
     Nplus = np.maximum(N, 0.0)
     ll = s - log_prior
     share = np.bincount(cell, weights=weight, minlength=B)
-    share = np.where(share > 0, share, 1.0)
+    mean_in_cell = sparse.csr_matrix(  # row weights normalised within each cell: p̄ = (mean_in_cell @ P)ᵀ
+        (weight / np.where(share > 0, share, 1.0)[cell], (cell, np.arange(cell.size))), shape=(B, cell.size))
 
-    def nll(log_a: float) -> float:
+    def pbar(log_a: float) -> np.ndarray:
         z = math.exp(log_a) * ll + log_prior
-        P = np.exp(z - logsumexp(z, axis=1, keepdims=True))
-        pbar = np.stack([np.bincount(cell, weights=weight * P[:, y], minlength=B) for y in range(K)]) / share
-        pbar = np.clip(pbar, 1e-9, 1.0 - 1e-9)
-        var = Nplus * pbar * (1.0 - pbar) + sigma**2 * ((1.0 - pbar) ** 2 + (K - 1) * pbar**2) + 1e-6
-        return float(np.sum((C - N * pbar) ** 2 / var + np.log(var))) / 2.0
+        z = np.exp(z - z.max(axis=1, keepdims=True))
+        return np.clip((mean_in_cell @ (z / z.sum(axis=1, keepdims=True))).T, 1e-9, 1.0 - 1e-9)
+
+    def noise(p: np.ndarray) -> np.ndarray:  # the release noise's variance in n_yc − N_c p: σ²((1 − p)² + (K − 1)p²)
+        return sigma**2 * ((1.0 - p) ** 2 + (K - 1) * p**2)
+
+    def objective(log_a: float, var: np.ndarray) -> float:
+        p = pbar(log_a)
+        return float(np.sum(((C - N * p) ** 2 - noise(p)) / var))
 
     lo, hi = (math.log(v) for v in INVERSE_TEMPERATURE_RANGE)
-    return float(math.exp(minimize_scalar(nll, bounds=(lo, hi), method="bounded", options={"xatol": 1e-4}).x))
+    log_a = math.log(start)
+    for _ in range(rounds):
+        p0 = pbar(log_a)
+        var = Nplus * p0 * (1.0 - p0) + noise(p0) + 1e-6
+        log_a = float(minimize_scalar(objective, args=(var,), bounds=(lo, hi), method="bounded",
+                                      options={"xatol": 1e-3}).x)
+    return float(math.exp(log_a))
+
+
+def resample_counts(counts: np.ndarray, sigma: float, rng: np.random.Generator) -> np.ndarray:
+    """One redraw of a released (K, B) table: each class's count (clipped at 0, rounded) redrawn multinomially from its
+    clipped, normalised histogram, plus Gaussian noise of the public σ."""
+    C = np.maximum(counts, 0.0)
+    tot = C.sum(axis=1, keepdims=True)
+    cond = np.where(tot > 0, C / np.where(tot > 0, tot, 1.0), 1.0 / C.shape[1])
+    sizes = np.maximum(np.rint(tot[:, 0]), 1).astype(np.int64)
+    out = np.stack([rng.multinomial(sizes[y], cond[y]) for y in range(C.shape[0])]).astype(np.float64)
+    return out + (rng.normal(0.0, sigma, out.shape) if sigma > 0 else 0.0)
+
+
+def temperature_shown(counts: np.ndarray, rows: tuple, log_prior: np.ndarray, sigma: float, a: float, *,
+                      resamples: int = GUARD_RESAMPLES, level: float = GUARD_LEVEL, seed: int = RESAMPLE_SEED) -> bool:
+    """Whether the release shows the model's temperature to be other than 1: the ``level`` percentile interval of log a
+    over ``resamples`` refits on the released table with a second draw of Gaussian noise of the public σ added (stated
+    as noise √2·σ: an interval at least as wide as the release's own) excludes 0. Where it does not — few source rows
+    over many cells, whose errors' spread the noise hides — the model is kept as requested."""
+    if sigma <= 0:
+        return a != 1.0
+    rng = np.random.default_rng(seed)
+    draws = np.log([fit_temperature(counts + rng.normal(0.0, sigma, counts.shape), *rows, log_prior, math.sqrt(2.0) * sigma)
+                    for _ in range(resamples)])
+    tail = (1.0 - level) / 2.0
+    low, high = np.quantile(draws, tail), np.quantile(draws, 1.0 - tail)
+    return bool(math.log(a) != 0.0 and not low <= 0.0 <= high)
 
 
 def calibrate(score_request: ScoreRequest, counts: np.ndarray, Zt: np.ndarray, model_prior: np.ndarray, *,
-              calibration: str | None = None, sigma: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
+              calibration: str | None = None, sigma: float = 0.0, guard: bool = True, start: float | None = None
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
     """(W, b) of the calibrated scores on the mapped rows ``Zt`` (log-posteriors at the returned source prior, up to a
     constant), that prior and the stated quantities. ``"platt"``: binary, the logit mapped by Platt's fit to the noisy
     ``counts`` (K, B), at the prior those counts imply; K > 2, the log-likelihood part tempered by :func:`fit_temperature`
-    (``sigma``: the release's public σ), at the model's own DP source prior ``model_prior``. ``"temperature"``: the
-    model as requested (the first release's stated temperature), at ``model_prior``."""
+    (``sigma``: the release's public σ), at the model's own DP source prior ``model_prior``, when the release shows it
+    (:func:`temperature_shown`; ``guard=False`` skips that check); otherwise, and for ``"temperature"``, the model as
+    requested (the first release's stated temperature), at ``model_prior``. ``start``: a warm start of the fit (one
+    reweighting round from it; the resamples of :func:`estimate` start at the point estimate)."""
     calibration = CALIBRATION if calibration is None else calibration
     if calibration not in CALIBRATIONS:
         raise ValueError(f"calibration must be one of {CALIBRATIONS}, got {calibration!r}")
@@ -492,9 +545,15 @@ def calibrate(score_request: ScoreRequest, counts: np.ndarray, Zt: np.ndarray, m
         return W, b, prior, {"calibration": "as requested (the stated temperature)"}
     if score_request.layout == "class-confidence":
         log_prior = np.log(prior)
-        a = fit_temperature(counts, *_cell_rows(score_request, Zt @ W.T + b), log_prior, sigma)
+        rows = _cell_rows(score_request, Zt @ W.T + b)
+        a = fit_temperature(counts, *rows, log_prior, sigma) if start is None else \
+            fit_temperature(counts, *rows, log_prior, sigma, rounds=1, start=start)
+        if guard and not temperature_shown(counts, rows, log_prior, sigma, a):
+            return W, b, prior, {"calibration": "as requested: the released score histograms do not show another "
+                                                "temperature", "fitted_temperature": 1.0 / a, "temperature_applied": False}
         return a * W, a * (b - log_prior) + log_prior, prior, {
-            "calibration": "temperature fitted to the released score histograms", "fitted_temperature": 1.0 / a}
+            "calibration": "temperature fitted to the released score histograms", "fitted_temperature": 1.0 / a,
+            "temperature_applied": True}
     s = Zt @ (W[1] - W[0]) + (b[1] - b[0])
     x = bin_scores(score_request, score_request.cells(s), s)
     a, c = platt(counts, x)
@@ -537,12 +596,10 @@ def estimate(score_request: ScoreRequest, H: Histograms, Zt: np.ndarray, target_
     draws = []
     if n_boot > 0 and Zt.shape[0]:
         rng = np.random.default_rng(seed)
-        Chat = H.class_conditionals()
-        sizes = np.maximum(np.rint(np.maximum(H.counts, 0.0).sum(axis=1)), 1).astype(np.int64)
         n = Zt.shape[0]
+        refit = calibration if cal.get("temperature_applied", True) else "temperature"  # K > 2: as the point estimate
         for _ in range(n_boot):
-            counts = np.stack([rng.multinomial(sizes[y], Chat[y]) for y in range(K)]).astype(np.float64)
-            counts += rng.normal(0.0, H.sigma, counts.shape) if H.sigma > 0 else 0.0
+            counts = resample_counts(H.counts, H.sigma, rng)
             rows = np.bincount(rng.integers(0, n, n), minlength=n).astype(np.float64)
             hb = np.bincount(target_bins, weights=rows, minlength=B)
             if method == "match":  # solved for every resample at once below
@@ -550,7 +607,8 @@ def estimate(score_request: ScoreRequest, H: Histograms, Zt: np.ndarray, target_
             elif method == "match-ls":
                 draws.append(bbse(counts, hb))
             else:
-                Wb, bb, pb, _ = calibrate(score_request, counts, Zt, model_prior, calibration=calibration, sigma=H.sigma)
+                Wb, bb, pb, _ = calibrate(score_request, counts, Zt, model_prior, calibration=refit, sigma=H.sigma,
+                                          guard=False, start=1.0 / cal.get("fitted_temperature", 1.0))
                 draws.append(_point(method, None, None, posteriors(Wb, bb, Zt), pb, rows / n))
         if method == "match":
             draws = list(match(np.stack([c for c, _ in draws]), np.stack([h for _, h in draws])))
