@@ -342,8 +342,8 @@ def test_three_classes_calibrated_from_the_second_release():
         X[np.arange(n), y] += 1.6
         return X, y
 
-    Xs, ys = draw(1500, [0.6, 0.3, 0.1])
-    Xt, yt = draw(800, [0.2, 0.3, 0.5])
+    Xs, ys = draw(1200, [0.6, 0.3, 0.1])
+    Xt, yt = draw(400, [0.2, 0.3, 0.5])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         est = SoundDA(epsilon=4.0, delta=DELTA, classes=(0, 1, 2), design="discriminant", score_share=0.2, random_state=0,
@@ -356,7 +356,7 @@ def test_three_classes_calibrated_from_the_second_release():
     W, b, prior, _, bbse = scores.estimate(req, H, Z, req.bins(Xt), d["statistics_source_prior"], method="match-ls",
                                            n_boot=30)
     true = np.bincount(yt, minlength=3) / yt.size
-    assert np.abs(np.asarray(bbse["prior"]) - true).max() < 0.08
+    assert np.abs(np.asarray(bbse["prior"]) - true).max() < 0.1
     assert np.all((np.asarray(bbse["low"]) <= true) & (true <= np.asarray(bbse["high"])))
     log_prior = np.log(prior)  # the likelihood part is tempered, a > 0: its ranking of the classes is every row's own
     assert np.array_equal(np.argmax(Z @ W.T + b - log_prior, axis=1), np.argmax(Z @ req.W.T + req.b - log_prior, axis=1))

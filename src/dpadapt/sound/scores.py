@@ -224,9 +224,10 @@ def request(model: SoundModel, Zt_or_Xt, *, bins: int | None = None, confidence:
         x = top_class(s)[1]
         lo = 1.0 / K
     edges = np.unique(np.quantile(x, np.arange(1, m) / m)) if x.size else np.zeros(0)
-    edges = edges[(edges > lo) & (edges < 1.0)] if K > 2 else edges
     if K == 2 and edges.size == 0:
         edges = np.array([0.0])
+    if K > 2 and (edges.size != m - 1 or np.any((edges <= lo) | (edges >= 1.0))):
+        edges = lo + (1.0 - lo) * np.arange(1, m) / m  # tied or saturated quantiles: an even grid, so M stays as asked
     d = int(n_features if n_features is not None else (model.components.shape[0] if model.components is not None
                                                         else model.W.shape[1]))
     return ScoreRequest(tuple(model.classes.tolist()), d, bool(model.log1p), model.mean, model.components,
