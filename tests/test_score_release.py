@@ -360,3 +360,23 @@ def test_three_classes_calibrated_from_the_second_release():
     assert np.all((np.asarray(bbse["low"]) <= true) & (true <= np.asarray(bbse["high"])))
     log_prior = np.log(prior)  # the likelihood part is tempered, a > 0: its ranking of the classes is every row's own
     assert np.array_equal(np.argmax(Z @ W.T + b - log_prior, axis=1), np.argmax(Z @ req.W.T + req.b - log_prior, axis=1))
+
+
+def test_dask_sources_count_as_in_memory_ones():
+    """The second release on a Dask source (array with labels, or a frame with its label column): per-partition counts
+    merged are the in-memory counts (σ = 0 here; the noise is drawn once, after the merge, by the same mechanism)."""
+    import dask
+    import dask.array as da
+    import dask.dataframe as dd
+    import pandas as pd
+
+    req = _three_class_request()
+    rng = np.random.default_rng(4)
+    X, y = rng.normal(size=(90, 4)), rng.integers(0, 3, 90)
+    plan = scores.plan(req, None, None, n_source=90)
+    here = scores.release(plan, req, X, y)["counts"]
+    frame = dd.from_pandas(pd.DataFrame({**{f"x{i}": X[:, i] for i in range(4)}, "y": y}), npartitions=3)
+    with dask.config.set(scheduler="synchronous"):
+        on_array = scores.release(plan, req, da.from_array(X, chunks=(30, 4)), da.from_array(y, chunks=30))["counts"]
+        on_frame = scores.release(plan, req, frame, label_column="y")["counts"]
+    assert here.sum() == 90 and np.array_equal(here, on_array) and np.array_equal(here, on_frame)

@@ -261,21 +261,69 @@ def plan(score_request: ScoreRequest, epsilon: float | None, delta: float | None
     return ScorePlan(sigma, g, relation, int(n_source), rid)
 
 
-def release(plan_: ScorePlan, score_request: ScoreRequest, Xs, ys=None, noise=None) -> Release:
-    """(b) The source's (K, B) counts by label and bin, read chunk by chunk; the noise drawn once, here."""
-    from dpadapt.stream.readers import labelled_source
-    from dpadapt.stream.sums import _required_labels
+@dataclasses.dataclass
+class ScoreCounts:
+    """The exact (K, B) counts of the rows added so far by label and bin of ``score_request`` (an accumulator of
+    :mod:`dpadapt.stream`: chunk by chunk here, or one per partition on Dask workers, merged)."""
 
-    if score_request.digest()[:32] != plan_.request_id:
-        raise ValueError("the plan was made for another score request")
+    score_request: ScoreRequest
+    counts: np.ndarray | None = None
+    n_rows: int = 0
+
+    def add(self, X, y) -> ScoreCounts:
+        from dpadapt.stream.sums import _required_labels
+
+        K, B = len(self.score_request.classes), self.score_request.num_bins
+        part = mechanisms.score_histogram(self.score_request.bins(X), _required_labels(y, self.score_request.classes), K, B)
+        self.counts = part if self.counts is None else self.counts + part
+        self.n_rows += int(X.shape[0])
+        return self
+
+    def merge(self, other: ScoreCounts) -> ScoreCounts:
+        if other.counts is not None:
+            self.counts = other.counts.copy() if self.counts is None else self.counts + other.counts
+            self.n_rows += other.n_rows
+        return self
+
+
+def _exact_counts(score_request: ScoreRequest, Xs, ys, *, client, label_column: str) -> ScoreCounts:
+    """The exact counts of the source's rows: chunk by chunk here, or per partition on a Dask cluster (a ``dask.array``
+    with its labels ``ys``, a ``dask.dataframe`` or a Parquet dataset with a ``label_column``), as the first release."""
+    import functools
+
+    from dpadapt.stream import dask_engine
+    from dpadapt.stream.readers import labelled_source
+    from dpadapt.stream.sums import accumulate
+
+    empty = functools.partial(ScoreCounts, score_request)
+    if dask_engine.is_parquet_dataset(Xs):
+        Xs = dask_engine.read_parquet(Xs, label_column)
+    if dask_engine.is_dask_collection(Xs):
+        frame = hasattr(Xs, "columns")
+        d = len([c for c in Xs.columns if c != label_column]) if frame else int(Xs.shape[1])
+        if d != score_request.n_features:
+            raise ValueError(f"the score request is for {score_request.n_features} features; the source has {d}")
+        if frame:
+            return dask_engine.sums_of_frame(Xs, label_column, empty, client=client)
+        if ys is None:
+            raise ValueError("a dask.array source needs its labels ys")
+        return dask_engine.sums_of_array(Xs, ys, empty, client=client)
     source = labelled_source(Xs, ys, classes=tuple(score_request.classes))
     if source.n_features != score_request.n_features:
         raise ValueError(f"the score request is for {score_request.n_features} features; the source has {source.n_features}")
+    return accumulate(empty(), source)
+
+
+def release(plan_: ScorePlan, score_request: ScoreRequest, Xs, ys=None, noise=None, *, client=None,
+            label_column: str = "y") -> Release:
+    """(b) The source's (K, B) counts by label and bin, read chunk by chunk, or per partition on the Dask cluster of
+    ``client`` (default: the current scheduler) for a ``dask.array`` with labels ``ys``, a ``dask.dataframe`` or a
+    Parquet dataset with a ``label_column``; the noise drawn once, here."""
+    if score_request.digest()[:32] != plan_.request_id:
+        raise ValueError("the plan was made for another score request")
     K, B = len(score_request.classes), score_request.num_bins
-    counts, n = np.zeros((K, B)), 0
-    for X, y in source:
-        counts += mechanisms.score_histogram(score_request.bins(X), _required_labels(y, score_request.classes), K, B)
-        n += X.shape[0]
+    acc = _exact_counts(score_request, Xs, ys, client=client, label_column=label_column)
+    counts, n = (np.zeros((K, B)) if acc.counts is None else acc.counts), acc.n_rows
     if n != plan_.n_source:
         raise ValueError(f"the plan is for {plan_.n_source} source rows, got {n}")
     if plan_.sigma > 0:
