@@ -13,8 +13,13 @@ default's shape:
     (M = 1 is exactly that matrix), so BBSE reads its marginal (:meth:`ScoreRequest.confusion`).
 (b) :func:`plan` / :func:`release` — each source checks the request as untrusted input, bins every row and releases
     the (K, B) counts by label and bin as ONE Gaussian with vetted discrete noise
-    (:func:`dpadapt.privacy.mechanisms.release_score_histogram`): every row adds one count to one cell whatever the
-    model, so Δ = √2 replace-one, 1 add/remove (a patient with r rows: r·Δ, :mod:`dpadapt.privacy.group`).
+    (:func:`dpadapt.privacy.mechanisms.release_score_histogram`). *Theorem (either layout).* A row's cell — (its label,
+    its logit's bin) or (its label, ĵ·M + its top-class probability's bin) — is a function of that row alone, the model
+    and the edges being public and fixed before any source row is read, and every finite row has exactly one (a
+    non-finite score is mapped to an edge bin, :func:`top_class`); so the table is a sum of one-hot rows: replacing
+    one row moves at most two cells by one, Δ₂ = √2, adding or removing one moves one cell, Δ₂ = 1, whatever the
+    model, K, M or n. ONE Gaussian of σ = z·Δ₂ is then (ε, δ)-DP by the analytic Gaussian (Balle & Wang 2018, Thm. 8),
+    labels included (a patient with r rows: r·Δ, :mod:`dpadapt.privacy.group`).
     :func:`dpadapt.privacy.families.sound.split_budget` splits one (ε, δ) between the two releases so that they
     compose exactly into it; released separately (the CLI) each is charged to the ledger, which composes them.
 (c) :func:`adapt` — the receiver, from the noisy counts alone (post-processing, no further cost):
@@ -27,11 +32,13 @@ default's shape:
       cell's total times the mean tempered posterior of the receiver's rows in the cell, weighted by the variance of
       that count (multinomial plus the public release noise σ²), the noise's known share of each squared residual
       taken out — so that negative and small counts need no clipping
-      (:func:`fit_temperature`); a > 0 keeps each row's ranking of the classes by likelihood (predictions move only
+      (:func:`fit_temperature`), and applied only where refits with a second draw of the public noise agree that a ≠ 1
+      (:func:`temperature_shown`); a > 0 keeps each row's ranking of the classes by likelihood (predictions move only
       where the prior decides);
     * **the target's prevalence**: the target's own score histogram matched by a mixture of the source's per-class
       histograms (BBSE, Lipton et al. 2018, with the soft confusion matrix of binned scores; solved by maximum
-      likelihood under the mixture, which keeps the weights non-negative and summing to one);
+      likelihood under the mixture, which keeps the weights non-negative and summing to one); ``"match-ls"``, BBSE's
+      least squares, reads the confusion matrix for K > 2;
     * **its interval**: percentiles over resamples that redraw the release (each class's counts redrawn from the
       estimated class histogram, multinomial, plus Gaussian noise of the public σ) together with a bootstrap of the
       receiver's rows — it states the release noise, not only the target's sampling.
