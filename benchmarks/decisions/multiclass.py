@@ -133,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cases", nargs="+", default=[*SYNTHETIC, *OFFICE])
     ap.add_argument("--epsilon", nargs="+", type=float, default=[1.0, 4.0])
     ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--first-seed", type=int, default=0, help="seeds first-seed … first-seed + seeds − 1")
     ap.add_argument("--out", type=Path, default=Path("benchmarks/decisions/results/multiclass.jsonl"))
     ap.add_argument("--table", action="store_true", help="only write the table of --out (beside it, .md)")
     args = ap.parse_args(argv)
@@ -141,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.out.exists():
             done = {(r["case"], r["epsilon"], r["seed"]) for r in map(json.loads, args.out.read_text().splitlines())}
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        for seed in range(args.seeds):
+        for seed in range(args.first_seed, args.first_seed + args.seeds):
             for case in args.cases:
                 for eps in args.epsilon:
                     if (case, eps, seed) in done:
