@@ -32,8 +32,8 @@ default's shape:
       cell's total times the mean tempered posterior of the receiver's rows in the cell, weighted by the variance of
       that count (multinomial plus the public release noise σ²), the noise's known share of each squared residual
       taken out — so that negative and small counts need no clipping
-      (:func:`fit_temperature`), and applied only where refits with a second draw of the public noise agree that a ≠ 1
-      (:func:`temperature_shown`); a > 0 keeps each row's ranking of the classes by likelihood (predictions move only
+      (:func:`fit_temperature`), and applied only at an interior optimum where refits with a second draw of the
+      public noise agree that a ≠ 1 (:func:`temperature_shown`); a > 0 keeps each row's ranking of the classes by likelihood (predictions move only
       where the prior decides);
     * **the target's prevalence**: the target's own score histogram matched by a mixture of the source's per-class
       histograms (BBSE, Lipton et al. 2018, with the soft confusion matrix of binned scores; solved by maximum
@@ -43,8 +43,8 @@ default's shape:
       estimated class histogram, multinomial, plus Gaussian noise of the public σ) together with a bootstrap of the
       receiver's rows — it states the release noise, not only the target's sampling.
 
-Which calibration and prevalence estimator is used by default was chosen on development pairs by the rule of
-``benchmarks/decisions/README.md``.
+Which calibration and prevalence estimator is used by default (binary: :data:`PREVALENCE`; K > 2:
+:data:`PREVALENCE_MULTICLASS`) was chosen on development cases by the rules of ``benchmarks/decisions/README.md``.
 """
 
 from __future__ import annotations
@@ -82,6 +82,9 @@ CALIBRATIONS = ("platt", "temperature")
 PREVALENCES = ("match", "match-ls", "em", "mean")
 CALIBRATION = "platt"
 PREVALENCE = "mean"
+#: K > 2 (the ``class-confidence`` layout): chosen by the rule "K > 2 prevalence default" of the same README on its
+#: synthetic and GoogLeNet development cells (``results/multiclass-prevalence-rule.md``).
+PREVALENCE_MULTICLASS = "em"
 #: The public seed of the interval's resamples (reproducible; not privacy noise).
 RESAMPLE_SEED = 20261130
 DISCLOSURE = ("disclosed by the receiver, which is not protected in this setting: its fitted model (post-processing of "
@@ -589,7 +592,8 @@ def calibrate(score_request: ScoreRequest, counts: np.ndarray, Zt: np.ndarray, m
     constant), that prior and the stated quantities. ``"platt"``: binary, the logit mapped by Platt's fit to the noisy
     ``counts`` (K, B), at the prior those counts imply; K > 2, the log-likelihood part tempered by :func:`fit_temperature`
     (``sigma``: the release's public σ), at the model's own DP source prior ``model_prior``, when the release shows it
-    (:func:`temperature_shown`; ``guard=False`` skips that check); otherwise, and for ``"temperature"``, the model as
+    (an interior optimum of :data:`INVERSE_TEMPERATURE_RANGE` and :func:`temperature_shown`; ``guard=False`` skips
+    those checks); otherwise, and for ``"temperature"``, the model as
     requested (the first release's stated temperature), at ``model_prior``. ``start``: a warm start of the fit (one
     reweighting round from it; the resamples of :func:`estimate` start at the point estimate)."""
     calibration = CALIBRATION if calibration is None else calibration
@@ -604,7 +608,9 @@ def calibrate(score_request: ScoreRequest, counts: np.ndarray, Zt: np.ndarray, m
         rows = _cell_rows(score_request, Zt @ W.T + b)
         a = fit_temperature(counts, *rows, log_prior, sigma) if start is None else \
             fit_temperature(counts, *rows, log_prior, sigma, rounds=1, start=start)
-        if guard and not temperature_shown(counts, rows, log_prior, sigma, a):
+        lo, hi = INVERSE_TEMPERATURE_RANGE
+        at_edge = not lo * 1.01 < a < hi / 1.01  # no interior optimum: the counts do not determine a
+        if guard and (at_edge or not temperature_shown(counts, rows, log_prior, sigma, a)):
             return W, b, prior, {"calibration": "as requested: the released score histograms do not show another "
                                                 "temperature", "fitted_temperature": 1.0 / a, "temperature_applied": False}
         return a * W, a * (b - log_prior) + log_prior, prior, {
@@ -636,7 +642,8 @@ def estimate(score_request: ScoreRequest, H: Histograms, Zt: np.ndarray, target_
     """(W, b, source prior, calibration details, prevalence) from the histograms and the receiver's mapped rows ``Zt``
     (``target_bins``: their bins). The prevalence (``method``: "match", "em" or "mean") comes with a ``level``
     interval over ``n_boot`` resamples of the release (its public σ) and of the receiver's rows (module docstring)."""
-    method = PREVALENCE if method is None else method
+    if method is None:
+        method = PREVALENCE if score_request.layout == "logit" else PREVALENCE_MULTICLASS
     if method not in PREVALENCES:
         raise ValueError(f"method must be one of {PREVALENCES}, got {method!r}")
     K, B = H.counts.shape
