@@ -123,7 +123,7 @@ def table(path: Path) -> str:
     em = all("before_em" in r for r in rows)
     lines = ["| case (K, cells) | ε | seeds | applied | ECE (mean) | " + ("ECE (em) | NLL (em) | acc. (em) | " if em else "")
              + "acc. at the source prior | ECE full ε, no 2nd release | prevalence MAE mean / match / match-ls / em | "
-             "90 % coverage em / match |", "|" + "---|" * (11 if em else 8)]
+             "90 % coverage em / match |", "|" + "---|" * (12 if em else 9)]
     for (case, eps), rs in sorted(groups.items()):
         applied = sum(r["after_at_source_prior"] != r["before_at_source_prior"] or r["after"]["mean"]["ece"] != r["before"]["ece"]
                       for r in rs)
