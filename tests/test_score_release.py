@@ -306,6 +306,21 @@ def test_fitted_temperature_recovers_a_known_over_confidence(sigma):
     assert calibrated == pytest.approx(1.0, rel=0.12)
 
 
+def test_a_release_that_shows_no_temperature_keeps_the_model():
+    """Counts that are all noise (σ = 40 over a table of 300 rows): no temperature is applied, the model is kept as
+    requested; the same counts without noise apply the fitted one."""
+    rng = np.random.default_rng(12)
+    req = _three_class_request()
+    counts, _ = _tempered_counts(req, 0.5, 300, rng)
+    Z = rng.normal(size=(400, 4)) * 2
+    prior = np.full(3, 1 / 3)
+    W, b, _, kept = scores.calibrate(req, counts + rng.normal(0.0, 40.0, counts.shape), Z, prior, sigma=40.0)
+    assert kept["temperature_applied"] is False and kept["calibration"].startswith("as requested")
+    assert np.array_equal(W, req.W) and np.array_equal(b, req.b)
+    _, _, _, fitted = scores.calibrate(req, counts, Z, prior, sigma=0.0)
+    assert fitted["temperature_applied"] is True and fitted["fitted_temperature"] > 1.3
+
+
 def test_class_confidence_files_state_their_layout_and_a_mismatch_is_refused():
     """The request states its layout and confidence bins; a request whose statement disagrees with its label set or its
     edges, and a release binned otherwise than the request asks, are refused in one line."""
@@ -350,12 +365,14 @@ def test_three_classes_calibrated_from_the_second_release():
                       reproducible_noise=True).fit_domains(Xs, ys, Xt)
     d = est.model_.details
     assert d["calibration"].startswith("temperature fitted") and 0.5 < d["fitted_temperature"] < 3.0
+    true = np.bincount(yt, minlength=3) / yt.size
+    assert d["prevalence"]["method"] == f"{scores.PREVALENCE_MULTICLASS} (score release)"  # K > 2's default
+    assert np.abs(np.asarray(d["target_prior"]) - true).max() < 0.1  # the source prior is 0.4 away
     req = scores.ScoreRequest.from_release(next(r for r in est.releases_ if r.kind == scores.REQUEST_KIND))
     H = scores.combine(req, est.releases_)
     Z = req.model().row_map()(Xt)
     W, b, prior, _, bbse = scores.estimate(req, H, Z, req.bins(Xt), d["statistics_source_prior"], method="match-ls",
                                            n_boot=30)
-    true = np.bincount(yt, minlength=3) / yt.size
     assert np.abs(np.asarray(bbse["prior"]) - true).max() < 0.1
     assert np.all((np.asarray(bbse["low"]) <= true) & (true <= np.asarray(bbse["high"])))
     log_prior = np.log(prior)  # the likelihood part is tempered, a > 0: its ranking of the classes is every row's own
