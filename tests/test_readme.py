@@ -183,7 +183,8 @@ def test_hospital_guide_default_flow_runs_as_written(data_root, tmp_path, monkey
     for shown in ("decision rule: balanced (likelihood ratio > 1); flags P(positive) ≥ 0.",
                   "-- at the estimated prevalence, decision rule: balanced (likelihood ratio > 1)",
                   "(in-sample: these are the rows the model was adapted on (optimistic))",
-                  "estimated on these rows without their labels; observed: 36.1 %", "calibration slope  ",
+                  "estimated on these rows without their labels (interval: a bootstrap of these rows); observed: 36.1 %",
+                  "calibration slope  ",
                   "expected calibration error  ", "wrote heart-report.html"):
         assert shown in out and shown in page, shown
     assert re.search(r"estimated prevalence of 'disease': \d+\.\d % \(90 % interval \d+\.\d–\d+\.\d %; mean;", out)

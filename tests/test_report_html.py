@@ -122,7 +122,8 @@ def _check_decision_section(found: dict) -> None:
     calibration slope and ECE at the estimated prevalence, and a reliability diagram."""
     assert set(found) == set(DECISION_IDS) and all(found[i] is not None for i in DECISION_IDS), found
     assert re.fullmatch(r"estimated prevalence of 'disease': \d+\.\d % \(90 % interval (\d+\.\d)–(\d+\.\d) %; mean; "
-                        r"source prior \d+\.\d %\) — estimated on your rows without their labels\.", found["prevalence"]["text"])
+                        r"source prior \d+\.\d %\) — estimated on your rows without their labels \(interval: a bootstrap of "
+                        r"your rows\)\.", found["prevalence"]["text"])
     assert found["rule"]["text"].startswith("decision rule: balanced (likelihood ratio > 1); flags P(positive) ≥ 0.")
     assert "the scores are in-sample" in found["in-sample"]["text"]
     assert re.fullmatch(r"At this rule: sensitivity \d+ %, specificity \d+ %, balanced accuracy \d+\.\d %\. Calibration at "
@@ -130,12 +131,60 @@ def _check_decision_section(found: dict) -> None:
                         r"calibration error 0\.\d{3}\.", found["at-rule"]["text"])
 
 
-class _Elements(html.parser.HTMLParser):
-    """The text (and an image's source) of the elements of :data:`DECISION_IDS` in a page, without a browser."""
+@pytest.fixture(scope="module")
+def sound_report(tmp_path_factory):
+    """A sound model calibrated by the second release (``adapt sound --score-request`` → the source answers it → ``adapt``
+    with both) and its HTML report on the target's labelled rows."""
+    tmp_path = tmp_path_factory.mktemp("sound_report")
+    S = ["--schema", "schema.toml"]
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.chdir(tmp_path)
+        monkeypatch.setenv("DPADAPT_LEDGER", str(tmp_path / "ledger.sqlite"))
+        (tmp_path / "schema.toml").write_text(schema_text())
+        export(tmp_path / "source.csv", 400, 0, "SRC")
+        export(tmp_path / "target.csv", 300, 1, "TGT", shift=3)
+        src = ["--data", "source.csv", *S, "--delta", "1e-5"]
+        assert main(["budget", "set", "--party", "source", "--data", "source.csv", *S, "--epsilon", "8", "--delta", "1e-5"]) == 0
+        assert main(["request", "--data", "target.csv", *S, "--n-source", "400", "--epsilon", "4", "--delta", "1e-5",
+                     "--out", "q.release"]) == 0
+        assert main(["release", "sound", "--request", "q.release", *src, "--epsilon", "4", "--out", "s.release"]) == 0
+        assert main(["adapt", "sound", "--release", "s.release", "--own-release", "q.release", "--data", "target.csv", *S,
+                     "--out", "m0.dpadapt", "--score-request", "sr.release"]) == 0
+        assert main(["release", "sound", "--request", "sr.release", *src, "--epsilon", "2", "--out", "h.release"]) == 0
+        assert main(["adapt", "sound", "--release", "s.release", "--release", "h.release", "--own-release", "q.release",
+                     "--own-release", "sr.release", "--data", "target.csv", *S, "--out", "m.dpadapt"]) == 0
+        assert main(["report", "m.dpadapt", "--html", "r.html", "--data", "target.csv", *S, "--bootstrap", "0"]) == 0
+    return tmp_path / "r.html"
 
-    def __init__(self):
+
+#: The second release's prevalence line: its interval resamples the released counts with their public σ.
+RELEASE_PREVALENCE = (r"estimated prevalence of 'disease': \d+\.\d % \(90 % interval \d+\.\d–\d+\.\d %; mean \(score release\); "
+                      r"source prior \d+\.\d %\) — from the second release at adapt, on the rows it was adapted on \(interval: "
+                      r"resamples of the released counts with their public σ = \d[\d.]* and of those rows\)")
+
+
+def test_score_and_report_give_the_second_release_interval(sound_report, monkeypatch, capsys):
+    """A model calibrated by the second release: ``score`` and the page give both intervals, each saying which it is;
+    a model without a second release gives only the bootstrap one."""
+    parser = _Elements(DECISION_IDS + ("release-prevalence",))
+    parser.feed(sound_report.read_text())
+    assert "(interval: a bootstrap of your rows)" in parser.found["prevalence"]["text"]
+    assert re.fullmatch(RELEASE_PREVALENCE + r"\.", parser.found["release-prevalence"]["text"])
+    monkeypatch.chdir(sound_report.parent)
+    capsys.readouterr()
+    for model, second in (("m.dpadapt", True), ("m0.dpadapt", False)):
+        assert main(["score", "--model", model, "--data", "target.csv", "--schema", "schema.toml", "--bootstrap", "0"]) == 0
+        out = capsys.readouterr().out
+        assert "estimated on these rows without their labels (interval: a bootstrap of these rows)" in out
+        assert bool(re.search(RELEASE_PREVALENCE, out)) == second, out
+
+
+class _Elements(html.parser.HTMLParser):
+    """The text (and an image's source) of the elements ``ids`` (default :data:`DECISION_IDS`) in a page, without a browser."""
+
+    def __init__(self, ids=DECISION_IDS):
         super().__init__()
-        self.found: dict = dict.fromkeys(DECISION_IDS)
+        self.found: dict = dict.fromkeys(ids)
         self._open: str | None = None
 
     def handle_starttag(self, tag, attrs):
@@ -176,17 +225,24 @@ addEventListener('load', () => {
 </script>"""
 
 
-@pytest.mark.skipif(_chromium() is None, reason="no headless Chromium installed (apt-get install chromium-headless-shell)")
-def test_report_renders_in_headless_chromium(one_report):
-    """The decision section as Chromium lays it out: every element visible with a box, its rendered text, and the
-    reliability diagram decoded (naturalWidth > 0)."""
-    probe = one_report.with_name("probe.html")
-    probe.write_text(one_report.read_text().replace("</body>", PROBE % json.dumps(list(DECISION_IDS)) + "</body>"))
+def _rendered(page, ids) -> dict:
+    """The elements ``ids`` of ``page`` as headless Chromium lays them out (:data:`PROBE`)."""
+    probe = page.with_name("probe.html")
+    probe.write_text(page.read_text().replace("</body>", PROBE % json.dumps(list(ids)) + "</body>"))
     proc = subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
                            "--dump-dom", probe.as_uri()], capture_output=True, timeout=60, text=True)
     dumped = re.search(r'<pre id="probe">(.*?)</pre>', proc.stdout, flags=re.S)
     assert proc.returncode == 0 and dumped and dumped.group(1), proc.stderr[-500:]
-    found = json.loads(html.unescape(dumped.group(1)))
+    return json.loads(html.unescape(dumped.group(1)))
+
+
+@pytest.mark.skipif(_chromium() is None, reason="no headless Chromium installed (apt-get install chromium-headless-shell)")
+def test_report_renders_in_headless_chromium(one_report, sound_report):
+    """The decision section as Chromium lays it out: every element visible with a box, its rendered text, and the
+    reliability diagram decoded (naturalWidth > 0); the second release's interval visible on a model calibrated by it."""
+    second = _rendered(sound_report, ("release-prevalence",))["release-prevalence"]
+    assert second["visible"] and second["width"] > 100 and re.fullmatch(RELEASE_PREVALENCE + r"\.", second["text"]), second
+    found = _rendered(one_report, DECISION_IDS)
     _check_decision_section(found)
     for i in DECISION_IDS:
         assert found[i]["visible"] and found[i]["width"] > 100 and found[i]["height"] > 10, (i, found[i])

@@ -50,6 +50,42 @@ def test_score_histogram_sensitivity_brute_force():
         score_histogram(np.full(n, B), labels, K, B)  # a bin outside the public bins
 
 
+def _three_class_request(M: int = 3) -> scores.ScoreRequest:
+    """A K = 3 score request (layout ``class-confidence``, M confidence bins) of a fixed linear model on 4 features."""
+    from dpadapt.sound.receiver import SoundModel
+
+    rng = np.random.default_rng(7)
+    model = SoundModel(np.arange(3), False, None, None, rng.normal(size=(3, 4)), rng.normal(size=3), "discriminant")
+    return scores.request(model, rng.normal(size=(500, 4)) * 2, confidence=M)
+
+
+def test_class_confidence_layout_sensitivity_brute_force():
+    """K > 2: each row — any finite row, extreme values whose scores overflow included — falls in exactly one (class, predicted class ×
+    confidence) cell, so a replaced row moves the table by ≤ √2, a removed one by 1; the confusion matrix is its marginal."""
+    req = _three_class_request()
+    assert req.layout == "class-confidence" and req.num_bins == 3 * 3 and req.edges.size == 2
+    rng = np.random.default_rng(1)
+    n = 60
+    X, y = rng.normal(size=(n, 4)), rng.integers(0, 3, n)
+    base = score_histogram(req.bins(X), y, 3, req.num_bins)
+    others = np.vstack([rng.normal(size=(200, 4)) * 50, np.full((1, 4), 1e308), np.full((1, 4), -1e308),
+                        np.array([[1e308, -1e308, 1e308, -1e308]])])  # non-finite rows are refused before binning
+    moved = []
+    for row in others:
+        i = rng.integers(n)
+        X2, y2 = X.copy(), y.copy()
+        X2[i], y2[i] = row, rng.integers(3)
+        with np.errstate(all="ignore"):
+            moved.append(np.linalg.norm(score_histogram(req.bins(X2), y2, 3, req.num_bins) - base))
+    assert max(moved) == pytest.approx(SCORE_HISTOGRAM_SENSITIVITY["replace_one"])
+    removed = score_histogram(req.bins(X[1:]), y[1:], 3, req.num_bins)
+    assert np.linalg.norm(removed - base) == pytest.approx(SCORE_HISTOGRAM_SENSITIVITY["add_remove"])
+    pred = np.argmax(req.scores(X), axis=1)
+    truth = np.zeros((3, 3))
+    np.add.at(truth, (y, pred), 1)
+    assert np.array_equal(req.confusion(base), truth)
+
+
 def test_release_states_its_sensitivity_and_calibrated_noise():
     draws = []
     sigma, g = score_histogram_plan(EPS, DELTA, classes=(0, 1), num_bins=4)
@@ -60,25 +96,39 @@ def test_release_states_its_sensitivity_and_calibrated_noise():
     assert accounting.epsilon(out.event, DELTA, relation="replace_one", method="pld") == pytest.approx(EPS, rel=0.02)
 
 
-def _audit(stated: float, n: int = 20000):
-    """Worst-case pair: one record moves from (class 0, bin 0) to (class 1, bin 1); the statistic is the table projected
-    on that move. Reproducible noise keeps the draws fast (the audit is of the calibration, not the sampler)."""
+def _audit(stated: float, layout: str, n: int = 20000):
+    """Worst-case pair: one record moves to another label and another cell; the statistic is the table projected on that
+    move. ``"logit"``: a (2, 2) table, (class 0, bin 0) → (class 1, bin 1); ``"class-confidence"``: the (3, 9) table of
+    :func:`_three_class_request`'s rows, one row replaced by a row of another class in another (predicted class ×
+    confidence) cell. Reproducible noise keeps the draws fast (the audit is of the calibration, not the sampler)."""
     noise = NoiseSource(36, reproducible=True)
     sigma = accounting.analytic_gaussian_sigma(EPS, DELTA, stated)
-    D, Dp = np.zeros((2, 2)), np.zeros((2, 2))
-    D[0, 0], Dp[1, 1] = 1.0, 1.0
+    if layout == "logit":
+        D, Dp = np.zeros((2, 2)), np.zeros((2, 2))
+        D[0, 0], Dp[1, 1] = 1.0, 1.0
+    else:
+        req, rng = _three_class_request(), np.random.default_rng(2)
+        X, y = rng.normal(size=(30, 4)), rng.integers(0, 3, 30)
+        bins = req.bins(X)
+        j = int(np.flatnonzero(bins != bins[0])[0])  # row 0 takes the cell and another label
+        D = score_histogram(bins, y, 3, req.num_bins)
+        bins[0], y[0] = bins[j], (y[0] + 1) % 3
+        Dp = score_histogram(bins, y, 3, req.num_bins)
+    assert np.linalg.norm(Dp - D) == pytest.approx(math.sqrt(2.0))
     u = (Dp - D).ravel() / math.sqrt(2.0)
+    K, B = D.shape
     stats = []
     for table in (D, Dp):
-        big = np.repeat(table[None], n, axis=0).reshape(n * 2, 2)  # n independent tables released as one draw
-        noisy = release_score_histogram(big, sigma=sigma, relation="replace_one", noise=noise).value.reshape(n, 4)
+        big = np.repeat(table[None], n, axis=0).reshape(n * K, B)  # n independent tables released as one draw
+        noisy = release_score_histogram(big, sigma=sigma, relation="replace_one", noise=noise).value.reshape(n, K * B)
         stats.append(noisy @ u)
     return epsilon_lower_bound(stats[0], stats[1], delta=DELTA)
 
 
-def test_audit_passes_and_an_under_noised_control_fails():
-    assert _audit(SCORE_HISTOGRAM_SENSITIVITY["replace_one"]).passes(EPS)
-    bad = _audit(SCORE_HISTOGRAM_SENSITIVITY["replace_one"] / 4)
+@pytest.mark.parametrize("layout", scores.LAYOUTS)
+def test_audit_passes_and_an_under_noised_control_fails(layout):
+    assert _audit(SCORE_HISTOGRAM_SENSITIVITY["replace_one"], layout).passes(EPS)
+    bad = _audit(SCORE_HISTOGRAM_SENSITIVITY["replace_one"] / 4, layout)
     assert not bad.passes(EPS), bad
 
 
@@ -227,3 +277,123 @@ def test_cli_two_releases_are_charged_composed_and_checked(tmp_path, monkeypatch
         capsys.readouterr()
         assert main(["adapt", "sound", "--release", "s2.release", *both[2:], "--out", "m3.dpadapt", "--force"]) != 0
         assert "another model" in capsys.readouterr().err
+
+
+def _tempered_counts(req: scores.ScoreRequest, a_true: float, n: int, rng) -> tuple[np.ndarray, np.ndarray]:
+    """(counts (K, B), scores of n rows) where each row's label is drawn from softmax(a_true · s): a model over-confident
+    by the factor 1/a_true, binned by ``req``."""
+    X = rng.normal(size=(n, 4)) * 2
+    s = req.scores(X)
+    P = np.exp(a_true * s - np.logaddexp.reduce(a_true * s, axis=1, keepdims=True))
+    y = (rng.random(n)[:, None] > np.cumsum(P, axis=1)).sum(axis=1)
+    return score_histogram(req.bins(X), y, 3, req.num_bins), s
+
+
+@pytest.mark.parametrize("sigma", [0.0, 8.0])
+def test_fitted_temperature_recovers_a_known_over_confidence(sigma):
+    """K > 2: labels drawn at half the model's confidence (a = 0.5); the fit on the (noisy) counts finds it, the receiver's
+    rows standing for the cells (uniform model prior: the whole score is the log-likelihood part)."""
+    rng = np.random.default_rng(11)
+    req = _three_class_request()
+    counts, _ = _tempered_counts(req, 0.5, 20000, rng)
+    counts = counts + rng.normal(0.0, sigma, counts.shape)
+    s_receiver = req.scores(rng.normal(size=(3000, 4)) * 2)
+    log_prior = np.log(np.full(3, 1 / 3))
+    a = scores.fit_temperature(counts, *scores._cell_rows(req, s_receiver), log_prior, sigma)
+    assert a == pytest.approx(0.5, rel=0.12)
+    calibrated = scores.fit_temperature(_tempered_counts(req, 1.0, 20000, rng)[0], *scores._cell_rows(req, s_receiver),
+                                        log_prior, 0.0)
+    assert calibrated == pytest.approx(1.0, rel=0.12)
+
+
+def test_a_release_that_shows_no_temperature_keeps_the_model():
+    """Counts that are all noise (σ = 40 over a table of 300 rows): no temperature is applied, the model is kept as
+    requested; the same counts without noise apply the fitted one."""
+    rng = np.random.default_rng(12)
+    req = _three_class_request()
+    counts, _ = _tempered_counts(req, 0.5, 300, rng)
+    Z = rng.normal(size=(400, 4)) * 2
+    prior = np.full(3, 1 / 3)
+    W, b, _, kept = scores.calibrate(req, counts + rng.normal(0.0, 40.0, counts.shape), Z, prior, sigma=40.0)
+    assert kept["temperature_applied"] is False and kept["calibration"].startswith("as requested")
+    assert np.array_equal(W, req.W) and np.array_equal(b, req.b)
+    _, _, _, fitted = scores.calibrate(req, counts, Z, prior, sigma=0.0)
+    assert fitted["temperature_applied"] is True and fitted["fitted_temperature"] > 1.3
+
+
+def test_class_confidence_files_state_their_layout_and_a_mismatch_is_refused():
+    """The request states its layout and confidence bins; a request whose statement disagrees with its label set or its
+    edges, and a release binned otherwise than the request asks, are refused in one line."""
+    req = _three_class_request()
+    rel = req.to_release()
+    assert rel.params["score"] == "class-confidence" and rel.params["confidence_bins"] == 3 and rel.params["num_bins"] == 9
+    assert scores.ScoreRequest.from_release(rel).digest() == req.digest()
+    for params, words in (({"score": "logit"}, "layout 'logit' stated for 3 classes"),
+                          ({"confidence_bins": 4}, "9 bins stated"), ({"num_bins": 3}, "3 bins stated")):
+        with pytest.raises(ReleaseError, match=words) as info:
+            scores.ScoreRequest.from_release(dataclasses.replace(rel, params={**rel.params, **params}))
+        assert "\n" not in str(info.value)
+    with pytest.raises(ReleaseError, match="strictly increasing"):
+        scores.ScoreRequest.from_release(dataclasses.replace(rel, arrays={**rel.arrays, "edges": np.array([0.2, 0.9])}))
+    rng = np.random.default_rng(3)
+    X, y = rng.normal(size=(200, 4)), rng.integers(0, 3, 200)
+    out = scores.release(scores.plan(req, 1.0, DELTA, n_source=200), req, X, y, NoiseSource(1, reproducible=True))
+    assert out.params["score"] == "class-confidence" and out["counts"].shape == (3, 9)
+    assert "predicted class × 3 confidence bins" in out.guarantee.details.get("theorem", str(out.guarantee.to_dict()))
+    scores.combine(req, [out])
+    with pytest.raises(ReleaseError, match="bins its rows as 'logit'"):
+        scores.combine(req, [dataclasses.replace(out, params={**out.params, "score": "logit"})])
+
+
+def test_three_classes_calibrated_from_the_second_release():
+    """End to end, K = 3 with a prior shift: the score release fits a temperature, the confusion matrix (its marginal)
+    keeps BBSE working (its interval covers the true prior), and ranking does not pay: every row's ranking of the classes
+    by likelihood is unchanged."""
+    rng = np.random.default_rng(5)
+
+    def draw(n, pi):
+        y = rng.choice(3, n, p=pi)
+        X = rng.normal(size=(n, 6))
+        X[np.arange(n), y] += 1.6
+        return X, y
+
+    Xs, ys = draw(1200, [0.6, 0.3, 0.1])
+    Xt, yt = draw(400, [0.2, 0.3, 0.5])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = SoundDA(epsilon=4.0, delta=DELTA, classes=(0, 1, 2), design="discriminant", score_share=0.2, random_state=0,
+                      reproducible_noise=True).fit_domains(Xs, ys, Xt)
+    d = est.model_.details
+    assert d["calibration"].startswith("temperature fitted") and 0.5 < d["fitted_temperature"] < 3.0
+    true = np.bincount(yt, minlength=3) / yt.size
+    assert d["prevalence"]["method"] == f"{scores.PREVALENCE_MULTICLASS} (score release)"  # K > 2's default
+    assert np.abs(np.asarray(d["target_prior"]) - true).max() < 0.1  # the source prior is 0.4 away
+    req = scores.ScoreRequest.from_release(next(r for r in est.releases_ if r.kind == scores.REQUEST_KIND))
+    H = scores.combine(req, est.releases_)
+    Z = req.model().row_map()(Xt)
+    W, b, prior, _, bbse = scores.estimate(req, H, Z, req.bins(Xt), d["statistics_source_prior"], method="match-ls",
+                                           n_boot=30)
+    assert np.abs(np.asarray(bbse["prior"]) - true).max() < 0.1
+    assert np.all((np.asarray(bbse["low"]) <= true) & (true <= np.asarray(bbse["high"])))
+    log_prior = np.log(prior)  # the likelihood part is tempered, a > 0: its ranking of the classes is every row's own
+    assert np.array_equal(np.argmax(Z @ W.T + b - log_prior, axis=1), np.argmax(Z @ req.W.T + req.b - log_prior, axis=1))
+
+
+def test_dask_sources_count_as_in_memory_ones():
+    """The second release on a Dask source (array with labels, or a frame with its label column): per-partition counts
+    merged are the in-memory counts (σ = 0 here; the noise is drawn once, after the merge, by the same mechanism)."""
+    import dask
+    import dask.array as da
+    import dask.dataframe as dd
+    import pandas as pd
+
+    req = _three_class_request()
+    rng = np.random.default_rng(4)
+    X, y = rng.normal(size=(90, 4)), rng.integers(0, 3, 90)
+    plan = scores.plan(req, None, None, n_source=90)
+    here = scores.release(plan, req, X, y)["counts"]
+    frame = dd.from_pandas(pd.DataFrame({**{f"x{i}": X[:, i] for i in range(4)}, "y": y}), npartitions=3)
+    with dask.config.set(scheduler="synchronous"):
+        on_array = scores.release(plan, req, da.from_array(X, chunks=(30, 4)), da.from_array(y, chunks=30))["counts"]
+        on_frame = scores.release(plan, req, frame, label_column="y")["counts"]
+    assert here.sum() == 90 and np.array_equal(here, on_array) and np.array_equal(here, on_frame)

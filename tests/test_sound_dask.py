@@ -185,7 +185,7 @@ def test_cli_two_party_flow_with_a_local_cluster(client, tmp_path, data, monkeyp
                  "--out", "s.release", "--workers", "2", *ledger]) == 0
     assert "local Dask cluster of 2" in capsys.readouterr().err
     assert main(["adapt", "sound", "--release", "s.release", "--own-release", "q.release", "--data", "t.npz",
-                 "--out", "m.dpadapt"]) == 0
+                 "--out", "m.dpadapt", "--score-request", "sr.release"]) == 0
     spent = Ledger(tmp_path / "l.sqlite").history("source", "s")
     assert len(spent) == 1
     from dpadapt.release import Release
@@ -196,6 +196,12 @@ def test_cli_two_party_flow_with_a_local_cluster(client, tmp_path, data, monkeyp
                  "--delta", "1e-5", "--out", "d.release", *scheduler, *ledger]) == 0
     assert len(Ledger(tmp_path / "l.sqlite").history("source", "s")) == 2
     assert Release.load("d.release")["sums"].shape == (K, 3)
+    # the second, calibrating release answered on the cluster too, charged and composed by the same ledger
+    assert main(["release", "sound", "--classes", "0,1,2", "--data", "src", "--request", "sr.release", "--epsilon", "0.5",
+                 "--delta", "1e-5", "--out", "h.release", *scheduler, *ledger]) == 0
+    assert Release.load("h.release").params["n_source"] == N and len(Ledger(tmp_path / "l.sqlite").history("source", "s")) == 3
+    assert main(["adapt", "sound", "--release", "s.release", "--release", "h.release", "--own-release", "q.release",
+                 "--own-release", "sr.release", "--data", "t.npz", "--out", "m2.dpadapt"]) == 0
     capsys.readouterr()
     assert main(["release", "sound", "--classes", "0,1,2", "--data", "t.npz", "--request", "q.release", "--epsilon", "1", "--delta", "1e-5",
                  "--out", "x.release", "--workers", "2", *ledger]) != 0  # one file is read here, chunk by chunk
@@ -205,4 +211,4 @@ def test_cli_two_party_flow_with_a_local_cluster(client, tmp_path, data, monkeyp
     assert main(["release", "dpot", "--n-classes", "3", "--data", "bad", "--basis", "b.release", "--epsilon", "1",
                  "--delta", "1e-5", "--out", "e.release", *scheduler, *ledger]) != 0  # a label outside the set, on a worker
     states = [e.state for e in Ledger(tmp_path / "l.sqlite").history("source", "s")]
-    assert states == ["committed", "committed", "aborted"]  # the refused release is refunded: no noise was drawn
+    assert states == ["committed", "committed", "committed", "aborted"]  # the refused release is refunded: no noise was drawn

@@ -229,11 +229,12 @@ def _sound_routes() -> list[Route]:
                      taken=lambda est: est.design_["log1p"]))
     on_dask = on_dask_sources(SoundDA)
     out += [dataclasses.replace(r, name=f"{r.name}/dask", estimator=on_dask) for r in out]
-    # the second, calibrating release (dpadapt.sound.scores): per-class histograms of the fitted model's predicted class
-    # on the source's rows (three classes: a DP confusion matrix), its budget split exactly with the first release
-    out.append(Route("sound/score-histograms", SoundDA, {**common, "design": "discriminant", "score_share": 0.25}, blobs,
-                     ("source",), taken=lambda est: any(r.kind == "score_histograms" for r in est.releases_)))
-    return out
+    # the second, calibrating release (dpadapt.sound.scores): per-class histograms of the fitted model's scores on the
+    # source's rows (three classes: predicted class × confidence bin, the K > 2 layout), its budget split exactly with
+    # the first release
+    score_route = Route("sound/score-histograms", SoundDA, {**common, "design": "discriminant", "score_share": 0.25}, blobs,
+                        ("source",), taken=lambda est: any(r.kind == "score_histograms" for r in est.releases_))
+    return [*out, score_route, dataclasses.replace(score_route, name=f"{score_route.name}/dask", estimator=on_dask)]
 
 
 def on_dask_sources(estimator: type) -> type:

@@ -120,6 +120,21 @@ def decision_rule(model, X, args):
     return DecisionRule(model, rule, target, source_prior=model.meta.get("source_prior"), prevalence=method).fit(X)
 
 
+def release_prevalence(model, names) -> str | None:
+    """The line of the prevalence the second release estimated at ``adapt`` (:mod:`dpadapt.sound.scores`), whose interval
+    resamples the released counts with their public σ; ``None`` for a model not calibrated by a second release."""
+    from dpadapt.prevalence import Prevalence
+
+    details = getattr(getattr(model, "model", model), "details", None)
+    if not isinstance(details, dict) or "score_histograms_sigma" not in details or "prevalence" not in details:
+        return None
+    p = details["prevalence"]
+    est = Prevalence(*(np.asarray(p[k], dtype=np.float64) for k in ("prior", "low", "high")), float(p["level"]),
+                     str(p["method"]), np.asarray(p["source_prior"], dtype=np.float64))
+    return (est.line(names) + " — from the second release at adapt, on the rows it was adapted on (interval: resamples of "
+            f"the released counts with their public σ = {float(details['score_histograms_sigma']):.3g} and of those rows)")
+
+
 def in_sample(model, args) -> bool:
     """Whether the scored file holds the rows the model was adapted on (its recorded content hash)."""
     return bool(model.meta.get("adapted_on") and model.meta.get("adapted_on") == file_sha256(args.data))
@@ -199,13 +214,18 @@ def run_score(args) -> int:
     sample = ("in-sample: these are the rows the model was adapted on (optimistic)" if in_sample(model, args)
               else "out-of-sample or unknown: the file is not the one the model was adapted on")
     if args.json:
-        print(json.dumps({"prevalence": rule.prevalence_.to_dict(), "decision": {"rule": rule.rule, "target": rule.target,
+        second = getattr(getattr(model, "model", model), "details", {}).get("prevalence") \
+            if release_prevalence(model, names) else None
+        print(json.dumps({"prevalence": rule.prevalence_.to_dict(), "release_prevalence": second, "decision": {"rule": rule.rule, "target": rule.target,
                           "threshold": rule.threshold_}, "in_sample": in_sample(model, args),
                           **{k: e.to_dict() for k, e in evaluations.items()}}, indent=2))
     else:
         print(f"scored {args.model} on {table.path} ({sample})")
-        print(rule.prevalence_.line(names) + " — estimated on these rows without their labels; "
-              f"observed: {100 * float(np.mean(y == len(names) - 1)):.1f} %")
+        print(rule.prevalence_.line(names) + " — estimated on these rows without their labels (interval: a bootstrap of "
+              f"these rows); observed: {100 * float(np.mean(y == len(names) - 1)):.1f} %")
+        second = release_prevalence(model, names)
+        if second:
+            print(second)
         for label, e in evaluations.items():
             if len(evaluations) > 1:
                 print(f"-- {label}")

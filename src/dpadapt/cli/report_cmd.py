@@ -200,13 +200,13 @@ def _decision(args, model, table) -> dict | None:
     reliability diagram's bins."""
     import numpy as np
 
-    from dpadapt.cli.model_cmd import _class_names, decision_evaluation, decision_rule, in_sample
+    from dpadapt.cli.model_cmd import _class_names, decision_evaluation, decision_rule, in_sample, release_prevalence
 
     rule = decision_rule(model, table.X, args)
     if rule is None:
         return None
     names = _class_names(model, table)
-    out = {"prevalence": rule.prevalence_.line(names), "rule": rule.describe(), "in_sample": in_sample(model, args),
+    out = {"prevalence": rule.prevalence_.line(names), "release_prevalence": release_prevalence(model, names), "rule": rule.describe(), "in_sample": in_sample(model, args),
            "evaluation": None, "reliability": None}
     if table.y is not None and np.asarray(table.y).dtype.kind in "iu" and names is not None and len(names) == 2:
         known = np.asarray(table.y) != -1

@@ -306,7 +306,9 @@ def _decision_section(local: LocalData | None) -> list[str]:
     e = html.escape
     d = local.decision
     out = ['<h2 id="decision">Prevalence, calibration and the decision rule</h2>',
-           f'<p id="prevalence">{e(d["prevalence"])} — estimated on your rows without their labels.</p>',
+           f'<p id="prevalence">{e(d["prevalence"])} — estimated on your rows without their labels (interval: a '
+           'bootstrap of your rows).</p>',
+           *([f'<p id="release-prevalence">{e(d["release_prevalence"])}.</p>'] if d.get("release_prevalence") else []),
            f'<p id="rule">{e(d["rule"])}.</p>']
     out.append('<p class="warn" id="in-sample">These are the rows the model was adapted on: the scores are in-sample '
                "(optimistic).</p>" if d["in_sample"] else

@@ -32,6 +32,9 @@ class Config(base.Config):
                                     "histograms of the fitted model's scores on the source's rows, which calibrate the model and "
                                     "estimate the target's prevalence with an interval (dpadapt.sound.scores); 0: no second release")
     score_bins: int = param(20, low=2, high=256, cli=False, help="bins of the binary score in the second release")
+    score_confidence_bins: int | None = param(None, optional=True, low=1, high=64, cli=False,
+                                              help="K > 2: bins of the top-class probability per predicted class in the second "
+                                                   "release (K²·M cells); None: the public rule of dpadapt.sound.scores.confidence_bins")
 
     def design_size(self, n_source: int) -> int:
         """The source size the receiver may design for: ``n_source`` under replace-one (public), ``n_design`` under

@@ -196,15 +196,14 @@ def run_parties(config: Config, sources: list[tuple], Xt) -> tuple[Release, list
     model = adapt([req, *rels], Xt, config)
     if not config.score_share:
         return req, rels, model
-    if any(frames) or any(dask_engine.on_cluster(Xs) for Xs, _ in sources):
-        raise ValueError("the score histograms (score_share > 0) read in-memory sources; a cluster source releases the "
-                         "class statistics only")
-    score_req = scores.request(model, Xt, bins=config.score_bins, n_features=Xt.shape[1])
-    for (Xs, ys), n in zip(sources, sizes):
+    score_req = scores.request(model, Xt, bins=config.score_bins, confidence=config.score_confidence_bins,
+                               n_features=Xt.shape[1])
+    for (Xs, ys), n, frame in zip(sources, sizes, frames):
         eps2 = split_epsilons(config, n)[1] if config.private else None
         sp = scores.plan(score_req, eps2, config.resolved_delta(n) if config.private else None, n_source=n,
                          relation=config.relation)
-        rels.append(scores.release(sp, score_req, Xs, ys, noise))
+        rels.append(scores.release(sp, score_req, Xs, None, noise, label_column=ys) if frame else
+                    scores.release(sp, score_req, Xs, ys, noise))
     rels.append(score_req.to_release())
     return req, rels, scores.adapt(model, score_req, rels, Xt)
 

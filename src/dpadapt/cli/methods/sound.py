@@ -121,13 +121,11 @@ def score_request_bytes(n_features: int, n_classes: int) -> int:
 
 def plan_score_release(args: argparse.Namespace, table: Table, own: tuple, received: Release) -> PlannedRelease:
     """The second release: the score request validated, then ONE Gaussian of the (K, B) counts of the source's rows by
-    label and bin (:mod:`dpadapt.sound.scores`), charged to the source's ledger like any release (the ledger composes
-    it with the first)."""
+    label and bin (:mod:`dpadapt.sound.scores`; read chunk by chunk, or per partition on a cluster as the first),
+    charged to the source's ledger like any release (the ledger composes it with the first)."""
     from dpadapt.privacy.mechanisms import random_streams
     from dpadapt.sound import scores
 
-    if getattr(table, "on_cluster", False):
-        raise ValueError("the score histograms read one file here, chunk by chunk; give --data FILE")
     req = scores.ScoreRequest.from_release(received, n_features=table.n_features)
     if [str(c) for c in own] != [str(c) for c in req.classes]:
         raise ValueError(f"the score request is for the label set {list(req.classes)}; yours is {list(own)}")
@@ -135,7 +133,14 @@ def plan_score_release(args: argparse.Namespace, table: Table, own: tuple, recei
         raise ValueError(f"unknown relation {args.relation!r}")
     plan = scores.plan(req, args.epsilon, args.delta, n_source=table.n_rows, relation=args.relation)
     _, noise = random_streams(args.seed)
-    return PlannedRelease(plan.guarantee, lambda: scores.release(plan, req, table.source, noise=noise))
+    if not on_cluster(args, table):
+        return PlannedRelease(plan.guarantee, lambda: scores.release(plan, req, table.source, noise=noise))
+
+    def on_the_cluster() -> Release:
+        with client(args) as c:
+            return scores.release(plan, req, table.path, noise=noise, client=c, label_column=table.label_column)
+
+    return PlannedRelease(plan.guarantee, on_the_cluster)
 
 
 def add_adapt_arguments(parser: argparse.ArgumentParser) -> None:
@@ -145,7 +150,9 @@ def add_adapt_arguments(parser: argparse.ArgumentParser) -> None:
                     "sound --request FILE` (per-class histograms of this model's scores on its rows, charged to its "
                     "ledger); adapt again with those releases and this file (--own-release) for calibrated probabilities "
                     "and the target's prevalence with an interval (docs/decisions.md)")
-    add_option(parser, "--score-bins", type=int, default=None, help="bins of the binary score (default 10)")
+    add_option(parser, "--score-bins", type=int, default=None,
+               help="bins of the binary score (default 10); with K > 2 classes, bins of the top-class probability per "
+                    "predicted class (K²·M cells; default ⌊64/K²⌋ within 1..4)")
 
 
 def adapt(args: argparse.Namespace, table: Table, releases: list[Release]) -> AdaptOutcome:
@@ -194,11 +201,11 @@ def write_score_request(args: argparse.Namespace, table: Table, model) -> None:
     from dpadapt.cli.party_cmd import N_FEATURES_PARAM
     from dpadapt.sound import scores
 
-    req = scores.request(model, table.X, bins=args.score_bins or scores.DEFAULT_BINS, n_features=table.n_features)
+    req = scores.request(model, table.X, bins=args.score_bins, confidence=args.score_bins, n_features=table.n_features)
     rel = req.to_release()
     rel.params.update({N_FEATURES_PARAM: int(table.n_features), **owner_params(table, args)})
     rel.save(args.score_request)
-    print(f"wrote {args.score_request}: score request {rel.release_id[:12]} ({req.num_bins} bins); give it to each source "
+    print(f"wrote {args.score_request}: score request {rel.release_id[:12]} ({req.describe()}); give it to each source "
           "(`dpadapt release sound --request FILE`)")
 
 

@@ -51,10 +51,12 @@ SPLIT_THEOREM = (
 
 
 def score_histogram_plan(epsilon: float, delta: float, *, classes: tuple, num_bins: int,
-                         relation: accounting.Relation = "replace_one") -> tuple[float, Guarantee]:
+                         relation: accounting.Relation = "replace_one", layout: str | None = None) -> tuple[float, Guarantee]:
     """σ and the Guarantee of one release of the (K, ``num_bins``) per-class score histograms at (ε, δ), Δ =
-    :data:`~dpadapt.privacy.mechanisms.SCORE_HISTOGRAM_SENSITIVITY` under ``relation`` (the label set ``classes`` public)."""
-    what = "predicted class (a confusion matrix)" if num_bins == len(classes) and len(classes) > 2 else f"{num_bins} bins"
+    :data:`~dpadapt.privacy.mechanisms.SCORE_HISTOGRAM_SENSITIVITY` under ``relation`` (the label set ``classes`` public;
+    ``layout``: the request's words for its cells, e.g. predicted class × confidence bins — any layout in which a row
+    adds one count to one cell has that Δ)."""
+    what = layout or f"{num_bins} bins"
     return labelled_gaussian_plan(epsilon, delta, sensitivities=SCORE_HISTOGRAM_SENSITIVITY, theorem=SCORE_THEOREM,
                                   classes=classes, relation=relation, extra_theorem=f"the receiver's score request: {what}")
 
