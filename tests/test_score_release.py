@@ -273,6 +273,12 @@ def test_cli_two_releases_are_charged_composed_and_checked(tmp_path, monkeypatch
         assert main(["adapt", "sound", *both, "--out", "m2.dpadapt"]) == 0
         model = load_model("m2.dpadapt")
         assert model["model"].details["calibration"].startswith("Platt") and 2.0 < model["guarantees"]["source"].epsilon < 2.6
+        assert model["model"].details["prevalence"]["interval"] == scores.INTERVAL
+        assert main(["adapt", "sound", *both, "--prevalence-interval", "hull", "--out", "m4.dpadapt"]) == 0
+        from dpadapt.cli.model_cmd import release_prevalence
+
+        line = release_prevalence(load_model("m4.dpadapt")["model"], ["0", "1"])
+        assert "interval: the hull of the resample intervals of match, em and mean" in line  # the line says what it includes
         assert main(["release", "sound", "--request", "q.release", *src, "--epsilon", "0.1", "--out", "s2.release"]) == 0
         capsys.readouterr()
         assert main(["adapt", "sound", "--release", "s2.release", *both[2:], "--out", "m3.dpadapt", "--force"]) != 0
@@ -397,3 +403,48 @@ def test_dask_sources_count_as_in_memory_ones():
         on_array = scores.release(plan, req, da.from_array(X, chunks=(30, 4)), da.from_array(y, chunks=30))["counts"]
         on_frame = scores.release(plan, req, frame, label_column="y")["counts"]
     assert here.sum() == 90 and np.array_equal(here, on_array) and np.array_equal(here, on_frame)
+
+
+def _fit_and_request(neg_shift: float):
+    """SoundDA with the score release on a source at rate 0.15 and a target at 0.4 whose negatives' feature 0 is moved by
+    ``neg_shift`` (0: pure label shift; else a shift beyond the prior), and what the receiver holds to estimate."""
+    rng = np.random.default_rng(1)
+    Xs, ys = _binary(rng, 2500, 0.15)
+    yt = (rng.random(1200) < 0.4).astype(int)
+    Xt = rng.normal(size=(1200, 4))
+    Xt[:, 0] += 1.2 * yt + neg_shift * (1 - yt)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = SoundDA(epsilon=4.0, delta=DELTA, classes=(0, 1), design="discriminant", score_share=0.25,
+                      random_state=0, reproducible_noise=True).fit_domains(Xs, ys, Xt)
+    req = scores.ScoreRequest.from_release(next(r for r in est.releases_ if r.kind == scores.REQUEST_KIND))
+    args = (req, scores.combine(req, est.releases_), req.model().row_map()(Xt), req.bins(Xt),
+            est.model_.details["statistics_source_prior"])
+    return args, yt.mean()
+
+
+def test_an_interval_that_states_a_shift_beyond_the_prior_covers_where_the_resamples_do_not():
+    """Target negatives moved towards the positives: every estimator is biased (mean low, em and match high) and no
+    resample contains the bias; the hull of the estimators and the residual-widened interval cover the true rate."""
+    args, truth = _fit_and_request(0.6)
+    found = {iv: scores.estimate(*args, interval=iv, n_boot=30)[-1] for iv in scores.INTERVALS}
+    old = found["resample"]
+    assert not old["low"][1] <= truth <= old["high"][1]
+    for iv in ("hull", "residual"):
+        assert found[iv]["low"][1] <= truth <= found[iv]["high"][1], iv
+        assert found[iv]["interval"] == iv and found[iv]["includes"] == scores.INCLUDES[iv]
+    assert found["residual"]["residual"] > 0.15  # the mixture of the source's histograms does not explain the target's
+    with pytest.raises(ValueError, match="interval"):
+        scores.estimate(*args, interval="wide")
+
+
+def test_under_pure_label_shift_the_residual_is_small_and_its_interval_narrow():
+    """Per-class score distributions shared: the source's histograms mixed at the consistent estimate (BBSE) explain
+    the target's up to noise, so the residual interval around it stays narrow and covers; around the biased mean
+    posterior the residual is larger (it states that estimator's bias)."""
+    args, truth = _fit_and_request(0.0)
+    *_, at_match = scores.estimate(*args, method="match", interval="residual-tv", n_boot=30)
+    *_, at_mean = scores.estimate(*args, method="mean", interval="residual-tv", n_boot=30)
+    assert at_match["residual"] < 0.08 and at_match["high"][1] - at_match["low"][1] < 0.25
+    assert at_match["low"][1] <= truth <= at_match["high"][1]
+    assert at_mean["residual"] > at_match["residual"]

@@ -131,8 +131,9 @@ def release_prevalence(model, names) -> str | None:
     p = details["prevalence"]
     est = Prevalence(*(np.asarray(p[k], dtype=np.float64) for k in ("prior", "low", "high")), float(p["level"]),
                      str(p["method"]), np.asarray(p["source_prior"], dtype=np.float64))
-    return (est.line(names) + " — from the second release at adapt, on the rows it was adapted on (interval: resamples of "
-            f"the released counts with their public σ = {float(details['score_histograms_sigma']):.3g} and of those rows)")
+    includes = p.get("includes", "resamples of the released counts with their public σ and of the receiver's rows")
+    return (est.line(names) + " — from the second release at adapt, on the rows it was adapted on (interval: "
+            f"{includes}; public σ = {float(details['score_histograms_sigma']):.3g})")
 
 
 def in_sample(model, args) -> bool:

@@ -70,7 +70,7 @@ class SoundDA(ConfigEstimator):
     def calibrate_with(self, score_releases: list[Release], X_target, **options):
         """Calibrate the fitted model with score histograms released separately (``dpadapt.sound.scores``: a score request
         made from ``model_``, answered by the sources) and predict at the target's prevalence estimated from them;
-        ``options``: ``calibration``, ``prevalence``, ``n_boot`` of :func:`dpadapt.sound.scores.adapt`."""
+        ``options``: ``calibration``, ``prevalence``, ``interval``, ``n_boot`` of :func:`dpadapt.sound.scores.adapt`."""
         check_is_fitted(self, "model_")
         reqs = [r for r in score_releases if r.kind == scores.REQUEST_KIND]
         if len(reqs) != 1:

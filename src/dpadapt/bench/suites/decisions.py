@@ -198,6 +198,7 @@ def score_release_metrics(model, X, y: np.ndarray) -> dict[str, float]:
                                     method, prior)
             for key, v in candidate_metrics(y, P, prior, method, fixed).items():
                 out[f"{cal}|{method}|{key}"] = v
+            out[f"{cal}|{method}|residual"], out[f"{cal}|{method}|separation"] = est["residual"], est["separation"]
     return out
 
 

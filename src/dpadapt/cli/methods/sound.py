@@ -153,6 +153,11 @@ def add_adapt_arguments(parser: argparse.ArgumentParser) -> None:
     add_option(parser, "--score-bins", type=int, default=None,
                help="bins of the binary score (default 10); with K > 2 classes, bins of the top-class probability per "
                     "predicted class (K²·M cells; default ⌊64/K²⌋ within 1..4)")
+    add_option(parser, "--prevalence-interval", default=None, choices=("resample", "hull", "residual", "residual-tv"),
+               help="with score histograms, the interval of the target's prevalence: resample (the release noise and "
+                    "the rows), hull (of the match, em and mean estimators' intervals), residual / residual-tv (widened "
+                    "by the mixture-fit residual of the receiver's scores; a shift beyond the prior); default: "
+                    "dpadapt.sound.scores.INTERVAL (benchmarks/decisions)")
 
 
 def adapt(args: argparse.Namespace, table: Table, releases: list[Release]) -> AdaptOutcome:
@@ -164,7 +169,7 @@ def adapt(args: argparse.Namespace, table: Table, releases: list[Release]) -> Ad
     model = sound.adapt(first, table.X)
     score_rels = [r for r in releases if r.kind in (scores.KIND, scores.REQUEST_KIND)]
     if score_rels:
-        model = calibrated(model, score_rels, table)
+        model = calibrated(model, score_rels, table, getattr(args, "prevalence_interval", None))
     if getattr(args, "score_request", None):
         write_score_request(args, table, model)
     metrics: dict[str, float] = {}
@@ -179,10 +184,10 @@ def adapt(args: argparse.Namespace, table: Table, releases: list[Release]) -> Ad
     return AdaptOutcome(model=model, guarantees=guarantees, metrics=metrics)
 
 
-def calibrated(model, score_rels: list[Release], table: Table):
+def calibrated(model, score_rels: list[Release], table: Table, interval: str | None = None):
     """The model calibrated by the sources' score histograms: the score request (--own-release) must be the one made
     from this very model (the receiver's steps are deterministic), each histogram file answer it (checked as untrusted
-    input in :func:`dpadapt.sound.scores.combine`)."""
+    input in :func:`dpadapt.sound.scores.combine`); ``interval``: the prevalence's (:data:`dpadapt.sound.scores.INTERVALS`)."""
     from dpadapt.sound import scores
 
     reqs = [r for r in score_rels if r.kind == scores.REQUEST_KIND]
@@ -192,7 +197,7 @@ def calibrated(model, score_rels: list[Release], table: Table):
     req = scores.ScoreRequest.from_release(reqs[0], n_features=table.n_features)
     if not (np.array_equal(req.W, model.W) and np.array_equal(req.b, model.b)):
         raise ValueError("the score request was made from another model than these releases give; refused")
-    return scores.adapt(model, req, score_rels, table.X)
+    return scores.adapt(model, req, score_rels, table.X, interval=interval)
 
 
 def write_score_request(args: argparse.Namespace, table: Table, model) -> None:
