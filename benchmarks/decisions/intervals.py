@@ -1,8 +1,8 @@
 """The prevalence intervals of ``dpadapt.sound.scores.INTERVALS`` on rows of the suite's ``sound-scores`` task, and the
 outcome of the rule "an interval that states the shift between units" of this folder's README.
 
-    python benchmarks/decisions/intervals.py results/decisions-intervals.json \\
-        --synthetic results/decisions-intervals-synthetic.json --out results/decisions-intervals.md
+    python benchmarks/decisions/intervals.py results/decisions-intervals.json.gz \\
+        --synthetic results/decisions-intervals-synthetic.json.gz --out results/decisions-intervals.md
 
 Each candidate is rebuilt from what a row records for the default calibration (``platt``) — every estimator's
 ``resample`` interval and point estimate, and the mixture-fit residual r and class separation d of the default
@@ -13,6 +13,7 @@ estimator — exactly as :func:`dpadapt.sound.scores.estimate` forms it (``hull`
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import math
 from collections import defaultdict
@@ -68,7 +69,9 @@ def summarise(rows: list[dict]) -> dict:
 
 
 def load(path: str) -> list[dict]:
-    return json.loads(Path(path).read_text())
+    """Rows of a result file, as written or gzip-compressed (``.gz``)."""
+    raw = Path(path).read_bytes()
+    return json.loads(gzip.decompress(raw) if path.endswith(".gz") else raw)
 
 
 def main(argv=None) -> int:
