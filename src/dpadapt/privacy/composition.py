@@ -50,6 +50,8 @@ from dpadapt.privacy.accounting import Accounting
 if TYPE_CHECKING:  # dp-accounting is imported where an event is built or accounted (dpadapt.privacy.accounting)
     import dp_accounting
 
+    from dpadapt.privacy.guarantee import Guarantee
+
 #: For each unit, the units whose neighbouring datasets it includes (record-level neighbours
 #: include the label- and attribute-level ones), so a guarantee for the key implies one for them.
 _IMPLIES = {"record": {"record", "label", "attribute"}, "label": {"label"}, "attribute": {"attribute"},

@@ -236,7 +236,7 @@ def write_report(rows: list[dict[str, Any]], out: Path, selected: tuple[str, str
             *summary(rows, cal_of, prev), "",
             "### Per-pair criteria of the issue: pairs meeting each (PhysioNet pairs)", "",
             *done_when_counts(rows, cal_of, prev), "",
-            *([f"## Summary over the four three-units → one-unit cases (selected: as above)", "",
+            *(["## Summary over the four three-units → one-unit cases (selected: as above)", "",
                *summary(rows, cal_of, prev, _pooled), ""] if any(_pooled(r["task"]) for r in rows) else []),
             *(["## The synthetic family: absolute error of the estimated target positive rate (mean over seeds)", "",
                *synthetic_sweep(rows, cal_of), ""] if any(r["task"].startswith("synthetic:") for r in rows) else []),
