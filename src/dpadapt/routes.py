@@ -185,7 +185,7 @@ def _classstats_routes() -> list[Route]:
     from dpadapt.classstats import ClassStatsDA, DPLeastSquares, DPLogisticRegression, DPNearestClassMean
 
     common = {"epsilon": 1.0, "delta": 1e-5, "classes": CLASSES}
-    return [
+    return _with_dask_variants([
         Route("classstats/basis", ClassStatsDA, {**common, "k": 3}, blobs, ("source",), worst_pair=relabel_first),
         Route("classstats/features", ClassStatsDA, {**common, "k": 0}, blobs, ("source",), worst_pair=relabel_first),
         Route("classstats/counts", ClassStatsDA, {**common, "k": 3, "feature_type": "counts"}, count_blobs, ("source",),
@@ -193,14 +193,22 @@ def _classstats_routes() -> list[Route]:
         Route("classstats/ncm", DPNearestClassMean, common, blobs, ("source",), worst_pair=relabel_first),
         Route("classstats/dplr", DPLogisticRegression, {**common, "steps": 5}, blobs, ("source",)),
         Route("classstats/dplsq", DPLeastSquares, common, blobs, ("source",)),
-    ]
+    ])
 
 
 def _dpot_routes() -> list[Route]:
     from dpadapt.transport import DPOTAdapter
 
-    return [Route("dpot/classstats", DPOTAdapter, {"epsilon": 1.0, "delta": 1e-5, "classes": CLASSES}, blobs,
-                  ("source",), taken=lambda est: est.config_.resolved_design() == "classstats", worst_pair=relabel_first)]
+    return _with_dask_variants([
+        Route("dpot/classstats", DPOTAdapter, {"epsilon": 1.0, "delta": 1e-5, "classes": CLASSES}, blobs, ("source",),
+              taken=lambda est: est.config_.resolved_design() == "classstats", worst_pair=relabel_first)])
+
+
+def _with_dask_variants(routes_: list[Route]) -> list[Route]:
+    """``routes_`` and, for each, its ``/dask`` variant: the same route with the sources as ``dask.array`` blocks
+    (:func:`on_dask_sources`), so that every attack runs against the cluster path of every estimator that takes one."""
+    return [*routes_, *(dataclasses.replace(r, name=f"{r.name}/dask", estimator=on_dask_sources(r.estimator))
+                        for r in routes_)]
 
 
 def clustered_blobs(random_state: int) -> dict:
@@ -227,14 +235,13 @@ def _sound_routes() -> list[Route]:
                  taken=lambda est, name=name: est.design_["design"] == name) for name in design.DESIGNS]
     out.append(Route("sound/counts", SoundDA, common, count_blobs, ("source",), domain="counts",
                      taken=lambda est: est.design_["log1p"]))
-    on_dask = on_dask_sources(SoundDA)
-    out += [dataclasses.replace(r, name=f"{r.name}/dask", estimator=on_dask) for r in out]
+    out = _with_dask_variants(out)
     # the second, calibrating release (dpadapt.sound.scores): per-class histograms of the fitted model's scores on the
     # source's rows (three classes: predicted class × confidence bin, the K > 2 layout), its budget split exactly with
     # the first release
     score_route = Route("sound/score-histograms", SoundDA, {**common, "design": "discriminant", "score_share": 0.25}, blobs,
                         ("source",), taken=lambda est: any(r.kind == "score_histograms" for r in est.releases_))
-    return [*out, score_route, dataclasses.replace(score_route, name=f"{score_route.name}/dask", estimator=on_dask)]
+    return [*out, *_with_dask_variants([score_route])]
 
 
 def on_dask_sources(estimator: type) -> type:
