@@ -197,3 +197,19 @@ def test_bad_parquet_and_frame(tmp_path):
         read_table(tmp_path / "junk.parquet", schema)
     with pytest.raises(TableError, match="unsupported table source"):
         read_table([[1, 2]], schema)
+
+
+def test_a_schema_table_without_an_id_column_reads_no_ids(tmp_path, monkeypatch):
+    """``ids`` of a table whose schema declares no ID column is ``None`` without a pass over the file (the release
+    command asks for it once per run); with an ID column it is read."""
+    import dpadapt.tables as tables
+    from dpadapt.cli.table_options import SchemaTable
+
+    no_id = schema_from_dict({k: v for k, v in SCHEMA.items() if k != "id"})
+    path = write(tmp_path, GOOD)
+    passes = []
+    real = tables.iter_chunks
+    monkeypatch.setattr(tables, "iter_chunks", lambda *a, **k: passes.append(1) or real(*a, **k))
+    assert SchemaTable(None, path, no_id).ids is None and passes == []
+    np.testing.assert_array_equal(SchemaTable(None, path, schema_from_dict(SCHEMA)).ids, ["P1", "P2", "P3"])
+    assert passes == [1]

@@ -119,6 +119,8 @@ class SchemaTable(StreamTable):
     @property
     def ids(self) -> np.ndarray | None:
         """The ID column in row order (read chunk by chunk, once), or ``None`` when the table has none."""
+        if self.id_column is None:  # no ID column declared: nothing to read
+            return None
         if self._ids is None:
             from dpadapt.tables import iter_chunks
 
