@@ -188,10 +188,11 @@ def score_release_metrics(model, X, y: np.ndarray) -> dict[str, float]:
     H = scores.combine(req, rels)
     Z = req.model().row_map()(X)
     first_prior = np.asarray(model.model_.details["statistics_source_prior"])
-    out = {}
+    bins = req.bins(X)
+    out = dict(zip(("gate|residual", "gate|null"), scores.gate(H, np.bincount(bins, minlength=H.counts.shape[1]))))
     for cal in scores.CALIBRATIONS:
-        for method in scores.PREVALENCES:
-            W, b, prior, _, est = scores.estimate(req, H, Z, req.bins(X), first_prior, calibration=cal, method=method,
+        for method in (m for m in scores.PREVALENCES if m != "gated"):  # "gated" is rebuilt from the rows (its gate above)
+            W, b, prior, _, est = scores.estimate(req, H, Z, bins, first_prior, calibration=cal, method=method,
                                                   n_boot=N_BOOT)
             P = scores.posteriors(W, b, Z)
             fixed = prev.Prevalence(np.asarray(est["prior"]), np.asarray(est["low"]), np.asarray(est["high"]), 0.9,
