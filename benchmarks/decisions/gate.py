@@ -134,18 +134,18 @@ def main(argv=None) -> int:
     lines += ["", f"Rule: **{name(*win)}** (worst family score {worst[win]:.2f}, mean {mean_s[win]:.2f}).", ""]
     show = [("mean", -math.inf), ("em", math.inf), ("match", math.inf), win]
     show = list(dict.fromkeys(show))
-    lines += ["## Per family and ε", "",
-              "| family | ε | runs | " + " | ".join(f"MAE {name(*c)}" for c in show) + f" | arm share ({name(*win)}) | "
-              "worst error | 90 % coverage (resample) | width | matched interval: coverage / width |",
-              "|---|---|---|" + "---|" * len(show) + "---|---|---|---|---|"]
+    lines += ["## Per family and ε (MAE / worst error / 90 % coverage of the `resample` interval)", "",
+              "| family | ε | runs | " + " | ".join(name(*c) for c in show) + f" | arm share ({name(*win)}) | "
+              f"matched interval ({name(*win)}): coverage / width |",
+              "|---|---|---|" + "---|" * len(show) + "---|---|"]
     for f in fams:
         for e in EPS_ORDER:
             if (f, e) not in summary[win]:
                 continue
             w = summary[win][(f, e)]
-            lines.append(f"| {f} | {e} | {w['runs']} | " + " | ".join(f"{summary[c][(f, e)]['mae']:.3f}" for c in show) +
-                         f" | {w['arm']:.2f} | {w['worst']:.3f} | {w['coverage']:.2f} | {w['width']:.2f} | "
-                         f"{w['matched_coverage']:.2f} / {w['matched_width']:.2f} |")
+            lines.append(f"| {f} | {e} | {w['runs']} | " + " | ".join(
+                "{mae:.3f} / {worst:.3f} / {coverage:.2f}".format(**summary[c][(f, e)]) for c in show) +
+                f" | {w['arm']:.2f} | {w['matched_coverage']:.2f} / {w['matched_width']:.2f} |")
     ok_width = all(summary[win].get(("physionet", e), {}).get("matched_width", 9) <= WIDTH_BOUND[e] for e in EPS_ORDER) and \
         summary[win].get(("synthetic", "4.0"), {}).get("matched_width", 9) <= SYNTHETIC_WIDTH_BOUND
     ok_cov = all(summary[win].get(("physionet", e), {}).get("matched_coverage", 0) >= COVERAGE_BAR for e in EPS_ORDER)
