@@ -46,8 +46,9 @@ default's shape:
       from the same release and rows: the hull of the estimators' intervals, or the resample interval widened by the
       residual of the receiver's score histogram against the released histograms mixed at the estimate (:func:`residual`).
 
-Which calibration and prevalence estimator is used by default (binary: :data:`PREVALENCE`; K > 2:
-:data:`PREVALENCE_MULTICLASS`) was chosen on development cases by the rules of ``benchmarks/decisions/README.md``.
+Which calibration and prevalence estimator is used by default (binary: :data:`PREVALENCE`, the residual gate of
+:func:`gate` between EM and the mean calibrated posterior; K > 2: :data:`PREVALENCE_MULTICLASS`) was chosen on
+development cases by the rules of ``benchmarks/decisions/README.md``.
 """
 
 from __future__ import annotations
@@ -83,13 +84,14 @@ MAX_CONFIDENCE_BINS = 4
 CALIBRATIONS = ("platt", "temperature")
 PREVALENCES = ("match", "match-ls", "em", "mean", "gated")
 CALIBRATION = "platt"
-PREVALENCE = "mean"
-#: ``"gated"`` (:func:`gate`): :data:`GATE_ARM` where label shift explains the receiver's score histogram — the residual
-#: of the best mixture of the released class histograms, less its expected value under label shift with the public σ,
-#: at most :data:`GATE_THRESHOLD` (total variation) — else ``"mean"``. Arm and threshold are public constants set by the
-#: rule "a residual-gated prevalence estimator" of ``benchmarks/decisions/README.md``; :data:`GATE_RESAMPLES` null draws.
+#: The binary default: ``"gated"`` (:func:`gate`), :data:`GATE_ARM` where label shift explains the receiver's score
+#: histogram — the residual of the best mixture of the released class histograms, less its expected value under label
+#: shift with the public σ, at most :data:`GATE_THRESHOLD` (total variation) — else ``"mean"``. Estimator, arm and
+#: threshold (public constants) were chosen by the rule "a residual-gated prevalence estimator" of
+#: ``benchmarks/decisions/README.md`` (``results/decisions-gate.md``); :data:`GATE_RESAMPLES` null draws.
+PREVALENCE = "gated"
 GATE_ARM = "em"
-GATE_THRESHOLD = 0.02
+GATE_THRESHOLD = 0.05
 GATE_RESAMPLES = 200
 #: K > 2 (the ``class-confidence`` layout): chosen by the rule "K > 2 prevalence default" of the same README on its
 #: synthetic and GoogLeNet development cells (``results/multiclass-prevalence-rule.md``).

@@ -33,7 +33,7 @@ from dpadapt.metrics import calibration_line, expected_calibration_error, roc_au
 EPSILONS: tuple[float, ...] = (1.0, 4.0)
 ESTIMATORS: tuple[str, ...] = ("sound", "sound-scores", "dpot-cs", "dp-ncm", "dp-lr", "dp-lsq", "source-only")
 #: The score release's candidates the task's ``value`` and reliability report (its selection: the report).
-SCORE_CALIBRATION, SCORE_PREVALENCE = "platt", "mean"
+SCORE_CALIBRATION, SCORE_PREVALENCE = "platt", "gated"
 PREVALENCE = prev.METHODS
 N_BOOT = 100
 
@@ -200,6 +200,8 @@ def score_release_metrics(model, X, y: np.ndarray) -> dict[str, float]:
             for key, v in candidate_metrics(y, P, prior, method, fixed).items():
                 out[f"{cal}|{method}|{key}"] = v
             out[f"{cal}|{method}|residual"], out[f"{cal}|{method}|separation"] = est["residual"], est["separation"]
+        picked = f"{cal}|{scores.gated_choice(out['gate|residual'], out['gate|null'])}|"  # "gated" at its public τ
+        out.update({f"{cal}|gated|{k[len(picked):]}": v for k, v in list(out.items()) if k.startswith(picked)})
     return out
 
 
