@@ -19,12 +19,11 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
-from intervals import WIDTH_BOUND, eps_of, load
+from intervals import COVERAGE_BAR, EPS_ORDER, SYNTHETIC_WIDTH_BOUND, WIDTH_BOUND, eps_of, load
 
 from dpadapt.sound import scores
 
 CAL = "platt"
-EPS_ORDER = ("1.0", "4.0", "None")
 #: The issue's prevalence bars (mean absolute error) per ε, applied to every family; the synthetic family's worst
 #: error at ε = 4 against :data:`WORST_BAR`.
 BAR = {"1.0": 0.05, "4.0": 0.03, "None": 0.02}
@@ -33,8 +32,6 @@ ARMS = ("em", "match")
 THRESHOLDS = (0.0, 0.01, 0.02, 0.03, 0.05, 0.075, 0.10)
 TIE = 0.05
 FAMILIES = ("physionet", "heart", "synthetic")
-COVERAGE_BAR = 0.85
-SYNTHETIC_WIDTH_BOUND = 0.20
 
 
 def candidates() -> list[tuple[str, float]]:
