@@ -158,7 +158,7 @@ def sound_report(tmp_path_factory):
 
 
 #: The second release's prevalence line: its interval resamples the released counts with their public σ.
-RELEASE_PREVALENCE = (r"estimated prevalence of 'disease': \d+\.\d % \(90 % interval \d+\.\d–\d+\.\d %; mean \(score release\); "
+RELEASE_PREVALENCE = (r"estimated prevalence of 'disease': \d+\.\d % \(90 % interval \d+\.\d–\d+\.\d %; gated: (?:em|mean) \(score release\); "
                       r"source prior \d+\.\d %\) — from the second release at adapt, on the rows it was adapted on \(interval: "
                       r"resamples of the released counts with their public σ and of the receiver's rows; public σ = \d[\d.]*\)")
 

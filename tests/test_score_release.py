@@ -5,6 +5,7 @@ checks of the received files, and the receiver's estimates on data with a known 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import warnings
 
@@ -175,13 +176,14 @@ def test_sound_with_score_release_states_the_whole_budget_and_estimates_the_prio
     details = est.model_.details
     assert details["calibration"].startswith("Platt") and details["prevalence"]["method"].startswith(scores.PREVALENCE)
     # a pure label shift (the per-class score distributions shared): histogram matching recovers the prior, its interval
-    # covers it; the default (the mean calibrated posterior, chosen on the ICU pairs) only moves towards it
+    # covers it; the default's gate sees label shift and uses EM, which recovers it too (the mean posterior would only
+    # move towards it)
     req = scores.ScoreRequest.from_release(next(r for r in est.releases_ if r.kind == scores.REQUEST_KIND))
     Z = req.model().row_map()(Xt)
     *_, match = scores.estimate(req, scores.combine(req, est.releases_), Z, req.bins(Xt),
                                 details["statistics_source_prior"], method="match", n_boot=50)
     assert abs(match["prior"][1] - yt.mean()) < 0.06 and match["low"][1] <= yt.mean() <= match["high"][1]
-    assert details["source_prior"][1] < details["target_prior"][1] < yt.mean()
+    assert details["prevalence"]["gate"]["chose"] == scores.GATE_ARM and abs(details["target_prior"][1] - yt.mean()) < 0.05
 
 
 def test_received_files_are_checked(fitted):
@@ -405,6 +407,7 @@ def test_dask_sources_count_as_in_memory_ones():
     assert here.sum() == 90 and np.array_equal(here, on_array) and np.array_equal(here, on_frame)
 
 
+@functools.lru_cache(maxsize=4)
 def _fit_and_request(neg_shift: float):
     """SoundDA with the score release on a source at rate 0.15 and a target at 0.4 whose negatives' feature 0 is moved by
     ``neg_shift`` (0: pure label shift; else a shift beyond the prior), and what the receiver holds to estimate."""
@@ -425,9 +428,10 @@ def _fit_and_request(neg_shift: float):
 
 def test_an_interval_that_states_a_shift_beyond_the_prior_covers_where_the_resamples_do_not():
     """Target negatives moved towards the positives: every estimator is biased (mean low, em and match high) and no
-    resample contains the bias; the hull of the estimators and the residual-widened interval cover the true rate."""
+    resample contains the bias; the hull of the estimators and the residual-widened interval around the mean cover the
+    true rate."""
     args, truth = _fit_and_request(0.6)
-    found = {iv: scores.estimate(*args, interval=iv, n_boot=30)[-1] for iv in scores.INTERVALS}
+    found = {iv: scores.estimate(*args, method="mean", interval=iv, n_boot=30)[-1] for iv in scores.INTERVALS}
     old = found["resample"]
     assert not old["low"][1] <= truth <= old["high"][1]
     for iv in ("hull", "residual"):
@@ -448,3 +452,24 @@ def test_under_pure_label_shift_the_residual_is_small_and_its_interval_narrow():
     assert at_match["residual"] < 0.08 and at_match["high"][1] - at_match["low"][1] < 0.25
     assert at_match["low"][1] <= truth <= at_match["high"][1]
     assert at_mean["residual"] > at_match["residual"]
+
+
+def test_the_gate_uses_em_under_label_shift_and_the_mean_when_the_target_scores_differ():
+    """``gated``: under pure label shift the mixture-fit residual is what the release noise and the samples put there
+    (r − r₀ ≤ τ), so the gate picks EM, right where the mean posterior is pulled to the source's rate; with the target's
+    negatives moved away from the positives (their scores from another distribution) the residual exceeds its noise
+    share by far and the gate falls back to the mean."""
+    args, truth = _fit_and_request(0.0)
+    found = {m: scores.estimate(*args, method=m, n_boot=0)[-1] for m in ("gated", "em", "mean")}
+    gate = found["gated"]["gate"]
+    assert gate["residual"] - gate["null"] <= scores.GATE_THRESHOLD and gate["chose"] == scores.GATE_ARM
+    assert found["gated"]["prior"] == found[scores.GATE_ARM]["prior"]
+    assert abs(found["gated"]["prior"][1] - truth) < 0.05 < abs(found["mean"]["prior"][1] - truth)
+    assert found["gated"]["method"].startswith("gated: ")
+
+    args, _ = _fit_and_request(-1.0)
+    shifted = scores.estimate(*args, method="gated", n_boot=0)[-1]
+    g = shifted["gate"]
+    assert g["residual"] - g["null"] > 0.1 > scores.GATE_THRESHOLD and g["chose"] == "mean"
+    assert shifted["prior"] == scores.estimate(*args, method="mean", n_boot=0)[-1]["prior"]
+    assert scores.gated_choice(0.3, 0.1, threshold=0.05) == "mean" and scores.gated_choice(0.12, 0.1, threshold=0.05) == scores.GATE_ARM

@@ -46,8 +46,9 @@ default's shape:
       from the same release and rows: the hull of the estimators' intervals, or the resample interval widened by the
       residual of the receiver's score histogram against the released histograms mixed at the estimate (:func:`residual`).
 
-Which calibration and prevalence estimator is used by default (binary: :data:`PREVALENCE`; K > 2:
-:data:`PREVALENCE_MULTICLASS`) was chosen on development cases by the rules of ``benchmarks/decisions/README.md``.
+Which calibration and prevalence estimator is used by default (binary: :data:`PREVALENCE`, the residual gate of
+:func:`gate` between EM and the mean calibrated posterior; K > 2: :data:`PREVALENCE_MULTICLASS`) was chosen on
+development cases by the rules of ``benchmarks/decisions/README.md``.
 """
 
 from __future__ import annotations
@@ -81,9 +82,17 @@ MAX_CONFIDENCE_BINS = 4
 #: The calibration maps and prevalence estimators built on the histograms; the defaults were chosen by the rule of
 #: ``benchmarks/decisions/README.md`` on its development cells (``results/decisions-scores-tables.md``).
 CALIBRATIONS = ("platt", "temperature")
-PREVALENCES = ("match", "match-ls", "em", "mean")
+PREVALENCES = ("match", "match-ls", "em", "mean", "gated")
 CALIBRATION = "platt"
-PREVALENCE = "mean"
+#: The binary default: ``"gated"`` (:func:`gate`), :data:`GATE_ARM` where label shift explains the receiver's score
+#: histogram — the residual of the best mixture of the released class histograms, less its expected value under label
+#: shift with the public σ, at most :data:`GATE_THRESHOLD` (total variation) — else ``"mean"``. Estimator, arm and
+#: threshold (public constants) were chosen by the rule "a residual-gated prevalence estimator" of
+#: ``benchmarks/decisions/README.md`` (``results/decisions-gate.md``); :data:`GATE_RESAMPLES` null draws.
+PREVALENCE = "gated"
+GATE_ARM = "em"
+GATE_THRESHOLD = 0.05
+GATE_RESAMPLES = 200
 #: K > 2 (the ``class-confidence`` layout): chosen by the rule "K > 2 prevalence default" of the same README on its
 #: synthetic and GoogLeNet development cells (``results/multiclass-prevalence-rule.md``).
 PREVALENCE_MULTICLASS = "em"
@@ -663,6 +672,36 @@ def residual(H: Histograms, target_counts: np.ndarray, prior: np.ndarray) -> tup
     return r, d
 
 
+def gate(H: Histograms, target_counts: np.ndarray, *, resamples: int = GATE_RESAMPLES, seed: int = RESAMPLE_SEED
+         ) -> tuple[float, float]:
+    """(r, r₀): r, :func:`residual` of the receiver's score histogram at the best label-shift fit π̂ = :func:`match` (what
+    no change of prior explains); r₀, r's expected value were label shift exact — the mean over ``resamples`` draws of a
+    world in which the source's class histograms are the released ones (each class's counts redrawn multinomially and
+    Gaussian noise of the public σ added, as :func:`resample_counts`) and the receiver's n rows a multinomial draw from
+    them mixed at π̂, each refitted by :func:`match` — the share of r the release noise and the two samples put there.
+    r − r₀ is the shift beyond the prior. Post-processing of the release and of the receiver's rows: no privacy cost."""
+    C = H.class_conditionals()
+    h = np.asarray(target_counts, dtype=np.float64)
+    n = int(round(h.sum()))
+    pi = match(C, h)
+    q = pi @ C
+    r = 0.5 * float(np.abs(h / max(h.sum(), 1.0) - q).sum())
+    if n <= 0 or resamples <= 0:
+        return r, 0.0
+    rng = np.random.default_rng(seed)
+    Cs = np.stack([H.class_conditionals(resample_counts(H.counts, H.sigma, rng)) for _ in range(resamples)])
+    hs = rng.multinomial(n, q / q.sum(), size=resamples).astype(np.float64)
+    fits = np.einsum("rk,rkb->rb", match(Cs, hs), Cs)
+    return r, float(np.mean(0.5 * np.abs(hs / n - fits).sum(axis=1)))
+
+
+def gated_choice(r: float, r0: float, threshold: float | None = None, arm: str | None = None) -> str:
+    """The estimator ``"gated"`` uses: ``arm`` (default :data:`GATE_ARM`) where r − r₀ ≤ ``threshold`` (default
+    :data:`GATE_THRESHOLD`; :func:`gate`), else ``"mean"``."""
+    threshold = GATE_THRESHOLD if threshold is None else threshold
+    return (GATE_ARM if arm is None else arm) if r - r0 <= threshold else "mean"
+
+
 def _stated(score_request: ScoreRequest, H: Histograms, Zt: np.ndarray, target_bins: np.ndarray, model_prior,
             fitted: tuple, h: np.ndarray, *, calibration, method: str, level: float, n_boot: int, seed: int
             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -716,7 +755,8 @@ def estimate(score_request: ScoreRequest, H: Histograms, Zt: np.ndarray, target_
              calibration: str | None = None, method: str | None = None, interval: str | None = None, level: float = 0.9,
              n_boot: int = 200, seed: int = RESAMPLE_SEED) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict, dict]:
     """(W, b, source prior, calibration details, prevalence) from the histograms and the receiver's mapped rows ``Zt``
-    (``target_bins``: their bins). The prevalence (``method``: "match", "em" or "mean") comes with a ``level``
+    (``target_bins``: their bins). The prevalence (``method``: one of :data:`PREVALENCES`;
+    ``"gated"``: :data:`GATE_ARM` or ``"mean"`` as :func:`gate` says, recorded under ``"gate"``) comes with a ``level``
     interval (``interval``, :data:`INTERVALS`; default :data:`INTERVAL`): ``resample`` is over ``n_boot`` resamples of
     the release (its public σ) and of the receiver's rows (module docstring); ``hull`` joins those of ``match``,
     ``em`` and ``mean``; ``residual`` / ``residual-tv`` widen it by :func:`residual`'s r / d or r. Every one is
@@ -731,6 +771,11 @@ def estimate(score_request: ScoreRequest, H: Histograms, Zt: np.ndarray, target_
     W, b, prior, cal = calibrate(score_request, H.counts, Zt, model_prior, calibration=calibration, sigma=H.sigma)
     h = np.bincount(target_bins, minlength=H.counts.shape[1]).astype(np.float64)
     opts = {"calibration": calibration, "level": level, "n_boot": n_boot, "seed": seed}
+    gated = {}
+    if method == "gated":
+        g, g0 = gate(H, h)
+        method = gated_choice(g, g0)
+        gated = {"gate": {"residual": g, "null": g0, "threshold": GATE_THRESHOLD, "arm": GATE_ARM, "chose": method}}
     est, low, high = _stated(score_request, H, Zt, target_bins, model_prior, (W, b, prior, cal), h, method=method, **opts)
     r, d = residual(H, h, est)
     if interval == "hull":
@@ -743,9 +788,9 @@ def estimate(score_request: ScoreRequest, H: Histograms, Zt: np.ndarray, target_
         w = r if interval == "residual-tv" else (r / d if d > 0 else 1.0)
         low, high = np.clip(low - w, 0.0, 1.0), np.clip(high + w, 0.0, 1.0)
     return W, b, prior, cal, {"prior": est.tolist(), "low": low.tolist(), "high": high.tolist(), "level": level,
-                              "method": f"{method} (score release)", "interval": interval,
+                              "method": f"{'gated: ' if gated else ''}{method} (score release)", "interval": interval,
                               "includes": INCLUDES[interval], "residual": r, "separation": d,
-                              "source_prior": prior.tolist()}
+                              "source_prior": prior.tolist(), **gated}
 
 
 def adapt(model: SoundModel, score_request: ScoreRequest, releases: list[Release], Xt, *, calibration: str | None = None,

@@ -33,7 +33,7 @@ from dpadapt.metrics import calibration_line, expected_calibration_error, roc_au
 EPSILONS: tuple[float, ...] = (1.0, 4.0)
 ESTIMATORS: tuple[str, ...] = ("sound", "sound-scores", "dpot-cs", "dp-ncm", "dp-lr", "dp-lsq", "source-only")
 #: The score release's candidates the task's ``value`` and reliability report (its selection: the report).
-SCORE_CALIBRATION, SCORE_PREVALENCE = "platt", "mean"
+SCORE_CALIBRATION, SCORE_PREVALENCE = "platt", "gated"
 PREVALENCE = prev.METHODS
 N_BOOT = 100
 
@@ -188,10 +188,11 @@ def score_release_metrics(model, X, y: np.ndarray) -> dict[str, float]:
     H = scores.combine(req, rels)
     Z = req.model().row_map()(X)
     first_prior = np.asarray(model.model_.details["statistics_source_prior"])
-    out = {}
+    bins = req.bins(X)
+    out = dict(zip(("gate|residual", "gate|null"), scores.gate(H, np.bincount(bins, minlength=H.counts.shape[1]))))
     for cal in scores.CALIBRATIONS:
-        for method in scores.PREVALENCES:
-            W, b, prior, _, est = scores.estimate(req, H, Z, req.bins(X), first_prior, calibration=cal, method=method,
+        for method in (m for m in scores.PREVALENCES if m != "gated"):  # "gated" is rebuilt from the rows (its gate above)
+            W, b, prior, _, est = scores.estimate(req, H, Z, bins, first_prior, calibration=cal, method=method,
                                                   n_boot=N_BOOT)
             P = scores.posteriors(W, b, Z)
             fixed = prev.Prevalence(np.asarray(est["prior"]), np.asarray(est["low"]), np.asarray(est["high"]), 0.9,
@@ -199,6 +200,8 @@ def score_release_metrics(model, X, y: np.ndarray) -> dict[str, float]:
             for key, v in candidate_metrics(y, P, prior, method, fixed).items():
                 out[f"{cal}|{method}|{key}"] = v
             out[f"{cal}|{method}|residual"], out[f"{cal}|{method}|separation"] = est["residual"], est["separation"]
+        picked = f"{cal}|{scores.gated_choice(out['gate|residual'], out['gate|null'])}|"  # "gated" at its public τ
+        out.update({f"{cal}|gated|{k[len(picked):]}": v for k, v in list(out.items()) if k.startswith(picked)})
     return out
 
 
