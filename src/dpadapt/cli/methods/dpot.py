@@ -150,9 +150,12 @@ def adapt(args: argparse.Namespace, table: Table, releases: list[Release]) -> Ad
 
     if any(r.method == "sound" for r in releases):
         kinds = [r.kind for r in releases]
-        if any(r.method != "sound" for r in releases) or sorted(set(kinds)) != sorted({sound.REQUEST_KIND, sound.STATS_KIND}):
+        if sound.REQUEST_KIND not in kinds:
+            raise ValueError("the source's release answers your request: add --own-release REQUEST (the file "
+                             "`dpadapt request --design prototypes` wrote)")
+        if any(r.method != "sound" for r in releases) or set(kinds) != {sound.REQUEST_KIND, sound.STATS_KIND}:
             raise ValueError("adapt dpot in sound mode needs the source's release (--release) and your request "
-                             f"(--own-release, from `dpadapt request --design prototypes`); got {kinds}")
+                             f"(--own-release); got {[f'{r.method}/{r.kind}' for r in releases]}")
         for r in releases:
             if r.kind == sound.REQUEST_KIND:
                 dpot_family.check_request(r)
