@@ -1,6 +1,12 @@
-"""DPDA target party step, the :class:`DPOTAdapter` estimator and the non-private :class:`OTDA`.
+"""DPOT's party steps, the :class:`DPOTAdapter` estimator and the non-private :class:`OTDA`.
 
-Target step (:func:`adapt_dpot`, post-processing of a DPOT release): project the target rows
+Sound mode (:func:`plan`, :func:`adapt`, :func:`run_parties`): the sound route's request and release
+(:mod:`dpadapt.sound`) with DPOT's receiver step, the ``prototypes`` design — the target's request (its basis),
+the source's ONE Gaussian release of class sums and counts in it, the DP prototypes refined by entropic OT on
+the target's rows. The CLI (``dpadapt request --design prototypes`` → ``release dpot`` → ``adapt dpot``) runs
+the same functions.
+
+Per-row target step (paper mode; :func:`adapt_dpot`, post-processing of a DPOT per-row release): project the target rows
 with the public M (after the same public per-row preprocessing as the source), build the
 debiased cost, solve OT per released block (whole batch, or one minibatch per step against a
 fresh target minibatch), map every released source row to its barycentric image in the
@@ -324,8 +330,12 @@ class DPOTAdapter(ConfigEstimator):
     Sound mode (default): the sound route (:mod:`dpadapt.sound`) with DPOT's transport step as the
     post-processing — the unprotected target sends its request (mean and top-k basis, k from the
     design rule), the source releases per-class sums and counts of its rows in that basis as ONE
-    Gaussian (record-level (ε, δ)-DP, labels included, Δ = 2 replace-one), the target refines the DP
-    prototypes on its own rows by entropic OT. After fitting: ``request_``, ``release_``, ``model_``. ``design="rows"``: the per-row release (weak).
+    Gaussian (record-level (ε, δ)-DP, labels included, Δ = 2 replace-one; analytic Gaussian, Balle & Wang
+    2018, Thm. 8), the target refines the DP prototypes on its own rows by entropic OT (each row to the class
+    it sends most mass to, :func:`dpadapt.sound.receiver.prototypes_ot`) and re-estimates its class prior
+    on them; post-processing, no further cost. The CLI's ``request --design prototypes`` → ``release dpot``
+    → ``adapt dpot`` give the same model. After fitting: ``request_``, ``release_``, ``model_``. ``design="rows"``
+    (the per-row release) is refused in sound mode.
     Paper mode: the published procedure (LeTien et al. 2019), its guarantee marked invalid.
     ``classes`` (the public label set) is required in sound mode; δ defaults to 1/(10 n_s) and
     δ ≥ 1/n_s is refused in sound mode.
