@@ -363,6 +363,7 @@ def test_two_party_cli_request_release_adapt_is_the_estimator(tmp_path, rng, mon
     assert main([*args, "--request", str(tmp_path / "request.release")]) == 1  # no public label set
     assert main([*args, "--classes", "0,1,2", "--request", str(tmp_path / "discriminant.release")]) == 1  # not DPOT's step
     assert main([*args, "--classes", "0,2,1", "--request", str(tmp_path / "request.release")]) == 1  # another label set
+    assert main([*args, "--classes", "0,1,2", "--request", str(tmp_path / "request.release"), "--privacy-mode", "paper"]) == 1
     ledger = Ledger(str(tmp_path / "ledger.db"))
     assert ledger.history() == []  # every refusal came before the ledger was touched
     assert main([*args, "--classes", "0,1,2", "--request", str(tmp_path / "request.release")]) == 0
@@ -373,6 +374,7 @@ def test_two_party_cli_request_release_adapt_is_the_estimator(tmp_path, rng, mon
     out = tmp_path / "model.dpadapt"
     adapt = ["adapt", "dpot", "--release", str(tmp_path / "stats.release"), "--data", str(tgt), "--out", str(out)]
     assert main(adapt) == 1  # the request is needed
+    assert main([*adapt, "--own-release", str(tmp_path / "discriminant.release")]) == 1  # not DPOT's receiver step
     assert main([*adapt, "--own-release", str(tmp_path / "request.release")]) == 0
     bundle = load_model(out)
     assert bundle["method"] == "dpot" and bundle["guarantees"]["source"].epsilon == pytest.approx(4.0)
