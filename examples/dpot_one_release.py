@@ -1,9 +1,10 @@
 """DPOT's setting in one process: the source's class statistics, released once.
 
-The labelled source is protected. The unprotected target sends its basis (mean and top principal
-directions of its rows); the source releases ONE Gaussian on its per-class sums and counts in that
-basis (ℓ2 sensitivity 2 under replace-one, whatever its number of rows); the target turns them into
-class prototypes and refines them on its own rows, which costs no further privacy.
+The labelled source is protected. The unprotected target sends its release request (mean and top principal
+directions of its rows, their number from the public noise level); the source releases ONE Gaussian on its
+per-class sums and counts in that basis (ℓ2 sensitivity 2 under replace-one, whatever its number of rows); the
+target turns them into class prototypes and refines them by optimal transport on its own rows, which costs no
+further privacy. The CLI runs the same steps: `dpadapt request --design prototypes` → `release dpot` → `adapt dpot`.
 """
 
 import numpy as np

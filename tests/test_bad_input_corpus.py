@@ -2,7 +2,7 @@
 
 Plain tables (no schema) with a header: the sound route (request → release → adapt) and the model
 commands (predict, score, report) over CSV, Parquet and ``.npz`` (with and without ``feature_names``)
-inputs, plus ``budget set``, ``basis`` and the test-only "noisy-mean" plugin on headerless ``.npz``.
+inputs, plus ``budget set`` and the test-only "noisy-mean" plugin on headerless ``.npz``.
 Each bad case must exit ≠ 0 with ONE line on stderr that names the file and the offending column, row
 or value (the expected fragments below), write nothing and spend nothing. Columns in another order
 are mapped by name (the same predictions as the file in the model's order), never read by position.
@@ -226,7 +226,6 @@ COMMANDS = {
     "adapt": "adapt sound --release s.release --own-release req.release --out out.model --data {f}",
     "release": "release sound --classes 0,1 --request req.release --epsilon 1 --delta 1e-5 --out out.release --data {f}",
     "request": "request --n-source 300 --epsilon 1 --delta 1e-5 --classes 0,1 --out out.release --data {f}",
-    "basis": "basis --k 2 --out out.release --data {f}",
     "budget": "budget set --party source --epsilon 1 --delta 1e-5 --data {f}",
     "report-html": "report m.model --html out.html --bootstrap 0 --data {f}",
 }

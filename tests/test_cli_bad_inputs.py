@@ -79,7 +79,7 @@ def corpus(tmp_path_factory, monkeypatch):
 
 
 def _hospital_files(d):
-    """A schema, CSV exports of both parties, a sound release and model read through it, a dpot release in a basis."""
+    """A schema, CSV exports of both parties, a sound release and model read through it, a dpot release of a prototypes request."""
     from test_hospitals import export, schema_text
 
     (d / "schema.toml").write_text(schema_text())
@@ -96,9 +96,10 @@ def _hospital_files(d):
                  "--delta", "1e-5", "--out", "good-sound.release"]) == 0
     assert main(["adapt", "sound", "--release", "good-sound.release", "--own-release", "req.release", "--data",
                  "target.csv", *S, "--out", "good-sound.model"]) == 0
-    assert main(["basis", "--data", "target.csv", *S, "--k", "2", "--out", "basis.release"]) == 0
-    assert main(["release", "dpot", "--basis", "basis.release", "--data", "source.csv", *S, "--epsilon", "1",
-                 "--delta", "1e-5", "--out", "in-basis.release"]) == 0
+    assert main(["request", "--data", "target.csv", *S, "--n-source", "150", "--epsilon", "1", "--delta", "1e-5",
+                 "--design", "prototypes", "--out", "dpot-req.release"]) == 0
+    assert main(["release", "dpot", "--request", "dpot-req.release", "--data", "source.csv", *S, "--epsilon", "1",
+                 "--delta", "1e-5", "--out", "dpot.release"]) == 0
     tables = {
         "no-header": "TGT-1,50,200,1\n",
         "dup-header": "patient_id,age,age,cp\nP,1,1,1\n",
@@ -156,11 +157,12 @@ def _spent(d):
 #: Commands that read a party's table through ``--schema``: ``{table}``, ``{schema}`` are filled in.
 TABLE_COMMANDS = {
     "release-sound": "release sound --request req.release --data {table} --schema {schema} --epsilon 1 --delta 1e-5 --out out.file",
-    "release-dpot": "release dpot --data {table} --schema {schema} --epsilon 1 --delta 1e-5 --out out.file",
+    "release-dpot": "release dpot --request dpot-req.release --data {table} --schema {schema} --epsilon 1 --delta 1e-5 "
+                    "--out out.file",
     "release-group": "release sound --request req.release --data {table} --schema {schema} --epsilon 1 --delta 1e-5 "
                      "--rows-per-patient 2 --out out.file",
     "adapt": "adapt sound --release good-sound.release --own-release req.release --data {table} --schema {schema} --out out.file",
-    "basis": "basis --data {table} --schema {schema} --k 2 --out out.file",
+    "request": "request --data {table} --schema {schema} --n-source 150 --out out.file",
     "predict": "predict --model good-sound.model --data {table} --schema {schema} --out out.file --proba",
     "score": "score --model good-sound.model --data {table} --schema {schema} --bootstrap 10",
     "report": "report good-sound.model --html out.html --data {table} --schema {schema} --bootstrap 10",
@@ -202,7 +204,7 @@ def _table_cases():
 
 def _smaller_cases():
     """Issue 29's "smaller" list: each a one-line message saying what happened and what to do."""
-    yield "own-release-missing", ["adapt", "dpot", "--release", "in-basis.release", "--data", "target.csv",
+    yield "own-release-missing", ["adapt", "dpot", "--release", "dpot.release", "--data", "target.csv",
                                   "--schema", "schema.toml", "--out", "out.file"]
     yield "out-is-a-folder", ["adapt", "sound", "--release", "good-sound.release", "--own-release", "req.release", "--data", "target.csv",
                               "--schema", "schema.toml", "--out", "afolder.npz"]
@@ -308,7 +310,7 @@ def test_the_smaller_messages_say_what_to_do(corpus, capsys):
     capsys.readouterr()
     before, spent = _snapshot(d), _spent(d)
     expected = {
-        "own-release-missing": "add --own-release BASIS",
+        "own-release-missing": "add --own-release REQUEST",
         "out-is-a-folder": "is a folder; give a file name",
         "out-is-a-folder-force": "is a folder; give a file name",
         "epsilon-1e308": "If the data are public, release them without noise with --declare-public",

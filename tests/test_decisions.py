@@ -140,9 +140,12 @@ def test_adapt_warns_in_one_line_for_a_known_miscalibrated_method(tmp_path, monk
     export(tmp_path / "target.csv", 150, 1, "TGT", labelled=False)
     S = ["--schema", "schema.toml"]
     assert main(["budget", "set", "--party", "source", "--data", "source.csv", *S, "--epsilon", "4", "--delta", "1e-5"]) == 0
-    assert main(["release", "dpot", "--data", "source.csv", *S, "--epsilon", "1", "--delta", "1e-5", "--out", "s.release"]) == 0
+    assert main(["request", "--data", "target.csv", *S, "--n-source", "200", "--epsilon", "1", "--delta", "1e-5",
+                 "--design", "prototypes", "--out", "q.release"]) == 0
+    assert main(["release", "dpot", "--data", "source.csv", *S, "--request", "q.release", "--epsilon", "1", "--delta", "1e-5",
+                 "--out", "s.release"]) == 0
     capsys.readouterr()
-    assert main(["adapt", "dpot", "--release", "s.release", "--data", "target.csv", *S, "--out", "m.dpadapt"]) == 0
+    assert main(["adapt", "dpot", "--release", "s.release", "--own-release", "q.release", "--data", "target.csv", *S, "--out", "m.dpadapt"]) == 0
     out, err = capsys.readouterr()
     lines = [line for line in err.splitlines() if "calibrat" in line]
     assert len(lines) == 1 and lines[0].startswith("dpadapt adapt: warning: dpot: its probabilities were over-confident")

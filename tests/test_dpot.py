@@ -336,35 +336,53 @@ def test_dpda_adapts_on_easy_data_and_otda_baseline(rng):
 # -- two-party round trip -----------------------------------------------------------------------
 
 
-def test_two_party_cli_basis_release_adapt(tmp_path, rng, monkeypatch):
-    """The class-statistics protocol through the CLI: basis (not charged), release (charged once), adapt."""
+def test_two_party_cli_request_release_adapt_is_the_estimator(tmp_path, rng, monkeypatch):
+    """Sound mode through the CLI: the target's prototypes request (not charged), the source's release of it (its
+    label set checked, charged once), adapt — the same model as DPOTAdapter with the same seed and noise."""
     from dpadapt.cli.main import main
     from dpadapt.cli.party_cmd import load_model
+    from dpadapt.privacy import mechanisms
     from dpadapt.privacy.ledger import Ledger
 
     monkeypatch.setenv("DPADAPT_LEDGER", str(tmp_path / "ledger.db"))
+    reproducible = mechanisms.random_streams  # the CLI's noise is fresh OS entropy: seed it here to compare the models
+    monkeypatch.setattr(mechanisms, "random_streams", lambda seed=None, **_: reproducible(seed, reproducible_noise=True))
     Xs, ys, Xt, yt = make_domains(rng, n_s=150, n_t=150, q=3, shift=0.3)
     src, tgt = save_table(tmp_path / "source.npz", Xs, ys), save_table(tmp_path / "target.npz", Xt, yt)
-    assert main(["basis", "--data", str(tgt), "--k", "5", "--out", str(tmp_path / "basis.release")]) == 0
-    basis = Release.load(tmp_path / "basis.release")
-    assert math.isinf(basis.guarantee.epsilon) and "not protected" in basis.guarantee.reasons[0]
-    assert_no_raw_rows(basis, Xt)
-    args = ["release", "dpot", "--data", str(src), "--basis", str(tmp_path / "basis.release"),
-            "--epsilon", "4", "--delta", "1e-4", "--out", str(tmp_path / "stats.release")]
+    request = ["request", "--data", str(tgt), "--classes", "0,1,2", "--n-source", "150", "--epsilon", "4",
+               "--delta", "1e-4", "--out", str(tmp_path / "discriminant.release"), "--design", "discriminant"]
+    assert main(request) == 0
+    assert main([*request[:-4], "--out", str(tmp_path / "request.release"), "--design", "prototypes"]) == 0
+    req = Release.load(tmp_path / "request.release")
+    assert math.isinf(req.guarantee.epsilon) and req.params["design"]["design"] == "prototypes"
+    assert_no_raw_rows(req, Xt)
+    args = ["release", "dpot", "--data", str(src), "--epsilon", "4", "--delta", "1e-4", "--seed", "3",
+            "--out", str(tmp_path / "stats.release")]
     assert main(["budget", "set", "--party", "source", "--data", str(src), "--epsilon", "8", "--delta", "1e-4"]) == 0
-    assert main(args) == 1  # no public label set in sound mode
-    assert main(args + ["--classes", "0,1,2"]) == 0
-    stats = Release.load(tmp_path / "stats.release")
-    assert stats.kind == "class_statistics" and stats.guarantee.valid and stats.params["classes"] == [0, 1, 2]
-    assert_no_raw_rows(stats, Xs)
+    assert main([*args, "--classes", "0,1,2"]) == 1  # sound mode answers a request
+    assert main([*args, "--request", str(tmp_path / "request.release")]) == 1  # no public label set
+    assert main([*args, "--classes", "0,1,2", "--request", str(tmp_path / "discriminant.release")]) == 1  # not DPOT's step
+    assert main([*args, "--classes", "0,2,1", "--request", str(tmp_path / "request.release")]) == 1  # another label set
+    assert main([*args, "--classes", "0,1,2", "--request", str(tmp_path / "request.release"), "--privacy-mode", "paper"]) == 1
     ledger = Ledger(str(tmp_path / "ledger.db"))
+    assert ledger.history() == []  # every refusal came before the ledger was touched
+    assert main([*args, "--classes", "0,1,2", "--request", str(tmp_path / "request.release")]) == 0
+    stats = Release.load(tmp_path / "stats.release")
+    assert (stats.method, stats.kind) == ("sound", "class_statistics") and stats.guarantee.valid
+    assert_no_raw_rows(stats, Xs)
     assert len(ledger.history()) == 1
-    out = tmp_path / "model.joblib"
-    assert main(["adapt", "dpot", "--release", str(tmp_path / "stats.release"), "--release",
-                 str(tmp_path / "basis.release"), "--data", str(tgt), "--out", str(out)]) == 0
+    out = tmp_path / "model.dpadapt"
+    adapt = ["adapt", "dpot", "--release", str(tmp_path / "stats.release"), "--data", str(tgt), "--out", str(out)]
+    assert main(adapt) == 1  # the request is needed
+    assert main([*adapt, "--own-release", str(tmp_path / "discriminant.release")]) == 1  # not DPOT's receiver step
+    assert main([*adapt, "--own-release", str(tmp_path / "request.release")]) == 0
     bundle = load_model(out)
-    assert np.mean(bundle["model"].predict(Xt) == yt) > 0.9
-    assert bundle["guarantees"]["source"].epsilon == pytest.approx(4.0)
+    assert bundle["method"] == "dpot" and bundle["guarantees"]["source"].epsilon == pytest.approx(4.0)
+    est = DPOTAdapter(epsilon=4.0, delta=1e-4, classes=(0, 1, 2), random_state=3, reproducible_noise=True)
+    est.fit_domains(Xs, ys, Xt)
+    np.testing.assert_allclose(bundle["model"].W, est.model_.W, rtol=1e-9, atol=1e-12)
+    np.testing.assert_array_equal(bundle["model"].predict(Xt), est.predict(Xt))
+    assert np.mean(est.predict(Xt) == yt) > 0.9
 
 
 # -- issue 11 holes, DPOT ----------------------------------------------------------------------

@@ -235,7 +235,7 @@ def test_every_family_names_an_estimator_of_its_own_config():
 #: For each family, the statistical audits of the mechanisms its sound releases go through: a test
 #: that passes at the claimed ε AND a control (same or separate test) that under-noises and fails.
 MECHANISM_AUDITS = {
-    "dpot": ["test_class_statistics_mechanism.py::test_class_statistics_audit_passes_and_undernoised_control_fails",
+    "dpot": ["test_class_moment_mechanism.py::test_class_moment_audit_passes_and_undernoised_control_fails",
              "test_dpot.py::test_row_release_audit_worst_case_and_undernoised_control"],
     "classstats": ["test_class_statistics_mechanism.py::test_class_statistics_audit_passes_and_undernoised_control_fails"],
     "prima": ["test_class_statistics_mechanism.py::test_class_statistics_audit_passes_and_undernoised_control_fails",

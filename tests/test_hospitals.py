@@ -88,8 +88,10 @@ def hospitals(tmp_path, monkeypatch):
     export(tmp_path / "target_labelled.csv", 300, 1, "TGT", shift=3)
     assert main(["budget", "set", "--party", "source", "--data", "source.csv", "--schema", "schema.toml",
                  "--epsilon", "10", "--delta", "1e-5"]) == 0
-    assert main(["release", "dpot", "--data", "source.csv", "--schema", "schema.toml", "--epsilon", "4",
-                 "--delta", "1e-5", "--out", "stats.release"]) == 0
+    assert main(["request", "--data", "target.csv", "--schema", "schema.toml", "--n-source", "400", "--epsilon", "4",
+                 "--delta", "1e-5", "--design", "prototypes", "--out", "request.release"]) == 0
+    assert main(["release", "dpot", "--data", "source.csv", "--schema", "schema.toml", "--request", "request.release",
+                 "--epsilon", "4", "--delta", "1e-5", "--out", "stats.release"]) == 0
     return tmp_path
 
 
@@ -104,13 +106,13 @@ def test_swapped_class_order_is_refused_not_inverted(hospitals, capsys):
     tmp = hospitals
     (tmp / "swapped.toml").write_text(schema_text(classes=("disease", "healthy")))
     capsys.readouterr()
-    assert main(["adapt", "dpot", "--release", "stats.release", "--data", "target.csv", "--schema", "swapped.toml",
+    assert main(["adapt", "dpot", "--release", "stats.release", "--own-release", "request.release", "--data", "target.csv", "--schema", "swapped.toml",
                  "--out", "m.dpadapt"]) == 1
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and not (tmp / "m.dpadapt").exists()
     assert "class order differs: the release has ['healthy', 'disease'], your schema (swapped.toml) has ['disease', 'healthy']" in err
     # the same schema adapts; scoring through the swapped schema is refused too
-    assert main(["adapt", "dpot", "--release", "stats.release", "--data", "target.csv", "--schema", "schema.toml",
+    assert main(["adapt", "dpot", "--release", "stats.release", "--own-release", "request.release", "--data", "target.csv", "--schema", "schema.toml",
                  "--out", "m.dpadapt"]) == 0
     capsys.readouterr()
     for command in ("score", "predict"):
@@ -131,35 +133,36 @@ def test_a_different_map_is_named_at_adapt_and_score(hospitals, capsys, change, 
     (tmp / "other.toml").write_text(schema_text(**change))
     capsys.readouterr()
     before = _spent(tmp)
-    assert main(["adapt", "dpot", "--release", "stats.release", "--data", "target.csv", "--schema", "other.toml",
+    assert main(["adapt", "dpot", "--release", "stats.release", "--own-release", "request.release", "--data", "target.csv", "--schema", "other.toml",
                  "--out", "m.dpadapt"]) == 1
     err = capsys.readouterr().err.strip()
     assert words in err and err.count("\n") == 0 and not (tmp / "m.dpadapt").exists() and _spent(tmp) == before
-    assert main(["adapt", "dpot", "--release", "stats.release", "--data", "target.csv", "--schema", "schema.toml",
+    assert main(["adapt", "dpot", "--release", "stats.release", "--own-release", "request.release", "--data", "target.csv", "--schema", "schema.toml",
                  "--out", "m.dpadapt"]) == 0
     capsys.readouterr()
     assert main(["score", "--model", "m.dpadapt", "--data", "target_labelled.csv", "--schema", "other.toml"]) == 1
     assert words.replace("the release", "the model") in capsys.readouterr().err
 
 
-def test_schema_against_no_schema_and_a_basis_of_another_schema(hospitals, capsys, tmp_path):
+def test_schema_against_no_schema_and_a_request_of_another_schema(hospitals, capsys, tmp_path):
     tmp = hospitals
     from dpadapt.tables import load_schema, read_table
 
     t = read_table(tmp / "target.csv", load_schema(tmp / "schema.toml"))
     np.savez(tmp / "target.npz", X=t.X)
     capsys.readouterr()
-    assert main(["adapt", "dpot", "--release", "stats.release", "--data", "target.npz", "--out", "m.dpadapt"]) == 1
+    assert main(["adapt", "dpot", "--release", "stats.release", "--own-release", "request.release", "--data", "target.npz", "--out", "m.dpadapt"]) == 1
     assert "the release maps rows through a declared schema and your data does not" in capsys.readouterr().err
-    # the source checks the receiver's basis too, before its ledger is touched
+    # the source checks the receiver's request too, before its ledger is touched
     (tmp / "other.toml").write_text(schema_text(chol_range=(50, 600)))
-    assert main(["basis", "--data", "target.csv", "--schema", "other.toml", "--k", "3", "--out", "basis.release"]) == 0
+    assert main(["request", "--data", "target.csv", "--schema", "other.toml", "--n-source", "400", "--epsilon", "1",
+                 "--delta", "1e-5", "--design", "prototypes", "--out", "other.release"]) == 0
     capsys.readouterr()
     before = _spent(tmp)
-    assert main(["release", "dpot", "--data", "source.csv", "--schema", "schema.toml", "--basis", "basis.release",
+    assert main(["release", "dpot", "--data", "source.csv", "--schema", "schema.toml", "--request", "other.release",
                  "--epsilon", "1", "--delta", "1e-5", "--out", "b.release"]) == 1
     err = capsys.readouterr().err
-    assert "basis.release: column chol: range [50, 600] in the basis, [100, 600] in your schema" in err
+    assert "other.release: column chol: range [50, 600] in the map, [100, 600] in your schema" in err
     assert _spent(tmp) == before and not (tmp / "b.release").exists()
 
 
@@ -170,7 +173,7 @@ def test_a_release_from_before_the_fingerprint_gets_a_clear_message(hospitals, c
         del old.params[key]
     old.save(tmp / "old.release")
     capsys.readouterr()
-    assert main(["adapt", "dpot", "--release", "old.release", "--data", "target.csv", "--schema", "schema.toml",
+    assert main(["adapt", "dpot", "--release", "old.release", "--own-release", "request.release", "--data", "target.csv", "--schema", "schema.toml",
                  "--out", "m.dpadapt"]) == 1
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "old.release: this release file carries no schema fingerprint" in err
@@ -194,14 +197,14 @@ def test_missing_code_imputed_and_clipping_reported(tmp_path, capsys, monkeypatc
     assert plain.counts.columns["chol"].clipped_low == 50                   # ... and counted, never silently
     np.testing.assert_array_equal(coded.X[:, [0, 2, 3, 4, 5]], plain.X[:, [0, 2, 3, 4, 5]])
     monkeypatch.setenv("DPADAPT_LEDGER", str(tmp_path / "ledger.sqlite"))
-    assert main(["basis", "--data", "site.csv", "--schema", "schema.toml", "--k", "2", "--out", "b.release"]) == 0
+    assert main(["request", "--data", "site.csv", "--schema", "schema.toml", "--n-source", "200", "--out", "b.release"]) == 0
     err = capsys.readouterr().err
     assert "note: site.csv: imputed as declared (missing cells and missing codes) in 1 of 3 columns: chol 50 (25.0 %)" in err
     assert "note: site.csv: clipped to the declared range in 1 columns: chol 4 (0 below 100, 4 above 600)" in err
     assert "warning: site.csv: column chol: 25.0 % of 200 rows were missing (or a missing code)" in err
     b = Release.load(tmp_path / "b.release")
     assert "50" not in str(b.params.get("schema")) and "counts" not in str(b.params)  # counts stay local
-    assert main(["basis", "--data", "site.csv", "--schema", "nocode.toml", "--k", "2", "--out", "c.release"]) == 0
+    assert main(["request", "--data", "site.csv", "--schema", "nocode.toml", "--n-source", "200", "--out", "c.release"]) == 0
     err = capsys.readouterr().err
     assert "chol 54 (50 below 100, 4 above 600)" in err and "lay outside the declared range and were clipped" in err
 
@@ -367,7 +370,7 @@ def test_label_shift_hook_shows_both(hospitals, capsys):
     """Where `dpadapt.labelshift` exists (the lead's module), score and the report show the corrected metrics
     BESIDE the uncorrected ones; the model file carries the source prior from the released noisy counts."""
     tmp = hospitals
-    assert main(["adapt", "dpot", "--release", "stats.release", "--data", "target.csv", "--schema", "schema.toml",
+    assert main(["adapt", "dpot", "--release", "stats.release", "--own-release", "request.release", "--data", "target.csv", "--schema", "schema.toml",
                  "--out", "m.dpadapt"]) == 0
     from dpadapt.modelio import load_model
 

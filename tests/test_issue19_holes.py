@@ -301,17 +301,17 @@ def test_item7_delta_above_one_over_n_is_refused_in_sound_mode(rng):
         noisy_frank_wolfe(X, X, 1.0, 0.1, r=1.0, K=3, privacy_mode="paper")
 
 
-# --- item 9: basis / slices disclose un-noised summaries only of data declared public ---------
+# --- item 9: request / slices disclose un-noised summaries only of data declared public ---------
 
 
-def test_item9_basis_refuses_a_dataset_with_a_budget_unless_declared_public(rng, tmp_path):
+def test_item9_request_refuses_a_dataset_with_a_budget_unless_declared_public(rng, tmp_path):
     from dpadapt.cli.main import main
     from dpadapt.io import save_table
     from dpadapt.privacy.ledger import Ledger, fingerprint
 
     data, ledger = tmp_path / "target.npz", tmp_path / "ledger.sqlite"
     save_table(data, rng.normal(size=(30, 6)))
-    args = ["basis", "--data", str(data), "--k", "3", "--ledger", str(ledger)]
+    args = ["request", "--data", str(data), "--classes", "0,1", "--n-source", "30", "--ledger", str(ledger)]
     assert main([*args, "--out", str(tmp_path / "a.release")]) == 0  # no budget: an unprotected receiver
     Ledger(ledger).set_budget("target", fingerprint(data), 1.0, 1e-6)
     assert main([*args, "--out", str(tmp_path / "b.release")]) == 1  # before: written silently
@@ -384,16 +384,20 @@ def test_item4_cli_releases_a_one_class_source(rng, tmp_path, monkeypatch):
     from dpadapt.privacy.ledger import Ledger, fingerprint
 
     monkeypatch.setenv("DPADAPT_LEDGER", str(tmp_path / "ledger.sqlite"))
-    X, y, y_prime, _ = _one_record_of_class_1(rng)
+    X, y, y_prime, Xt = _one_record_of_class_1(rng)
+    save_table(tmp_path / "target.npz", Xt)
+    assert main(["request", "--data", str(tmp_path / "target.npz"), "--classes", "0,1", "--n-source", str(len(y)),
+                 "--epsilon", "1", "--delta", "1e-6", "--design", "prototypes", "--out", str(tmp_path / "req.release")]) == 0
     for name, labels in (("d", y), ("d_prime", y_prime)):
         data = tmp_path / f"{name}.npz"
         save_table(data, X, labels)
         Ledger(tmp_path / "ledger.sqlite").set_budget("source", fingerprint(data), 4.0, 1e-5)
-        assert main(["release", "dpot", "--data", str(data), "--epsilon", "1", "--delta", "1e-6", "--n-classes", "2",
-                     "--out", str(tmp_path / f"{name}.release")]) == 0
+        assert main(["release", "dpot", "--data", str(data), "--request", str(tmp_path / "req.release"), "--epsilon", "1",
+                     "--delta", "1e-6", "--n-classes", "2", "--out", str(tmp_path / f"{name}.release")]) == 0
 
 
-def test_item1_cli_refuses_a_hostile_basis_before_charging(rng, tmp_path, monkeypatch, capsys):
+def test_item1_cli_refuses_a_hostile_request_before_charging(rng, tmp_path, monkeypatch, capsys):
+    from dpadapt import sound
     from dpadapt.cli.main import main
     from dpadapt.io import save_table
     from dpadapt.privacy.ledger import Ledger, fingerprint
@@ -403,11 +407,13 @@ def test_item1_cli_refuses_a_hostile_basis_before_charging(rng, tmp_path, monkey
     (X, y), _ = _neighbours(rng, n=30, d=6)
     save_table(tmp_path / "source.npz", X, y)
     Ledger(ledger).set_budget("source", fingerprint(tmp_path / "source.npz"), 4.0, 1e-5)
-    honest = classstats.basis(rng.normal(size=(20, 6)), classstats.Config(epsilon=None, k=2), family="dpot")
-    comp = np.eye(6)[:, :2].copy()
+    cfg = sound.Config(epsilon=1.0, delta=1e-6, classes=CL, design="prototypes")
+    honest = sound.request(rng.normal(size=(20, 6)), cfg, len(y))
+    comp = honest["components"].copy()
     comp[2, 0] = np.inf
-    _crafted_basis(honest, np.zeros(6), comp).save(tmp_path / "basis.release")
-    assert main(["release", "dpot", "--basis", str(tmp_path / "basis.release"), "--data", str(tmp_path / "source.npz"),
+    Release(method=honest.method, kind=honest.kind, owner="target", arrays={"mean": honest["mean"], "components": comp},
+            guarantee=honest.guarantee, params=honest.params).save(tmp_path / "req.release")
+    assert main(["release", "dpot", "--request", str(tmp_path / "req.release"), "--data", str(tmp_path / "source.npz"),
                  "--epsilon", "1", "--delta", "1e-6", "--n-classes", "3", "--out", str(tmp_path / "s.release")]) == 1
     err = capsys.readouterr().err
     assert "basis" in err and "NaN or infinite" in err, err

@@ -40,7 +40,7 @@ def _dpadapt_lines() -> list[list[str]]:
 def test_readme_has_dpadapt_commands():
     lines = [line[1:] for block in _bash_blocks([README]) for line in block if line[0] == "dpadapt"]
     assert len(lines) >= 15
-    assert {line[0] for line in lines if not line[0].startswith("-")} >= {"demo", "basis", "release", "adapt", "report"}
+    assert {line[0] for line in lines if not line[0].startswith("-")} >= {"demo", "request", "release", "adapt", "report"}
 
 
 @pytest.mark.parametrize("argv", _dpadapt_lines(), ids=lambda a: " ".join(a)[:60])
@@ -132,7 +132,7 @@ class Shell:
 def test_readme_hospital_example_runs_as_written(data_root, tmp_path, monkeypatch, capsys):
     """docs/tables.md's Cleveland → Hungary block as written: two folders, two ledgers, the key exchange."""
     block = next(b for b in _bash_blocks([README.parent / "docs" / "tables.md"]) if any(line[:2] == ["dpadapt", "keys"] for line in b)
-                 and any(line[:2] == ["dpadapt", "basis"] for line in b))
+                 and any(line[:3] == ["dpadapt", "release", "dpot"] for line in b))
     repo = README.parent
     monkeypatch.chdir(tmp_path)
     (tmp_path / "examples").symlink_to(repo / "examples")  # the block runs from the repository root

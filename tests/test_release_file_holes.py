@@ -111,13 +111,9 @@ def test_patient_level_release_files_do_not_tell_a_patients_row_count(method, tm
         csv.writer(fh).writerows(rows + [[rows[1][0], *r[1:]] for r in rows[5:7]])  # patient 0 gets two more rows
     export(tmp_path / "target.csv", 100, 5, "TGT", labelled=False)
     S = ["--schema", "schema.toml"]
-    if method == "sound":
-        assert main(["request", "--data", "target.csv", *S, "--n-source", "300", "--epsilon", "2", "--delta", "1e-5",
-                     "--out", "other.release"]) == 0
-        extra = ["--request", "other.release"]
-    else:
-        assert main(["basis", "--data", "target.csv", *S, "--k", "2", "--out", "other.release"]) == 0
-        extra = ["--basis", "other.release"]
+    assert main(["request", "--data", "target.csv", *S, "--n-source", "300", "--epsilon", "2", "--delta", "1e-5",
+                 "--design", "prototypes" if method == "dpot" else "auto", "--out", "other.release"]) == 0
+    extra = ["--request", "other.release"]
     for name in ("d", "d_prime"):
         Ledger(tmp_path / "ledger.sqlite").set_budget("source", fingerprint(tmp_path / f"{name}.csv"), 100.0, 0.5)
         assert main(["release", method, "--data", f"{name}.csv", *S, *extra, "--epsilon", "2", "--delta", "1e-5",

@@ -111,8 +111,11 @@ def _one_report(tmp_path) -> None:
     export(tmp_path / "target.csv", 150, 1, "TGT", shift=3)
     S = ["--schema", "schema.toml"]
     assert main(["budget", "set", "--party", "source", "--data", "source.csv", *S, "--epsilon", "4", "--delta", "1e-5"]) == 0
-    assert main(["release", "dpot", "--data", "source.csv", *S, "--epsilon", "1", "--delta", "1e-5", "--out", "s.release"]) == 0
-    assert main(["adapt", "dpot", "--release", "s.release", "--data", "target.csv", *S, "--out", "m.dpadapt",
+    assert main(["request", "--data", "target.csv", *S, "--n-source", "200", "--epsilon", "1", "--delta", "1e-5",
+                 "--design", "prototypes", "--out", "q.release"]) == 0
+    assert main(["release", "dpot", "--data", "source.csv", *S, "--request", "q.release", "--epsilon", "1", "--delta", "1e-5",
+                 "--out", "s.release"]) == 0
+    assert main(["adapt", "dpot", "--release", "s.release", "--own-release", "q.release", "--data", "target.csv", *S, "--out", "m.dpadapt",
                  "--decision", "balanced"]) == 0
     assert main(["report", "m.dpadapt", "--html", "r.html", "--data", "target.csv", *S, "--bootstrap", "0"]) == 0
 
@@ -255,7 +258,7 @@ def test_prevalence_estimator_is_chosen_recorded_and_overridden(one_report, monk
     monkeypatch.chdir(one_report.parent)
     monkeypatch.setenv("DPADAPT_LEDGER", str(one_report.parent / "ledger.sqlite"))
     S = ["--schema", "schema.toml"]
-    assert main(["adapt", "dpot", "--release", "s.release", "--data", "target.csv", *S, "--out", "m_src.dpadapt",
+    assert main(["adapt", "dpot", "--release", "s.release", "--own-release", "q.release", "--data", "target.csv", *S, "--out", "m_src.dpadapt",
                  "--prevalence", "source"]) == 0
     assert "%; source; source prior" in capsys.readouterr().out
 

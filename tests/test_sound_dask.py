@@ -156,7 +156,7 @@ def test_the_receivers_request_on_the_cluster_equals_the_in_memory_one(client, d
 
 def test_cli_two_party_flow_with_a_local_cluster(client, tmp_path, data, monkeypatch, capsys):
     """The receiver's request of a Parquet directory on a running cluster (`--scheduler`), the source's release of a
-    Parquet directory summed by `--workers 2`, the receiver's model; the class-statistics release (`release dpot
+    Parquet directory summed by `--workers 2`, the receiver's model; DPOT's release of a prototypes request (`release dpot
     --scheduler`) of the same directory; the ledger charges each release once, as for a file."""
     import pandas as pd
 
@@ -191,11 +191,14 @@ def test_cli_two_party_flow_with_a_local_cluster(client, tmp_path, data, monkeyp
     from dpadapt.release import Release
 
     assert Release.load("s.release").params["n_source"] == N
-    assert main(["basis", "--data", "t.npz", "--k", "3", "--out", "b.release"]) == 0
-    assert main(["release", "dpot", "--n-classes", "3", "--data", "src", "--basis", "b.release", "--epsilon", "1",
+    assert main(["request", "--data", "t.npz", "--classes", "0,1,2", "--n-source", str(N), "--epsilon", "1", "--delta",
+                 "1e-5", "--design", "prototypes", "--out", "p.release"]) == 0
+    assert main(["release", "dpot", "--n-classes", "3", "--data", "src", "--request", "p.release", "--epsilon", "1",
                  "--delta", "1e-5", "--out", "d.release", *scheduler, *ledger]) == 0
     assert len(Ledger(tmp_path / "l.sqlite").history("source", "s")) == 2
-    assert Release.load("d.release")["sums"].shape == (K, 3)
+    assert Release.load("d.release")["sums"].shape == (K, Release.load("p.release").params["k"])
+    assert main(["adapt", "dpot", "--release", "d.release", "--own-release", "p.release", "--data", "t.npz",
+                 "--out", "d.dpadapt"]) == 0
     # the second, calibrating release answered on the cluster too, charged and composed by the same ledger
     assert main(["release", "sound", "--classes", "0,1,2", "--data", "src", "--request", "sr.release", "--epsilon", "0.5",
                  "--delta", "1e-5", "--out", "h.release", *scheduler, *ledger]) == 0
@@ -208,7 +211,7 @@ def test_cli_two_party_flow_with_a_local_cluster(client, tmp_path, data, monkeyp
     assert "Parquet dataset" in capsys.readouterr().err
     (tmp_path / "bad").mkdir()
     frame.assign(y=np.where(np.arange(N) == 7, 9, y)).to_parquet(tmp_path / "bad" / "part-0.parquet")
-    assert main(["release", "dpot", "--n-classes", "3", "--data", "bad", "--basis", "b.release", "--epsilon", "1",
+    assert main(["release", "dpot", "--n-classes", "3", "--data", "bad", "--request", "p.release", "--epsilon", "1",
                  "--delta", "1e-5", "--out", "e.release", *scheduler, *ledger]) != 0  # a label outside the set, on a worker
     states = [e.state for e in Ledger(tmp_path / "l.sqlite").history("source", "s")]
     assert states == ["committed", "committed", "committed", "aborted"]  # the refused release is refunded: no noise was drawn

@@ -5,14 +5,15 @@ The rule, fixed before this script was first run (issue 21) and not changed afte
 * data: the raw UCI exports in ``../shared/data/uci_heart_disease/raw/`` as published (no header, ``?``
   cells), read through ``examples/heart.schema.toml`` (public clinical ranges / codes, written from
   clinical knowledge, not from either site's rows);
-* method: ``dpadapt basis`` (Hungary) → ``dpadapt release dpot`` (Cleveland, δ = 1e-5) → ``dpadapt adapt
-  dpot`` (Hungary), every option at its default (k = 20, refinement ``ot``); nothing tuned — Hungary's
-  labels are used only to score;
+* method: ``dpadapt request --design prototypes`` (Hungary, one request per ε) → ``dpadapt release dpot``
+  (Cleveland, δ = 1e-5) → ``dpadapt adapt dpot`` (Hungary), every option at its default; nothing tuned —
+  Hungary's labels are used only to score (until issue 37 the method was the class-statistics protocol,
+  ``dpadapt basis`` → ``release dpot --basis``, k = 20, refinement ``ot``);
 * ε ∈ {0.5, 1, 2, 4, 8}; each ε repeated ``REPEATS`` times (fresh noise each time); mean ± std;
 * baselines at the same ε and δ, same map: DP source-only ``DPLogisticRegression`` and
   ``DPNearestClassMean`` (defaults, ``classes=("healthy", "disease")``), and the non-private ones:
-  source-only scikit-learn ``LogisticRegression()`` (defaults) and the same class-statistics pipeline
-  without noise (``ClassStatsDA(epsilon=None)``).
+  source-only scikit-learn ``LogisticRegression()`` (defaults) and the same pipeline without noise
+  (``DPOTAdapter(epsilon=None)``).
 
 Run: ``python benchmarks/heart_two_party/heart_two_party.py [--repeats 5] [--out benchmarks/heart_two_party/README.md]``.
 """
@@ -50,8 +51,9 @@ def _cli(argv: list[str]) -> str:
 def run(raw: Path, repeats: int) -> dict:
     from sklearn.linear_model import LogisticRegression
 
-    from dpadapt.classstats import ClassStatsDA, DPLogisticRegression, DPNearestClassMean
+    from dpadapt.classstats import DPLogisticRegression, DPNearestClassMean
     from dpadapt.tables import load_schema, read_table
+    from dpadapt.transport import DPOTAdapter
 
     schema = load_schema(SCHEMA)
     src = read_table(raw / "processed.cleveland.data", schema)
@@ -60,31 +62,32 @@ def run(raw: Path, repeats: int) -> dict:
     out: dict = {"n_source": len(src.y), "n_target": len(tgt.y), "rows": []}
     lr = LogisticRegression().fit(src.X, src.y)
     out["source_only_nonprivate"] = float(np.mean(lr.predict(tgt.X) == tgt.y))
-    np_da = ClassStatsDA(epsilon=None, classes=tuple(names), random_state=0).fit_domains(src.X, names[src.y], tgt.X)
-    out["classstats_nonprivate"] = float(np.mean(np_da.predict(tgt.X) == names[tgt.y]))
+    np_da = DPOTAdapter(epsilon=None, classes=tuple(names), random_state=0).fit_domains(src.X, names[src.y], tgt.X)
+    out["dpot_nonprivate"] = float(np.mean(np_da.predict(tgt.X) == names[tgt.y]))
     S = ["--schema", str(SCHEMA)]
     with tempfile.TemporaryDirectory() as tmp:
         t = Path(tmp)
         ledger = ["--ledger", str(t / "ledger.sqlite")]
-        _cli(["basis", "--data", str(raw / "processed.hungarian.data"), *S, "--out", str(t / "basis.release")])
         _cli(["budget", "set", "--party", "source", "--data", str(raw / "processed.cleveland.data"), *S,
               "--epsilon", "1000", "--delta", "1e-4", *ledger])
         for eps in EPSILONS:
-            acc, proto, dplr, dpncm, secs = [], [], [], [], []
+            acc, dplr, dpncm, secs = [], [], [], []
+            request = t / f"r{eps}.release"
+            _cli(["request", "--data", str(raw / "processed.hungarian.data"), *S, "--n-source", str(len(src.y)),
+                  "--epsilon", str(eps), "--delta", str(DELTA), "--design", "prototypes", "--out", str(request)])
             for r in range(repeats):
                 start = time.perf_counter()
                 rel, model = t / f"s{eps}_{r}.release", t / f"m{eps}_{r}.dpadapt"
-                _cli(["release", "dpot", "--basis", str(t / "basis.release"), "--data", str(raw / "processed.cleveland.data"),
+                _cli(["release", "dpot", "--request", str(request), "--data", str(raw / "processed.cleveland.data"),
                       *S, "--epsilon", str(eps), "--delta", str(DELTA), "--out", str(rel), *ledger])
-                text = _cli(["adapt", "dpot", "--release", str(rel), "--release", str(t / "basis.release"),
+                text = _cli(["adapt", "dpot", "--release", str(rel), "--own-release", str(request),
                              "--data", str(raw / "processed.hungarian.data"), *S, "--out", str(model)])
                 secs.append(time.perf_counter() - start)
                 acc.append(float(re.search(r"accuracy_on_target_labels = (\d\.\d+)", text).group(1)))
-                proto.append(float(re.search(r"prototypes_accuracy = (\d\.\d+)", text).group(1)))
                 kw = dict(epsilon=eps, delta=DELTA, classes=tuple(names))
                 dplr.append(float(np.mean(DPLogisticRegression(**kw).fit(src.X, names[src.y]).predict(tgt.X) == names[tgt.y])))
                 dpncm.append(float(np.mean(DPNearestClassMean(**kw).fit(src.X, names[src.y]).predict(tgt.X) == names[tgt.y])))
-            out["rows"].append({"epsilon": eps, "adapted": acc, "prototypes": proto, "dp_logreg": dplr,
+            out["rows"].append({"epsilon": eps, "adapted": acc, "dp_logreg": dplr,
                                 "dp_ncm": dpncm, "seconds": secs})
     return out
 
@@ -97,14 +100,13 @@ def table(res: dict, repeats: int) -> str:
         f"Cleveland ({res['n_source']} rows, protected) → Hungary ({res['n_target']} rows), accuracy on Hungary's "
         f"labels, mean ± std over {repeats} runs (fresh noise), δ = {DELTA:g}.",
         "",
-        "| ε | DPOT class statistics, two-party CLI | its DP prototypes alone | DP source-only logreg | DP source-only NCM |",
-        "|---|---|---|---|---|",
+        "| ε | DPOT, two-party CLI | DP source-only logreg | DP source-only NCM |",
+        "|---|---|---|---|",
     ]
     for row in res["rows"]:
-        lines.append(f"| {row['epsilon']:g} | {ms(row['adapted'])} | {ms(row['prototypes'])} | {ms(row['dp_logreg'])} | "
-                     f"{ms(row['dp_ncm'])} |")
+        lines.append(f"| {row['epsilon']:g} | {ms(row['adapted'])} | {ms(row['dp_logreg'])} | {ms(row['dp_ncm'])} |")
     lines += [
-        f"| ∞ (non-private) | {res['classstats_nonprivate']:.3f} (same pipeline, no noise) | | "
+        f"| ∞ (non-private) | {res['dpot_nonprivate']:.3f} (same pipeline, no noise) | "
         f"source-only LogisticRegression: {res['source_only_nonprivate']:.3f} | |",
     ]
     return "\n".join(lines) + "\n"

@@ -1,6 +1,6 @@
 """Kill loop over ``dpadapt release`` (issue 19, item 5): SIGKILL at random moments, then check the ledger.
 
-Each round starts ``dpadapt release dpot`` (the sound class-statistics release, noise drawn by
+Each round starts ``dpadapt release dpot`` (the sound release of class sums and counts for a request, noise drawn by
 :mod:`dpadapt.privacy.mechanisms`) on a fresh output name and kills it with SIGKILL at a random
 moment: half of the rounds anywhere in the run (uniform over the duration of a complete run), half
 in its privacy-relevant tail (uniform over the time between the reservation appearing in the
@@ -35,7 +35,8 @@ from dpadapt.release import Release, ReleaseError
 
 def _command(workdir: Path, out: str) -> list[str]:
     return [sys.executable, "-m", "dpadapt.cli.main", "release", "dpot", "--data", str(workdir / "source.npz"),
-            "--epsilon", "1", "--delta", "1e-6", "--n-classes", "3", "--out", str(workdir / out)]
+            "--request", str(workdir / "request.release"), "--epsilon", "1", "--delta", "1e-6", "--n-classes", "3",
+            "--out", str(workdir / out)]
 
 
 def _reserved(ledger: Path) -> bool:
@@ -58,9 +59,13 @@ def _usable_releases(workdir: Path, out: str) -> dict[str, str]:
 
 
 def setup(workdir: Path) -> dict[str, str]:
-    """A labelled source file and a ledger with a budget large enough for every round."""
+    """A labelled source file, the receiver's request for it and a ledger with a budget large enough for every round."""
+    from dpadapt import sound
+
     rng = np.random.default_rng(0)
     save_table(workdir / "source.npz", rng.normal(size=(300, 20)), np.arange(300) % 3)
+    config = sound.Config(epsilon=1.0, delta=1e-6, classes=(0, 1, 2), design="prototypes")
+    sound.request(rng.normal(size=(200, 20)), config, 300).save(workdir / "request.release")
     ledger = workdir / "ledger.sqlite"
     Ledger(ledger).set_budget("source", fingerprint(workdir / "source.npz"), 1e4, 1e-3)
     return dict(os.environ, DPADAPT_LEDGER=str(ledger))

@@ -110,7 +110,7 @@ class Release(container.SignedRecord):
     def load(
         cls,
         path: str | os.PathLike,
-        expect_method: str | None = None,
+        expect_method: str | tuple[str, ...] | None = None,
         expect_kind: str | None = None,
         trusted: Sequence[Any] = (),
         max_array_bytes: int = container.MAX_ARRAY_BYTES,
@@ -130,7 +130,8 @@ class Release(container.SignedRecord):
 
     @classmethod
     def _from_container(
-        cls, c: container.Container, where: str, expect_method: str | None = None, expect_kind: str | None = None
+        cls, c: container.Container, where: str, expect_method: str | tuple[str, ...] | None = None,
+        expect_kind: str | None = None,
     ) -> Release:
         meta = c.meta
         try:
@@ -149,8 +150,9 @@ class Release(container.SignedRecord):
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ReleaseError(f"{where}: malformed release header ({exc})") from None
-        if expect_method is not None and release.method != expect_method:
-            raise ReleaseError(f"{where}: a {release.method!r} release, expected {expect_method!r}")
+        methods = (expect_method,) if isinstance(expect_method, str) else expect_method
+        if methods is not None and release.method not in methods:
+            raise ReleaseError(f"{where}: a {release.method!r} release, expected {' or '.join(map(repr, methods))}")
         if expect_kind is not None and release.kind != expect_kind:
             raise ReleaseError(f"{where}: a {release.kind!r} release, expected {expect_kind!r}")
         return release

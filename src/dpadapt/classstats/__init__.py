@@ -2,7 +2,7 @@
 
 Three party steps:
 
-(a) :func:`basis` — the *unprotected* receiver (DPOT's target) sends the mean and top-k principal
+(a) :func:`basis` — the *unprotected* receiver sends the mean and top-k principal
     directions of its own mapped rows. It is a disclosure, not a DP release: its Guarantee has ε = ∞
     and says why that costs the target nothing in this setting (the target is not protected there).
     Without a basis (``k=0``) the source releases in the mapped feature space itself.
@@ -66,7 +66,7 @@ def plan(config: Config, facts: dict) -> Plan:
     return Plan(config.family, STATS_KIND, config, dict(facts), guarantee, {"sigma": sigma, "delta": delta})
 
 
-def basis(Xt, config: Config, *, family: str | None = None) -> Release:
+def basis(Xt, config: Config) -> Release:
     """The unprotected receiver's basis: mean and top-k principal directions of its mapped rows.
 
     ``Xt``: an array / sparse matrix, or a :class:`~dpadapt.stream.ChunkedSource` (read in a few passes,
@@ -78,7 +78,7 @@ def basis(Xt, config: Config, *, family: str | None = None) -> Release:
         check_features(Xt, "Xt (target)", allow_sparse=True), name="Xt (target)")
     mean, components = fit_basis_source(source, config.k, lambda X: row_map(X, config.use_log1p()))
     return Release(
-        method=family or config.family, kind=BASIS_KIND, owner="target",
+        method=config.family, kind=BASIS_KIND, owner="target",
         arrays={"mean": mean, "components": components}, guarantee=basis_disclosure("target"),
         params={"k": int(components.shape[1]), "log1p": config.use_log1p(), "n_features": int(source.n_features),
                 "sha256": _digest(mean, components), "disclosure": basis_disclosure("target").reasons[0]},
@@ -197,9 +197,9 @@ def _warn_if_noise_dominated(sums: np.ndarray, sigma: float) -> None:
         )
 
 
-def adapt(release_: Release, Xt, config: Config, *, basis_release: Release | None = None, family: str | None = None) -> ClassStatsModel:
+def adapt(release_: Release, Xt, config: Config, *, basis_release: Release | None = None) -> ClassStatsModel:
     """The receiver's step: prototypes from the noisy statistics, refined on its own rows."""
-    family = family or config.family
+    family = config.family
     if release_.method != family or release_.kind != STATS_KIND:
         raise ReleaseError(f"expected a {family}/{STATS_KIND} release, got {release_.method}/{release_.kind}")
     p = release_.params
@@ -226,24 +226,22 @@ def adapt(release_: Release, Xt, config: Config, *, basis_release: Release | Non
     return ClassStatsModel(np.asarray(p["classes"]), bool(p["log1p"]), mean, comp, r.centers, r.head, W, b)
 
 
-def run_parties(config: Config, Xs, ys, Xt, *, family: str | None = None) -> tuple[Release | None, Release, ClassStatsModel]:
+def run_parties(config: Config, Xs, ys, Xt) -> tuple[Release | None, Release, ClassStatsModel]:
     """All three steps in one process (basis → release → adapt), noise from a fresh NoiseSource."""
-    family = family or config.family
     _, noise = random_streams(config.random_state, reproducible_noise=config.reproducible_noise)
-    basis_rel = basis(Xt, config, family=family) if config.k else None
+    basis_rel = basis(Xt, config) if config.k else None
     k = basis_rel.params["k"] if basis_rel is not None else 0
     the_plan = plan(config, {"n_source": Xs.shape[0], "n_features": Xs.shape[1], "k": k})
-    the_plan = Plan(family, the_plan.kind, the_plan.config, the_plan.facts, the_plan.guarantee, the_plan.calibration)
     rel = release(the_plan, Xs, ys, noise, basis_release=basis_rel)
-    model = adapt(rel, Xt, config, basis_release=basis_rel, family=family)
+    model = adapt(rel, Xt, config, basis_release=basis_rel)
     return basis_rel, rel, model
 
 
-def contract_example(random_state: int, config_class: type[Config] = Config) -> tuple[Config, dict]:
+def contract_example(random_state: int) -> tuple[Config, dict]:
     """The family contract's example (``api.Family.example``): 60 labelled source rows, 40 target rows, k = 3."""
     from dpadapt.datasets.synthetic import contract_blobs
 
-    return config_class(epsilon=1.0, classes=(0, 1, 2), random_state=random_state, k=3), contract_blobs(random_state)
+    return Config(epsilon=1.0, classes=(0, 1, 2), random_state=random_state, k=3), contract_blobs(random_state)
 
 
 def contract_run(config: Config, data: dict) -> tuple[list[Release], ClassStatsModel]:

@@ -1,6 +1,6 @@
 """Target-side routines of the class-statistics design (post-processing of a release; no privacy cost).
 
-Plain functions, shared by the ``classstats`` and ``dpot`` families (and PRIMA's sound mode):
+Plain functions, shared by the ``classstats`` family, PRIMA's sound mode and the sound route's receiver:
 
 * :func:`fit_basis` — a basis (mean + top-k principal directions) of rows mapped by the public per-row
   map (:func:`dpadapt.stream.rows.row_map`; :func:`~dpadapt.stream.rows.project` maps rows onto it);

@@ -3,8 +3,8 @@
 Every Release the CLI writes carries, in its public ``params``, the fingerprint of the schema its
 owner's rows were mapped through (:meth:`dpadapt.tables.Schema.fingerprint`, ``None`` for data read
 without a schema) and the class names in index order; every model file carries the same in its
-metadata. ``adapt`` checks each release against the receiver's table, ``release --basis`` the basis
-against the source's table, ``score`` / ``predict`` the model against the data: a difference is refused
+metadata. ``adapt`` checks each release against the receiver's table, ``release --request`` / ``--map`` the
+receiver's file against the source's table, ``score`` / ``predict`` the model against the data: a difference is refused
 in one line that names it (``class order differs: …``, ``column chol: range … in the release, … in your
 schema``), before any private row is used. Files written before this check existed (no fingerprint) are
 refused when the data are read through a schema, since they cannot be checked.
@@ -75,7 +75,7 @@ def check_agreement(facts: dict[str, Any], table: Any, args: argparse.Namespace,
                     version: str | None = None) -> None:
     """Refuse ``table`` when the schema or the class names differ from the file's ``facts`` (one line).
 
-    ``facts``: a Release's ``params`` or a model's metadata; ``kind``: ``"release"``, ``"basis"``,
+    ``facts``: a Release's ``params`` or a model's metadata; ``kind``: ``"release"``, ``"map"``,
     ``"model"`` (the words of the message).
     """
     from dpadapt.tables import fingerprint_difference

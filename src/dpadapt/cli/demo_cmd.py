@@ -33,10 +33,11 @@ from dpadapt.cli.main import add_command
 #: Method arguments the demo uses unless --release-args / --adapt-args are given: small,
 #: fast settings for the generated 20-feature problem (not tuned on the held-out rows).
 DEMO_ARGS: dict[str, tuple[str, str]] = {
-    "dpot": ("--classes 0,1,2 --basis ../exchange/basis.release", "--own-release ../exchange/basis.release"),
+    method: ("--classes 0,1,2 --request ../exchange/request.release", "--own-release ../exchange/request.release")
+    for method in ("dpot", "sound")
 }
-#: Methods whose (unprotected) target first sends its basis (`dpadapt basis`).
-BASIS_FIRST = ("dpot",)
+#: Methods whose (unprotected) target first sends its release request (`dpadapt request`), with the design it asks for.
+REQUEST_FIRST = {"dpot": "prototypes", "sound": "auto"}
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -82,8 +83,10 @@ def run(args) -> int:
     method_release = shlex.split(default_release if args.release_args is None else args.release_args)
     method_adapt = shlex.split(default_adapt if args.adapt_args is None else args.adapt_args)
     steps = [
-        *([("target", ["basis", "--data", "target.npz", "--k", "20", "--out", "../exchange/basis.release"])]
-          if args.method in BASIS_FIRST and args.release_args is None else []),
+        *([("target", ["request", "--data", "target.npz", "--classes", "0,1,2", "--n-source", str(Xs.shape[0]),
+                       "--epsilon", f"{args.epsilon:g}", "--delta", f"{args.delta:g}",
+                       "--design", REQUEST_FIRST[args.method], "--out", "../exchange/request.release"])]
+          if args.method in REQUEST_FIRST and args.release_args is None else []),
         ("source", ["budget", "set", "--party", "source", "--data", "source.npz", "--label", "source.npz",
                     "--epsilon", f"{budget:g}", "--delta", f"{args.delta:g}"]),
         ("source", ["release", args.method, "--data", "source.npz", "--epsilon", f"{args.epsilon:g}",

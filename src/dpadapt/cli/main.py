@@ -30,7 +30,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "account": ("account_cmd", "ε for (σ, sampling, steps, δ), or the σ needed for a target ε"),
     "bench": ("bench_cmd", "run a benchmark suite and print measured vs paper numbers"),
     "request": ("request_cmd", "receiver of the sound default: design the release request on your own rows (a disclosure)"),
-    "basis": ("basis_cmd", "unprotected target: disclose its mean and PCA basis for the source's class statistics"),
     "slices": ("slices_cmd", "public source (DP-SWD): disclose its trained extractor, directions and bins for dpswd-marginals"),
     "schema": ("schema_cmd", "draft a table schema from public facts (column names), or check one"),
     "keys": ("keys_cmd", "create a signing key pair (give the public key to the other party)"),

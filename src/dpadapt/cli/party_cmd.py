@@ -110,7 +110,7 @@ def _add_ledger_arguments(p: argparse.ArgumentParser) -> None:
 
 def add_disclosure_arguments(p: argparse.ArgumentParser) -> None:
     """``--ledger``/``--dataset-id``/``--party``/``--declare-public`` of a command that discloses an
-    un-noised summary of its data (``dpadapt basis``, ``dpadapt slices``)."""
+    un-noised summary of its data (``dpadapt request``, ``dpadapt slices``)."""
     p.add_argument("--ledger", help="privacy-budget ledger file (default: $DPADAPT_LEDGER or the user data dir)")
     p.add_argument("--dataset-id", help="name of the dataset in the ledger (default: SHA-256 of the data file)")
     p.add_argument("--party", help="your party name in the ledger (default: the party this summary describes)")
@@ -119,7 +119,7 @@ def add_disclosure_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def add_receiver_disclosure(p: argparse.ArgumentParser, out_help: str) -> None:
-    """The options of a receiver's un-noised summary of its own table (``dpadapt basis``, ``dpadapt request``):
+    """The options of a receiver's un-noised summary of its own table (``dpadapt request``):
     the output file, the disclosure options and the table options; ``run`` set as the command."""
     p.add_argument("--out", required=True, help=out_help)
     p.add_argument("--force", action="store_true", help="overwrite an existing output file")
@@ -187,7 +187,7 @@ def _add_release_common(p: argparse.ArgumentParser) -> None:
 def _add_adapt_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--release", action="append", default=[], help="the other party's Release file (repeatable)")
     p.add_argument("--own-release", action="append", default=[], metavar="RELEASE",
-                   help="a Release file you wrote yourself, e.g. your basis from `dpadapt basis` (repeatable): "
+                   help="a Release file you wrote yourself, e.g. your request from `dpadapt request` (repeatable): "
                         "integrity-checked, but not required to be signed by a --trust key")
     p.add_argument("--data", required=True, help="your data file (.npz dense/CSR, .npy with --label-file, .csv, .parquet), read chunk by chunk")
     p.add_argument("--label-column", default="y", help="label column of a .csv/.parquet file (default y)")
@@ -234,12 +234,12 @@ def run_release(args: argparse.Namespace) -> int:
     key = sign_key(args)
     table = bound_rows_per_patient(load_data(args), args.rows_per_patient)
     check_release_delta(args, table, n_units(table) * args.rows_per_patient if args.rows_per_patient else None)
-    for option in ("basis", "map", "request"):  # the other party's public map / basis: computed through the same schema?
+    for option in ("map", "request"):  # the other party's public map / request: computed through the same schema?
         path = getattr(args, option, None)
         if path:  # its header only (no array inflated): the method verifies the whole file, with its own size bound
             meta = container.read_header(path)
             params = meta.get("params") if isinstance(meta.get("params"), dict) else {}
-            check_agreement(params, table, args, path, "basis" if option == "basis" else "map", meta.get("version"))
+            check_agreement(params, table, args, path, "map", meta.get("version"))
     out = _check_out(args.out, args.force)
     args.sign_key = key
     plan = (group_plan(commands, args, table, args.rows_per_patient) if args.rows_per_patient
@@ -494,7 +494,6 @@ def run_adapt(args: argparse.Namespace) -> int:
     table = load_data(args)
     for path, r in zip(args.release + args.own_release, releases):
         check_agreement(r.params, table, args, path, "release", r.version)
-    check_basis_given(args.release, releases)
     check_release_dimensions(releases, table)
     out = _check_out(args.out, args.force)
     if args.return_release:
@@ -608,19 +607,6 @@ def source_prior(releases: list[Release]) -> list[float] | None:
             floored = np.maximum(np.asarray(counts, dtype=np.float64), 1.0)
             return (floored / floored.sum()).tolist()
     return None
-
-
-def check_basis_given(paths: list[str], releases: list[Release]) -> None:
-    """A release computed in the receiver's basis needs that basis: say so (not "another basis") when it is missing."""
-    given = {r.params.get("sha256") for r in releases if r.kind == "target_basis"}
-    for path, r in zip(paths, releases):
-        wanted = r.params.get("basis_sha256")
-        if wanted and not given:
-            raise ValueError(f"{path} was released in your basis (sha256 {wanted[:12]}…), which was not given: add "
-                             "--own-release BASIS with the basis file `dpadapt basis` wrote for it")
-        if wanted and wanted not in given:
-            raise ValueError(f"{path} was released in a basis (sha256 {wanted[:12]}…) other than the one given "
-                             f"({', '.join(g[:12] + '…' for g in given if g)}): give the basis file this release was made in")
 
 
 def check_release_dimensions(releases: list[Release], table: Table) -> None:

@@ -3,7 +3,7 @@
 Every table is read through :mod:`dpadapt.stream` (:func:`load_data`): a :class:`StreamTable` holds the
 file's :class:`~dpadapt.stream.ChunkedSource` (its shape is known before any row is read) and gives the
 whole ``X`` / ``y`` only to a method that asks for them; a method that streams (``sound``, ``dpot``,
-``basis``) reads ``table.source`` chunk by chunk and never holds the file. With ``--schema`` a CSV /
+``request``) reads ``table.source`` chunk by chunk and never holds the file. With ``--schema`` a CSV /
 Parquet file is read through the declared public schema (:mod:`dpadapt.tables`): its fixed per-row map
 gives the features, the label column is mapped to indices into the public label set, and the ID column
 is carried to predictions. The public label set then also fills a method's ``--classes`` (as indices;

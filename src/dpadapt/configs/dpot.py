@@ -26,11 +26,11 @@ SOUND_ROWS_REFUSED = (
 class Config(classstats.Config):
     """DPOT's hyper-parameters: the class-statistics design (sound default) and the per-row design.
 
-    ``design="auto"`` is the class-statistics protocol in sound mode (target basis → ONE Gaussian
-    release of the source's class statistics → target refinement) and the published per-row
-    procedure in paper mode. ``design="rows"`` in sound mode keeps the per-row release (noisy
-    projected rows + randomized-response labels): sound but weak — each row carries noise far
-    larger than itself (11.6 % on DeCAF6 D→W at ε = 20).
+    ``design="auto"`` is, in sound mode, the sound route's prototypes design (the target's request →
+    ONE Gaussian release of the source's class sums and counts → the prototypes refined by OT on the
+    target's rows: :func:`dpadapt.transport.da.sound_config`), and the published per-row procedure in paper
+    mode. ``design="rows"`` is refused in sound mode (:data:`SOUND_ROWS_REFUSED`). ``k`` and ``refinement``
+    (inherited) are not read in sound mode, and refused when set.
     """
 
     family = "dpot"

@@ -1,8 +1,9 @@
 """Optimal-transport methods.
 
-* DPOT (family ``dpot``): sound mode is the class-statistics protocol (:mod:`dpadapt.classstats`);
-  the per-row DPOT/DPDA release (LeTien et al. 2019) and the non-private OTDA baseline
-  (:mod:`.dpot`, :mod:`.da`).
+* DPOT (family ``dpot``): sound mode is a post-processing of the sound route's request and release
+  (:mod:`dpadapt.sound`, the ``prototypes`` design: DP class prototypes refined by entropic OT on the
+  receiver's rows); the per-row DPOT/DPDA release (LeTien et al. 2019, paper mode) and the non-private
+  OTDA baseline (:mod:`.dpot`, :mod:`.da`).
 * Sliced Wasserstein and DP-SWD (Rakotomamonjy & Ralaivola 2021) in :mod:`dpadapt.transport.swd`.
 """
 
@@ -12,7 +13,7 @@ from dpadapt.transport.coupling import (
     normalised_cost,
     solve_ot,
 )
-from dpadapt.transport.da import OTDA, Config, DPOTAdaptation, DPOTAdapter, adapt, adapt_dpot, plan, release
+from dpadapt.transport.da import OTDA, Config, DPOTAdaptation, DPOTAdapter, adapt, adapt_dpot, contract_example, contract_run, plan
 from dpadapt.transport.dpot import (
     DPOTSourcePlan,
     draw_projection,
@@ -28,7 +29,6 @@ __all__ = [
     "Config",
     "adapt",
     "plan",
-    "release",
     "DPOTAdaptation",
     "DPOTAdapter",
     "DPOTSourcePlan",
@@ -45,14 +45,13 @@ __all__ = [
     "solve_ot",
 ]
 
-import functools  # noqa: E402
-
+from dpadapt import sound  # noqa: E402
 from dpadapt.api import Family, register  # noqa: E402
-from dpadapt.classstats import contract_example, contract_run  # noqa: E402
 
 register(Family(
-    name="dpot", config=Config, protected=("source",), plan=plan, release=release, adapt=adapt,
-    estimator=DPOTAdapter, summary="DPOT: target basis → source DP class statistics → target refinement (sound); per-row release (weak / paper)",
-    example=functools.partial(contract_example, config_class=Config), run_parties=contract_run,
-    public_arrays=("mean", "components"), noisy_arrays=("sums", "counts"),
+    name="dpot", config=Config, protected=("source",), plan=plan, release=sound.release, adapt=adapt,
+    estimator=DPOTAdapter, summary="DPOT: the receiver's prototypes request → the source's ONE Gaussian of class sums and "
+                                   "counts → prototypes refined by OT (sound); per-row release (paper)",
+    example=contract_example, run_parties=contract_run, public_arrays=("mean", "components"),
+    noisy_arrays=("sums", "counts"),
 ))

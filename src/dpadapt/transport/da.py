@@ -1,6 +1,12 @@
-"""DPDA target party step, the :class:`DPOTAdapter` estimator and the non-private :class:`OTDA`.
+"""DPOT's party steps, the :class:`DPOTAdapter` estimator and the non-private :class:`OTDA`.
 
-Target step (:func:`adapt_dpot`, post-processing of a DPOT release): project the target rows
+Sound mode (:func:`plan`, :func:`adapt`, :func:`run_parties`): the sound route's request and release
+(:mod:`dpadapt.sound`) with DPOT's receiver step, the ``prototypes`` design — the target's request (its basis),
+the source's ONE Gaussian release of class sums and counts in it, the DP prototypes refined by entropic OT on
+the target's rows. The CLI (``dpadapt request --design prototypes`` → ``release dpot`` → ``adapt dpot``) runs
+the same functions.
+
+Per-row target step (paper mode; :func:`adapt_dpot`, post-processing of a DPOT per-row release): project the target rows
 with the public M (after the same public per-row preprocessing as the source), build the
 debiased cost, solve OT per released block (whole batch, or one minibatch per step against a
 fresh target minibatch), map every released source row to its barycentric image in the
@@ -20,7 +26,7 @@ import numpy as np
 from sklearn.pipeline import Pipeline
 from sklearn.utils.validation import check_is_fitted
 
-from dpadapt import classstats
+from dpadapt import sound
 from dpadapt.api import ConfigError, ConfigEstimator
 from dpadapt.base import DAEstimator
 from dpadapt.configs.dpot import Config
@@ -255,20 +261,67 @@ def adapt_dpot(
     )
 
 
+#: DPOT's receiver step in sound mode: the sound route's ``prototypes`` design (:mod:`dpadapt.sound`), whose
+#: post-processing refines the DP class prototypes by entropic OT between the receiver's rows and the classes.
+SOUND_DESIGN = "prototypes"
+
+
+def sound_config(config: Config) -> sound.Config:
+    """DPOT's sound mode as a Config of the sound route: the same (ε, δ), label set, relation, seed and per-row map,
+    with the receiver's request pinned to the :data:`SOUND_DESIGN`. Refuses the DPOT options sound mode does not read."""
+    defaults = {f.name: f.default for f in dataclasses.fields(Config)}
+    ignored = [name for name in ("k", "refinement") if getattr(config, name) != defaults[name]]
+    if ignored:
+        raise ConfigError(f"{', '.join(ignored)} are not read in sound mode: the sound design sizes the basis from the "
+                          "public noise level and the rows, and the transport step is the refinement")
+    feature_type = config.feature_type if config.log1p == "auto" else ("counts" if config.log1p == "true" else "dense")
+    return sound.Config(epsilon=config.epsilon, delta=config.delta, classes=config.classes,
+                        random_state=config.random_state, reproducible_noise=config.reproducible_noise,
+                        relation=config.relation, feature_type=feature_type, design=SOUND_DESIGN)
+
+
+def check_request(request_: Release | sound.Request) -> sound.Request:
+    """The receiver's request, refused (one line) unless it asks for DPOT's receiver step (:data:`SOUND_DESIGN`)."""
+    req = request_ if isinstance(request_, sound.Request) else sound.Request.from_release(request_)
+    if req.design.get("design") != SOUND_DESIGN:
+        raise ReleaseError(f"the request is for the {req.design.get('design')!r} design; DPOT's receiver step is the "
+                           f"{SOUND_DESIGN!r} design (`dpadapt request --design {SOUND_DESIGN}`), or answer this request "
+                           "with `dpadapt release sound`")
+    return req
+
+
 def plan(config: Config, facts: dict):
-    """The plan of the source's release (class-statistics design; see :func:`dpadapt.classstats.plan`)."""
-    return dataclasses.replace(classstats.plan(config, facts), family="dpot")
+    """(source, before any row is read) σ and the Guarantee of its release for the receiver's ``facts["request"]``
+    (:func:`dpadapt.sound.plan` of :func:`sound_config`)."""
+    check_request(facts["request"])
+    return sound.plan(sound_config(config), facts)
 
 
-def release(plan_, Xs, ys, noise, *, basis_release=None, client=None, label_column: str = "y") -> Release:
-    """The source's class-statistics release in the target's basis (:func:`dpadapt.classstats.release`; a Dask
-    collection is summed on ``client``'s cluster)."""
-    return classstats.release(plan_, Xs, ys, noise, basis_release=basis_release, client=client, label_column=label_column)
+def adapt(releases: list[Release], Xt, config: Config | None = None) -> sound.SoundModel:
+    """(receiver) DPOT's step on the sources' releases of its prototypes request (:func:`dpadapt.sound.adapt`)."""
+    for r in releases:
+        if r.kind == sound.REQUEST_KIND:
+            check_request(r)
+    return sound.adapt(releases, Xt, None if config is None else sound_config(config))
 
 
-def adapt(release_: Release, Xt, config: Config, *, basis_release=None):
-    """The target's step on a class-statistics release (:func:`dpadapt.classstats.adapt`)."""
-    return classstats.adapt(release_, Xt, config, basis_release=basis_release, family="dpot")
+def run_parties(config: Config, Xs, ys, Xt) -> tuple[Release, Release, sound.SoundModel]:
+    """Sound mode in one process (:func:`dpadapt.sound.run_parties` of :func:`sound_config`): the request, the
+    source's release, the receiver's model."""
+    req, (rel,), model = sound.run_parties(sound_config(config), [(Xs, ys)], Xt)
+    return req, rel, model
+
+
+def contract_example(random_state: int) -> tuple[Config, dict]:
+    """The family contract's example: 60 labelled source rows, 40 target rows (``contract_blobs``)."""
+    from dpadapt.datasets.synthetic import contract_blobs
+
+    return Config(epsilon=1.0, classes=(0, 1, 2), random_state=random_state), contract_blobs(random_state)
+
+
+def contract_run(config: Config, data: dict) -> tuple[list[Release], sound.SoundModel]:
+    req, rel, model = run_parties(config, data["Xs"], data["ys"], data["Xt"])
+    return [req, rel], model
 
 
 class DPOTAdapter(ConfigEstimator):
@@ -277,8 +330,12 @@ class DPOTAdapter(ConfigEstimator):
     Sound mode (default): the sound route (:mod:`dpadapt.sound`) with DPOT's transport step as the
     post-processing — the unprotected target sends its request (mean and top-k basis, k from the
     design rule), the source releases per-class sums and counts of its rows in that basis as ONE
-    Gaussian (record-level (ε, δ)-DP, labels included, Δ = 2 replace-one), the target refines the DP
-    prototypes on its own rows by entropic OT. After fitting: ``request_``, ``release_``, ``model_``. ``design="rows"``: the per-row release (weak).
+    Gaussian (record-level (ε, δ)-DP, labels included, Δ = 2 replace-one; analytic Gaussian, Balle & Wang
+    2018, Thm. 8), the target refines the DP prototypes on its own rows by entropic OT (each row to the class
+    it sends most mass to, :func:`dpadapt.sound.receiver.prototypes_ot`) and re-estimates its class prior
+    on them; post-processing, no further cost. The CLI's ``request --design prototypes`` → ``release dpot``
+    → ``adapt dpot`` give the same model. After fitting: ``request_``, ``release_``, ``model_``. ``design="rows"``
+    (the per-row release) is refused in sound mode.
     Paper mode: the published procedure (LeTien et al. 2019), its guarantee marked invalid.
     ``classes`` (the public label set) is required in sound mode; δ defaults to 1/(10 n_s) and
     δ ≥ 1/n_s is refused in sound mode.
@@ -302,24 +359,15 @@ class DPOTAdapter(ConfigEstimator):
 def _fit_classstats(est: DPOTAdapter, c: Config, Xs, ys, Xt, yt) -> DPOTAdapter:
     """Sound mode: DPOT's transport step as a post-processing of the sound route (:mod:`dpadapt.sound`) — the
     receiver's request (its basis, k from the rule of :mod:`dpadapt.sound.design`), ONE Gaussian release of the
-    source's class sums and counts, the DP prototypes refined by entropic OT on the receiver's rows."""
-    from dpadapt import sound
-
-    defaults = {f.name: f.default for f in dataclasses.fields(Config)}
-    ignored = [name for name in ("k", "refinement") if getattr(c, name) != defaults[name]]
-    if ignored:
-        raise ConfigError(f"{', '.join(ignored)} are not read in sound mode: the sound design sizes the basis from the "
-                          "public noise level and the rows, and the transport step is the refinement")
+    source's class sums and counts, the DP prototypes refined by entropic OT on the receiver's rows
+    (:func:`run_parties`; the CLI's ``request`` → ``release dpot`` → ``adapt dpot`` are the same steps)."""
+    config = sound_config(c)
     Xs, ys, Xt, _ = est._check_domains(Xs, ys, Xt, None, allow_sparse=True)
-    feature_type = c.feature_type if c.log1p == "auto" else ("counts" if c.log1p == "true" else "dense")
-    config = sound.Config(epsilon=c.epsilon, delta=c.delta, classes=c.classes, random_state=c.random_state,
-                          reproducible_noise=c.reproducible_noise, relation=c.relation, feature_type=feature_type,
-                          design="prototypes")
     start = time.perf_counter()
-    est.request_, (est.release_,), est.model_ = sound.run_parties(config, [(Xs, ys)], Xt)
+    est.request_, est.release_, est.model_ = run_parties(c, Xs, ys, Xt)
     est.seconds_ = {"total": time.perf_counter() - start}
     est.classes_ = est.model_.classes_
-    est._set_guarantees(*([est.release_.guarantee] if c.private else []))
+    est._set_guarantees(*([est.release_.guarantee] if config.private else []))
     return est
 
 

@@ -1,9 +1,9 @@
 """DPOT source party, per-row design: Johnson–Lindenstrauss projection + Gaussian noise on the source rows.
 
-Sound DPOT defaults to the class-statistics protocol (:mod:`dpadapt.classstats`, ``design="auto"``
-in :class:`dpadapt.transport.DPOTAdapter`). This module is the per-row release, kept as
-``design="rows"`` and for paper mode: in sound mode it is *weak* — every row carries noise far
-larger than the row itself (≈ 11 % on DeCAF6 D↔W at ε = 20, chance level).
+Sound DPOT is the sound route's prototypes design (:mod:`dpadapt.sound`, ``design="auto"`` in
+:class:`dpadapt.transport.DPOTAdapter`). This module is the per-row release of paper mode (``design="rows"``);
+the estimator and the CLI refuse it in sound mode — the whole-batch release is *weak* (every row carries noise far larger than the row
+itself: ≈ 11 % on DeCAF6 D↔W at ε = 20, chance level) and the minibatch accounting does not hold.
 
 LeTien, Habrard & Sebban (IJCAI 2019), Algorithms 1–2, with the fixes of spec ``01-dpot`` §7.
 

@@ -1,7 +1,7 @@
 """DPOT / DPDA benchmarks (LeTien, Habrard & Sebban, IJCAI 2019).
 
-Sound DPOT is the class-statistics protocol (rows ``dpot-cs``: target basis → ONE Gaussian release
-of the source's class statistics → target refinement; defaults fixed on GoogLeNet1024/SURF pairs).
+Sound DPOT (rows ``dpot-cs``) is the sound route's prototypes design: the target's request → ONE Gaussian
+release of the source's class sums and counts → the prototypes refined by OT on the target's rows.
 Every table also reports, at the same (ε, δ), the DP source-only baselines ``dp-ncm`` (nearest class
 mean) and ``dp-logreg`` (noisy full-batch GD). The sound per-row release is refused;
 the per-row procedure runs in paper mode only, with a "paper mode without noise" twin.
@@ -141,14 +141,12 @@ def _classstats_runner(dataset: str, source: str, target: str, eps: float | None
     return run
 
 
-def _classstats_tasks(suite: str, dataset: str, source: str, target: str, eps: float, quick: bool,
+def _classstats_tasks(suite: str, dataset: str, source: str, target: str, eps: float,
                       paper_row: str | None = None) -> list[BenchTask]:
-    """Sound DPOT (class statistics), its non-private counterpart and the DP source-only baselines."""
+    """Sound DPOT (the sound route's prototypes design), its non-private counterpart and the DP source-only baselines."""
     name = task_name(dataset, source, target)
     n_s = len(cached_pair(dataset, source, target).ys)
     rows = [("dpot-cs", {}, DPOTAdapter), ("dp-ncm", {}, DPNearestClassMean), ("dp-logreg", {}, DPLogisticRegression)]
-    if not quick:
-        rows += [(f"dpot-cs-{r}", {"refinement": r}, DPOTAdapter) for r in ("kmeans", "ot+st", "none")]
     tasks = [
         BenchTask(suite, name, method, "sound", _classstats_runner(dataset, source, target, eps, est, **kw),
                   epsilon=eps, delta=_delta(n_s), params=kw, paper_row=paper_row if method == "dpot-cs" else None)
@@ -275,10 +273,10 @@ def build_table1(quick: bool, epsilons=None) -> list[BenchTask]:
     tasks = []
     for s, t in pairs:
         eps = float(epsilons[0]) if epsilons else PAPER_EPSILON[s]
-        tasks += _classstats_tasks("dpot", "decaf6", s, t, eps, quick,
+        tasks += _classstats_tasks("dpot", "decaf6", s, t, eps,
                                    paper_row="DPDA-mb-logreg" if quick else "DPDA-mb-mlp")
         if quick:
-            tasks += _classstats_tasks("dpot", "decaf6", s, t, 2.0, quick)[:3]
+            tasks += _classstats_tasks("dpot", "decaf6", s, t, 2.0)[:3]
         tasks += _pair_tasks("dpot", "decaf6", s, t, eps, heads, variants)
     return tasks
 
@@ -296,7 +294,7 @@ def build_office(quick: bool, epsilons=None) -> list[BenchTask]:
             # the paper's minibatch protocol (T·B ≈ 20k training images for A/C sources) takes minutes per
             # run on 2 shared cores; it is measured on DeCAF (suite ``dpot``) only
             variants = ("paper",)
-            tasks += _classstats_tasks("dpot-office", dataset, s, t, eps, True)
+            tasks += _classstats_tasks("dpot-office", dataset, s, t, eps)
             tasks += _pair_tasks(
                 "dpot-office", dataset, s, t, eps, ("logreg",), variants
             )
@@ -325,7 +323,7 @@ def build_sweep(quick: bool, epsilons=None) -> list[BenchTask]:
     head = "logreg"
     tasks = []
     for eps in eps_list + sound_extra:
-        tasks += _classstats_tasks("dpot-sweep", dataset, s, t, eps, True)[:3]
+        tasks += _classstats_tasks("dpot-sweep", dataset, s, t, eps)[:3]
         rows = []  # the sound per-row variants are refused (the class-statistics rows above)
         if eps in eps_list:
             rows += [("dpda", "paper", {"privacy_mode": "paper"})]

@@ -77,11 +77,12 @@ class MethodCommands:
     #: (``--data`` included; ``--epsilon/--delta/--out/--seed`` are added). Default: ``--data source``.
     example_release_args: Callable[[dict[str, Path]], list[str]] | None = None
     #: The ``method`` its Release files carry when it differs from ``name`` (``dpswd-marginals`` reads and
-    #: writes ``dpswd`` releases); ``adapt`` accepts only releases of this method.
-    release_method: str | None = None
+    #: writes ``dpswd`` releases; ``dpot`` the ``sound`` request and release, or its own per-row release);
+    #: ``adapt`` accepts only releases of this method (or these methods).
+    release_method: str | tuple[str, ...] | None = None
 
-    def file_method(self) -> str:
-        """The ``method`` of this method's Release files."""
+    def file_method(self) -> str | tuple[str, ...]:
+        """The ``method`` (or methods) of this method's Release files."""
         return self.release_method or self.name
 
 

@@ -1,14 +1,18 @@
 """``dpadapt release dpot`` (source) and ``dpadapt adapt dpot`` (target).
 
-Sound mode (default): the class-statistics protocol in three steps —
+Sound mode (default): the sound route's request and release (:mod:`dpadapt.cli.methods.sound`) with DPOT's
+receiver step, the same three steps as :class:`~dpadapt.transport.DPOTAdapter`:
 
-1. target: ``dpadapt basis --data target.npz --k 20 --out basis.release`` (a disclosure of the
-   unprotected target, not charged to any budget);
-2. source: ``dpadapt release dpot --basis basis.release --data source.npz --classes 0,...,9
-   --epsilon E --delta D --out stats.release`` — ONE Gaussian release of per-class sums and counts,
-   planned (σ, Guarantee) before any noise, charged to the source's ledger;
-3. target: ``dpadapt adapt dpot --release stats.release --release basis.release --data target.npz
-   --out model.dpadapt``.
+1. target: ``dpadapt request --design prototypes --data target.npz --classes 0,...,9 --n-source N --epsilon E
+   --delta D --out request.release`` (a disclosure of the unprotected target, charged to no budget);
+2. source: ``dpadapt release dpot --request request.release --data source.npz --classes 0,...,9
+   --epsilon E --delta D --out stats.release`` — the request checked as untrusted input (a prototypes request
+   for the source's own label set) before the ledger is touched, then ONE Gaussian release of per-class sums
+   and counts in the request's space, planned (σ, Guarantee) before any noise, charged to the source's ledger
+   (a Parquet dataset is summed on a Dask cluster with ``--scheduler`` / ``--workers``);
+3. target: ``dpadapt adapt dpot --release stats.release --own-release request.release --data target.npz
+   --out model.dpadapt`` — the DP prototypes refined by entropic OT on the target's rows
+   (:func:`dpadapt.sound.receiver.prototypes_ot`).
 
 ``--privacy-mode paper`` keeps the published per-row release of noisy projected rows (flagged
 invalid); sound mode refuses ``--design rows`` (its minibatch accounting does not hold
@@ -23,7 +27,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dpadapt.cli.cluster import add_cluster_arguments, client, on_cluster
+from dpadapt.cli.cluster import add_cluster_arguments, on_cluster
 from dpadapt.cli.config_options import add_config_options, add_option, config_from_args
 from dpadapt.cli.methods import AdaptOutcome, PlannedRelease, register_module
 from dpadapt.configs.dpot import Config
@@ -41,19 +45,19 @@ def _classes(args: argparse.Namespace) -> tuple | None:
     return None
 
 
-#: the source's options (class-statistics design, then the per-row design); ``k`` comes from the basis
-RELEASE_OPTIONS = ("privacy_mode", "design", "classes", "feature_type", "log1p", "relation", "batch_size",
-                   "noise_multiplier", "steps", "label_epsilon", "labels", "proj_dim", "projection", "row_norm",
-                   "clip_norm")
-#: the target's options (refinement of the class-statistics design; OT and head of the per-row design)
-ADAPT_OPTIONS = ("classes", "refinement", "ot_method", "reg_e", "reg_g", "head", "target_batch_size")
+#: the source's options (sound mode: the relation; the per-row design of paper mode: the rest); the request fixes
+#: the per-row map and the basis
+RELEASE_OPTIONS = ("privacy_mode", "design", "classes", "relation", "batch_size", "noise_multiplier", "steps",
+                   "label_epsilon", "labels", "proj_dim", "projection", "row_norm", "clip_norm")
+#: the target's options (OT and head of the per-row design; sound mode's step is fixed by the request)
+ADAPT_OPTIONS = ("ot_method", "reg_e", "reg_g", "head", "target_batch_size")
 
 
 def add_release_arguments(parser: argparse.ArgumentParser) -> None:
     add_config_options(parser, Config, RELEASE_OPTIONS)
     add_option(parser, "--n-classes", type=int, default=None, help="public label set 0..N-1 (instead of --classes)")
-    add_option(parser, "--basis", default=None,
-               help="the target's basis Release (from `dpadapt basis`); omit for k = 0 (no basis)")
+    add_option(parser, "--request", default=None,
+               help="sound mode: the receiver's release request (`dpadapt request --design prototypes`)")
     add_cluster_arguments(parser)
 
 
@@ -63,44 +67,53 @@ def _config(args, **extra) -> Config:
 
 def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
     """Compute the Guarantee from public quantities; ``execute`` draws the noise."""
-    from dpadapt.classstats import _check_basis, label_indices
-    from dpadapt.privacy.mechanisms import random_streams
-    from dpadapt.release import Release, ReleaseError
-    from dpadapt.transport import da as dpot_family
-    from dpadapt.transport.dpot import execute_dpot_source, plan_dpot_source
-    from dpadapt.validation import check_features, check_labels
+    config = _config(args)
+    if config.resolved_design() == "classstats":
+        return _plan_sound_release(args, table)
+    if args.request:
+        raise ValueError("--request is the sound mode's: paper mode (the per-row design) releases without a request")
+    return _plan_rows_release(args, table, config)
 
-    cluster = on_cluster(args, table)
-    if not cluster and not table.source.labelled:
+
+def _plan_sound_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
+    """The receiver's request checked as untrusted input (a prototypes request for this source's own label set), then
+    the sound route's release of it (:func:`dpadapt.cli.methods.sound.plan_statistics_release`)."""
+    from dpadapt.cli.methods import sound as sound_cli
+    from dpadapt.release import Release
+    from dpadapt.sound.request import KIND, Request
+    from dpadapt.transport.da import check_request
+
+    if not args.request:
+        raise ValueError("sound mode answers the receiver's request: give --request FILE (the target makes it with "
+                         "`dpadapt request --design prototypes`)")
+    if not on_cluster(args, table) and not table.source.labelled:
         from dpadapt.cli.table_options import missing_labels
 
         raise missing_labels(table, args)
-    n, d = table.n_rows, table.n_features
-    basis = Release.load(args.basis, expect_method="dpot") if args.basis else None
-    if basis is not None:  # untrusted input, checked before the ledger is touched or a private row mapped
-        _check_basis_file(args.basis, basis, d, table.path)
-        _check_basis(basis, "dpot", d)
-    k = int(basis.params["k"]) if basis is not None else 0
-    config = _config(args, k=k)
-    if config.resolved_design() == "classstats":  # streamed: the rows are read chunk by chunk when the plan runs
-        if basis is not None and bool(basis.params["log1p"]) != config.use_log1p():
-            raise ReleaseError("the basis was computed with another --feature-type than this release")
-        plan = dpot_family.plan(config, {"n_source": n, "n_features": d, "k": k})
-        _, noise = random_streams(args.seed)
-        if not cluster:
-            return PlannedRelease(plan.guarantee, lambda: dpot_family.release(plan, table.source, None, noise, basis_release=basis))
+    args.classes = _classes(args)
+    own = sound_cli.own_classes(table, args)
+    received = Release.load(args.request, expect_method="sound", expect_kind=KIND,
+                            max_array_bytes=sound_cli.request_bytes(table.n_features))
+    req = check_request(Request.from_release(received, n_features=table.n_features))
+    return sound_cli.plan_statistics_release(args, table, own, req)
 
-        def on_the_cluster() -> Release:  # a Parquet dataset: mapped, clipped and summed on the workers
-            from dpadapt.stream.dask_engine import read_parquet
 
-            with client(args) as c:
-                return dpot_family.release(plan, read_parquet(table.path, table.label_column), None, noise,
-                                           basis_release=basis, client=c, label_column=table.label_column)
+def _plan_rows_release(args: argparse.Namespace, table: Table, config: Config) -> PlannedRelease:
+    """The per-row design (paper mode): noisy projected rows and the label histogram, read in this process."""
+    from dpadapt.classstats import label_indices
+    from dpadapt.privacy.mechanisms import random_streams
+    from dpadapt.release import Release
+    from dpadapt.transport.dpot import execute_dpot_source, plan_dpot_source
+    from dpadapt.validation import check_features, check_labels
 
-        return PlannedRelease(plan.guarantee, on_the_cluster)
-    if cluster:
+    if on_cluster(args, table):
         raise ValueError(f"{table.path}: the per-row design (--design rows) reads the rows in this process; a Parquet "
-                         "dataset on a cluster is released by the class-statistics design")
+                         "dataset on a cluster is released in sound mode")
+    if not table.source.labelled:
+        from dpadapt.cli.table_options import missing_labels
+
+        raise missing_labels(table, args)
+    n = table.n_rows
     X = check_features(table.X, "source data")
     y = check_labels(table.y, n, "source labels", classes=_classes(args))
     classes = config.classes or tuple(range(int(y.max()) + 1))  # the per-row design runs in paper mode only
@@ -121,18 +134,6 @@ def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
     return PlannedRelease(plan.guarantee, execute)
 
 
-def _check_basis_file(path: str, basis: Release, n_features: int, data_path) -> None:
-    """The --basis file is the receiver's basis, computed in this data's feature space."""
-    from dpadapt.release import ReleaseError
-
-    if basis.kind != "target_basis" or "k" not in basis.params:
-        raise ReleaseError(f"{path}: a {basis.method}/{basis.kind} release, not a basis (make one with `dpadapt basis`)")
-    width = basis.params.get("n_features")
-    if width is not None and int(width) != n_features:
-        raise ValueError(f"{data_path} has {n_features} features but the basis {path} was computed on data with {width}; "
-                         "both parties must map their rows the same way (the same --schema)")
-
-
 def add_adapt_arguments(parser: argparse.ArgumentParser) -> None:
     add_option(parser, "--seed", type=int, default=None, help="target-side seed (minibatches, classifier)")
     add_config_options(parser, Config, ADAPT_OPTIONS)
@@ -141,42 +142,59 @@ def add_adapt_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def adapt(args: argparse.Namespace, table: Table, releases: list[Release]) -> AdaptOutcome:
-    """Adapt to the target table with the source's release (and the target's own basis)."""
+    """Adapt to the target table with the source's release: in sound mode with the target's own request
+    (DPOT's receiver step, :func:`dpadapt.cli.methods.sound.adapt` on a checked prototypes request)."""
+    from dpadapt import sound
     from dpadapt.transport import da as dpot_family
     from dpadapt.validation import check_features
 
-    stats = [r for r in releases if r.kind in ("class_statistics", "source_projection")]
-    basis = [r for r in releases if r.kind == "target_basis"]
-    if len(stats) != 1 or len(basis) > 1:
-        raise ValueError(f"adapt dpot needs one source release (and at most one basis), got {[r.kind for r in releases]}")
-    release = stats[0]
-    metrics: dict[str, float] = {}
+    if any(r.method == "sound" for r in releases):
+        kinds = [r.kind for r in releases]
+        if sound.REQUEST_KIND not in kinds:
+            raise ValueError("the source's release answers your request: add --own-release REQUEST (the file "
+                             "`dpadapt request --design prototypes` wrote)")
+        if any(r.method != "sound" for r in releases) or set(kinds) != {sound.REQUEST_KIND, sound.STATS_KIND}:
+            raise ValueError("adapt dpot in sound mode needs the source's release (--release) and your request "
+                             f"(--own-release); got {[f'{r.method}/{r.kind}' for r in releases]}")
+        for r in releases:
+            if r.kind == sound.REQUEST_KIND:
+                dpot_family.check_request(r)
+        from dpadapt.cli.methods import sound as sound_cli
+
+        return sound_cli.adapt(args, table, releases)
+    if len(releases) != 1 or releases[0].kind != "source_projection":
+        raise ValueError(f"adapt dpot needs one source release, got {[r.kind for r in releases]}")
+    release = releases[0]
     config = config_from_args(Config, args)
-    if release.kind == "class_statistics":
-        model = dpot_family.adapt(release, table.X, config, basis_release=basis[0] if basis else None)
-    else:
-        result = dpot_family.adapt_dpot(
-            release, table.X, table.y if args.use_target_labels else None, ot_method=config.ot_method,
-            reg_e=config.reg_e, reg_g=config.reg_g, head=config.head, target_batch_size=config.target_batch_size,
-            random_state=config.random_state,
-        )
-        model = result.model
-        metrics = {"w_tilde": result.w_tilde, "n_training_images": float(result.images.shape[0])}
+    result = dpot_family.adapt_dpot(
+        release, table.X, table.y if args.use_target_labels else None, ot_method=config.ot_method,
+        reg_e=config.reg_e, reg_g=config.reg_g, head=config.head, target_batch_size=config.target_batch_size,
+        random_state=config.random_state,
+    )
+    model = result.model
+    metrics = {"w_tilde": result.w_tilde, "n_training_images": float(result.images.shape[0])}
     if table.y is not None and np.any(table.y >= 0):
         known = table.y >= 0
-        X = table.X[known] if release.kind == "class_statistics" else check_features(table.X)[known]
-        metrics["accuracy_on_target_labels"] = float(np.mean(model.predict(X) == table.y[known]))
-        if release.kind == "class_statistics" and config.refinement != "none":
-            # the baseline the release itself gives: its DP class prototypes, no refinement (post-processing)
-            plain = dpot_family.adapt(release, table.X, config.replace(refinement="none"),
-                                      basis_release=basis[0] if basis else None)
-            metrics["prototypes_accuracy"] = float(np.mean(plain.predict(X) == table.y[known]))
+        metrics["accuracy_on_target_labels"] = float(np.mean(model.predict(check_features(table.X)[known]) == table.y[known]))
     return AdaptOutcome(model=model, guarantees={"source": release.guarantee}, metrics=metrics)
+
+
+def _example(files: dict) -> list[str]:
+    """Generic tests: a prototypes request made here from the target file for the source file's rows (3 classes)."""
+    from dpadapt import sound
+    from dpadapt.io import load_table
+
+    source, target = load_table(files["source"]), load_table(files["target"])
+    out = files["target"].parent / "dpot-request.release"
+    if not out.exists():
+        cfg = sound.Config(epsilon=4.0, delta=1.0 / (10 * source.X.shape[0]), classes=(0, 1, 2), design="prototypes")
+        sound.request(target.X, cfg, source.X.shape[0]).save(out)
+    return ["--data", str(files["source"]), "--request", str(out), "--n-classes", "3"]
 
 
 COMMANDS = register_module(
     __name__,
-    "DPOT: source DP class statistics in the target's basis (sound); per-row release (weak / paper)",
-    # generic tests: the 3-class generated source, no basis (class statistics in the feature space)
-    example_release_args=lambda files: ["--data", files["source"], "--n-classes", "3"],
+    "DPOT: the target's prototypes request → the source's DP class sums and counts → prototypes refined by OT on "
+    "the target's rows (sound); per-row release (paper)",
+    example_release_args=_example, release_method=("sound", "dpot"),
 )

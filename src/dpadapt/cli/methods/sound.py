@@ -80,14 +80,11 @@ def request_bytes(n_features: int) -> int:
 def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
     """The request validated, then the Guarantee from public quantities (the table's shape); ``execute`` reads the
     rows chunk by chunk (never the whole file) and draws the noise once."""
-    from dpadapt import sound
-    from dpadapt.privacy.mechanisms import random_streams
     from dpadapt.release import Release
     from dpadapt.sound import scores
     from dpadapt.sound.request import Request
 
-    cluster = on_cluster(args, table)
-    if not cluster and not table.source.labelled:
+    if not on_cluster(args, table) and not table.source.labelled:
         from dpadapt.cli.table_options import missing_labels
 
         raise missing_labels(table, args)
@@ -95,13 +92,22 @@ def plan_release(args: argparse.Namespace, table: Table) -> PlannedRelease:
     received = Release.load(args.request, expect_method="sound", max_array_bytes=score_request_bytes(table.n_features, len(own)))
     if received.kind == scores.REQUEST_KIND:
         return plan_score_release(args, table, own, received)
-    req = Request.from_release(received, n_features=table.n_features)
+    return plan_statistics_release(args, table, own, Request.from_release(received, n_features=table.n_features))
+
+
+def plan_statistics_release(args: argparse.Namespace, table: Table, own: tuple, req) -> PlannedRelease:
+    """The first release for the checked request ``req``: ONE Gaussian of the statistics it names, its Guarantee
+    planned from public quantities, the rows read chunk by chunk (or per partition on a cluster) by ``execute``."""
+    from dpadapt import sound
+    from dpadapt.privacy.mechanisms import random_streams
+    from dpadapt.release import Release
+
     if [str(c) for c in own] != [str(c) for c in req.classes]:
         raise ValueError(f"the request is for the label set {list(req.classes)}; yours is {list(own)} (names and order must agree)")
     config = Config(epsilon=args.epsilon, delta=args.delta, classes=req.classes, relation=args.relation)
     plan = sound.plan(config, {"request": req, "n_source": table.n_rows})
     _, noise = random_streams(args.seed)
-    if not cluster:
+    if not on_cluster(args, table):
         return PlannedRelease(plan.guarantee, lambda: sound.release(plan, req, table.source, noise=noise))
 
     def on_the_cluster() -> Release:
