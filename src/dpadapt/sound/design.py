@@ -84,8 +84,11 @@ MEAN_ONLY_ROWS_PER_CLASS = 50
 #: cells, chosen by the rule of ``benchmarks/sound/README.md``.
 FINISH_ROWS_PER_CLASS = 500
 FINISH_THRESHOLD: float | None = 94.7
-#: The selection design's candidates per class (M = CANDIDATES_PER_CLASS·K), fixed on the tiny development pairs.
+#: The selection design's candidates per class (M = CANDIDATES_PER_CLASS·K) and how the receiver reads the noisy table
+#: (:data:`READOUTS`, :func:`dpadapt.sound.receiver.selection`), chosen on the tiny development pairs.
 CANDIDATES_PER_CLASS = 1
+READOUTS = ("matching", "labels", "weighted")
+SELECTION_READOUT = "matching"
 #: ``design="auto"`` takes the selection design for tiny sources while n/(K·b_eff) is below this (``None``: never): the
 #: geometric midpoint of the two lowest q of the tiny development cells (7.85 and 15.7), chosen by the rule of
 #: ``benchmarks/sound/README.md`` (issue 37, item 2; ``results/issue37/selection-choice.txt``).
@@ -268,7 +271,8 @@ def _selection(Xt, facts: Facts, log1p: bool, d: int, mean, components, spectrum
         raise ValueError(f"the selection design needs at least {K} receiver rows (one candidate a class)")
     scale = selection_noise(facts.sources)
     quantities = {"design": "selection", "cluster_ratio": ratio, "sigma": scale, "n": facts.n, "K": K, "log1p": log1p,
-                  "spectrum_head": spectrum[:10].tolist(), "k_rule": k, "candidates": int(C.shape[0])}
+                  "spectrum_head": spectrum[:10].tolist(), "k_rule": k, "candidates": int(C.shape[0]),
+                  "readout": SELECTION_READOUT}
     return Request(facts.classes, d, log1p, "candidates", facts.sources, mean=mean, components=basis, design=quantities,
                    candidates=C)
 
