@@ -28,6 +28,7 @@ from collections import defaultdict
 import numpy as np
 
 from dpadapt.bench.suites import sound_rows as R
+from selection import _q, _stats  # the first round's q and mean ± SE (benchmarks/sound/selection.py)
 
 EPSILONS = (1.0, 2.0, 4.0, 8.0, None)
 CS = (1, 2, 4, 8)
@@ -114,16 +115,6 @@ def report(out: str, seeds: int) -> int:
                         rec["design"] = est.design_["design"]
                     _write(fh, rec)
     return 0
-
-
-def _q(rec: dict) -> float:
-    """n/(K·b_eff) of a cell (b_eff = 2/ε replace-one, one source); ∞ without noise."""
-    return math.inf if rec["epsilon"] is None else rec["n"] * rec["epsilon"] / (2.0 * rec["K"])
-
-
-def _stats(xs: list[float]) -> tuple[float, float]:
-    a = np.asarray(xs, dtype=float)
-    return float(a.mean()), float(a.std(ddof=1) / math.sqrt(a.size)) if a.size > 1 else 0.0
 
 
 def _tol(se_a: float, se_b: float) -> float:
