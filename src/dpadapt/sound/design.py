@@ -85,14 +85,16 @@ MEAN_ONLY_ROWS_PER_CLASS = 50
 FINISH_ROWS_PER_CLASS = 500
 FINISH_THRESHOLD: float | None = 94.7
 #: The selection design's candidates per class (M = CANDIDATES_PER_CLASS·K) and how the receiver reads the noisy table
-#: (:data:`READOUTS`, :func:`dpadapt.sound.receiver.selection`), chosen on the tiny development pairs.
-CANDIDATES_PER_CLASS = 1
+#: (:data:`READOUTS`, :func:`dpadapt.sound.receiver.selection`): two candidates a class, each class's prototype the
+#: candidates weighted by its noisy counts, chosen with :data:`SELECTION_THRESHOLD` on the tiny development pairs by
+#: the rule of ``benchmarks/sound/README.md`` (issue 37, item 2, second round; ``results/issue37/candidates/choice.txt``).
+CANDIDATES_PER_CLASS = 2
 READOUTS = ("matching", "labels", "weighted")
-SELECTION_READOUT = "matching"
-#: ``design="auto"`` takes the selection design for tiny sources while n/(K·b_eff) is below this (``None``: never): the
-#: geometric midpoint of the two lowest q of the tiny development cells (7.85 and 15.7), chosen by the rule of
-#: ``benchmarks/sound/README.md`` (issue 37, item 2; ``results/issue37/selection-choice.txt``).
-SELECTION_THRESHOLD: float | None = 11.1
+SELECTION_READOUT = "weighted"
+#: ``design="auto"`` takes the selection design for tiny sources while n/(K·b_eff) is below this (``None``: never):
+#: twice the largest q of the tiny development cells (62.8: ε = 8 on 157 rows), i.e. at every private ε there, chosen
+#: jointly with the readout by the same rule.
+SELECTION_THRESHOLD: float | None = 125.6
 #: The largest basis a request asks for (with or without noise).
 MAX_BASIS = 300
 #: On a Dask cluster, the gap statistic's k-means runs on at most this many of the receiver's rows (public-seeded).
