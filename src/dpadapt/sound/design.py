@@ -35,14 +35,16 @@ fixed public map for the sources. The rule and its derivation are written in
    the limit of the private ones, so monotonicity holds up to and including ε = None by construction.
    Derivation: ``benchmarks/sound/design_rule.md``.
 4. **The selection design** (``"selection"``, issue 37; cf. DPPL-Public, Wahdany et al., AAAI 2025): the receiver
-   declares public M = :data:`CANDIDATES_PER_CLASS`·K candidates — k-means centres of its own rows in its noise-free
-   prototypes basis (σ = 0 in the rule above: the release noise does not act on the basis), never a raw row — and the
-   sources release the Laplace-noised (K, M) table of counts of their rows by (label, nearest candidate) (ℓ1
-   sensitivity 2 replace-one, 1 add/remove, whatever n and d: :func:`dpadapt.privacy.mechanisms.release_candidate_histogram`).
-   The receiver matches classes to candidates on the noisy table (post-processing); report-noisy-max per class is
-   the same release read class by class. ``design="auto"`` takes it for tiny sources (n/K below
-   :data:`MEAN_ONLY_ROWS_PER_CLASS`) while n/(K·b_eff) < :data:`SELECTION_THRESHOLD` (b_eff the table's public noise
-   scale; ``None``: never), by the rule written in ``benchmarks/sound/README.md``.
+   declares public M = :data:`CANDIDATES_PER_CLASS`·K candidates (two a class) — k-means centres of its own rows in its
+   noise-free prototypes basis (σ = 0 in the rule above: the release noise does not act on the basis), never a raw row —
+   and the sources release the Laplace-noised (K, M) table of counts of their rows by (label, nearest candidate) (ℓ1
+   sensitivity 2 replace-one, 1 add/remove, whatever n, d and M: :func:`dpadapt.privacy.mechanisms.release_candidate_histogram`).
+   The receiver reads the noisy table (post-processing, :data:`SELECTION_READOUT`): each class's prototype is the
+   direction of its candidates weighted by its noisy counts floored at 0 (``"weighted"``); the one-to-one matching of
+   classes to candidates (report-noisy-max read class by class) and the labelled-candidates mixture are the other
+   readouts. ``design="auto"`` takes it for tiny sources (n/K below :data:`MEAN_ONLY_ROWS_PER_CLASS`) while
+   n/(K·b_eff) < :data:`SELECTION_THRESHOLD` (b_eff the table's public noise scale; ``None``: never), by the rule
+   written in ``benchmarks/sound/README.md``.
 """
 
 from __future__ import annotations
