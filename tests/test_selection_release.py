@@ -67,26 +67,27 @@ def test_release_states_its_sensitivity_scale_and_pure_epsilon():
     assert candidate_histogram_plan(EPS, classes=(0, 1), num_candidates=4, relation="add_remove")[0] == pytest.approx(1 / EPS)
 
 
-def _audit(relation: str, n: int = 20000):
-    """The replace-one worst case: one record moves from (class 0, candidate 0) to (class 1, candidate 1); statistic: the
-    noisy table's move x[1,1] − x[0,0]. ``relation="add_remove"`` calibrates for Δ₁ = 1: under-noised for this pair
+def _audit(relation: str, M: int = 2, n: int = 20000):
+    """The replace-one worst case: one record moves from (class 0, candidate 0) to (class 1, candidate M − 1); statistic:
+    the noisy table's move x[1,M−1] − x[0,0]. ``relation="add_remove"`` calibrates for Δ₁ = 1: under-noised for this pair
     (its true ε is 2ε). Reproducible noise keeps the draws fast (the audit is of the calibration, not the sampler)."""
     noise = NoiseSource(37, reproducible=True)
     stats = []
-    for cell in ((0, 0), (1, 1)):
-        table = np.zeros((2, 2))
+    for cell in ((0, 0), (1, M - 1)):
+        table = np.zeros((2, M))
         table[cell] = 1.0
         big = np.tile(table, (n, 1))  # n independent tables released as one draw
-        noisy = release_candidate_histogram(big, epsilon=EPS, relation=relation, noise=noise).value.reshape(n, 2, 2)
-        stats.append(noisy[:, 1, 1] - noisy[:, 0, 0])
+        noisy = release_candidate_histogram(big, epsilon=EPS, relation=relation, noise=noise).value.reshape(n, 2, M)
+        stats.append(noisy[:, 1, M - 1] - noisy[:, 0, 0])
     return epsilon_lower_bound(stats[0], stats[1], delta=0.0)
 
 
-def test_audit_passes_and_an_under_noised_control_fails():
-    good = _audit("replace_one")
+@pytest.mark.parametrize("M", [2, 8])  # M = K and more candidates than classes (c = 4): the same Δ₁
+def test_audit_passes_and_an_under_noised_control_fails(M):
+    good = _audit("replace_one", M)
     assert good.passes(EPS), good
     assert good.epsilon_lower_bound > 0.4 * EPS  # not vacuous
-    bad = _audit("add_remove")
+    bad = _audit("add_remove", M)
     assert not bad.passes(EPS), bad
 
 
@@ -98,12 +99,74 @@ def _clusters(seed: int, n_s: int = 60, n_t: int = 60):
 
 
 def test_selection_matches_classes_to_the_receivers_clusters():
+    from dpadapt.sound import design
+
     Xs, ys, Xt, yt = _clusters(0)
     for eps in (1.0, None):
         est = SoundDA(epsilon=eps, classes=(0, 1, 2), design="selection", random_state=0).fit_domains(Xs, ys, Xt)
-        assert est.design_["design"] == "selection" and est.request_["candidates"].shape[0] == 3
+        assert est.design_["design"] == "selection" and est.design_["readout"] == design.SELECTION_READOUT
+        assert est.request_["candidates"].shape[0] == 3 * design.CANDIDATES_PER_CLASS == 6  # the chosen c = 2
         assert est.score(Xt, yt) == 1.0
-        assert sorted(est.model_.details["selected"]) == [0, 1, 2]  # one candidate a class
+        assert len(set(est.model_.details["selected"])) == 3  # the matching: one distinct candidate a class
+
+
+def _subclusters(seed: int, n: int = 120):
+    """Three classes of two well-separated sub-clusters each, on both sides: one candidate a class cannot cover them."""
+    rng = np.random.default_rng(seed)
+    centers = 5.0 * np.eye(6)
+    y, sub = np.arange(n) % 3, (np.arange(n) // 3) % 2
+    X = centers[2 * y + sub] + rng.normal(0, 0.3, (n, 6))
+    return X, y
+
+
+def test_more_candidates_than_classes_readouts(monkeypatch):
+    """M = 2K candidates: the labels readout gives each class both its sub-clusters (a vMF mixture of its candidates) and
+    classifies every row; the one-to-one matching keeps one sub-cluster a class and cannot; the weighted readout is one
+    prototype a class. All read the one released table (post-processing)."""
+    from dpadapt import sound
+    from dpadapt.sound import design
+
+    Xs, ys = _subclusters(0)
+    Xt, yt = _subclusters(1)
+    monkeypatch.setattr(design, "CANDIDATES_PER_CLASS", 2)
+    est = SoundDA(epsilon=None, classes=(0, 1, 2), design="selection", random_state=0).fit_domains(Xs, ys, Xt)
+    assert est.request_["candidates"].shape[0] == 6
+    req, stats = Request.from_release(est.request_), [r for r in est.releases_ if r.kind == sound.STATS_KIND]
+    got = {r: sound._adapt_selection(req, stats, Xt, r) for r in design.READOUTS}
+    assert got["labels"].score(Xt, yt) == 1.0 and got["matching"].score(Xt, yt) < 0.9
+    assert sorted(got["labels"].members.tolist()) == [0, 0, 1, 1, 2, 2] and got["labels"].details["candidates_used"] == 6
+    assert got["weighted"].members is None and got["weighted"].W.shape == (3, req.k)
+    with pytest.raises(ValueError, match="readout"):
+        sound._adapt_selection(req, stats, Xt, "vote")
+
+
+def test_label_threshold_lets_about_one_empty_column_through():
+    """An all-empty (K, M) table under Laplace noise of scale b: about one column a table passes t = b·ln(K·M/2)."""
+    from dpadapt.sound.receiver import label_threshold
+
+    rng = np.random.default_rng(0)
+    K, M, b = 10, 40, 2.0
+    noisy = rng.laplace(0.0, b, size=(2000, K, M))
+    passed = (noisy.max(axis=1) > label_threshold(b, K, M)).sum(axis=1)
+    assert 0.7 < passed.mean() < 1.3
+    assert label_threshold(0.0, K, M) == 0.0
+
+
+def test_a_mixture_model_round_trips_and_refuses_a_score_request(tmp_path, monkeypatch):
+    from dpadapt.modelio import load_model, save_model
+    from dpadapt.sound import design, scores
+
+    Xs, ys = _subclusters(0)
+    Xt, yt = _subclusters(1)
+    monkeypatch.setattr(design, "CANDIDATES_PER_CLASS", 2)
+    monkeypatch.setattr(design, "SELECTION_READOUT", "labels")
+    est = SoundDA(epsilon=8.0, classes=(0, 1, 2), design="selection", random_state=0).fit_domains(Xs, ys, Xt)
+    assert est.model_.details["readout"] == "labels" and est.model_.members is not None
+    save_model(tmp_path / "m.dpadapt", est.model_, {})
+    loaded = load_model(tmp_path / "m.dpadapt")
+    np.testing.assert_array_equal(loaded.predict(Xt), est.predict(Xt))
+    with pytest.raises(ValueError, match="linear scorer"):
+        scores.request(est.model_, Xt)
 
 
 def test_auto_takes_selection_only_below_the_threshold(monkeypatch):

@@ -137,16 +137,18 @@ def adapt(releases: list[Release], Xt, config: Config | None = None, *, request_
     return calibrate.at_target_prior(model, Z)
 
 
-def _adapt_selection(req: Request, releases: list[Release], Xt) -> SoundModel:
-    """(c) of the selection design: the candidates matched to classes on the sources' noisy tables
-    (:func:`receiver.selection`), then the target's prior estimated on its rows — post-processing only."""
+def _adapt_selection(req: Request, releases: list[Release], Xt, readout: str | None = None) -> SoundModel:
+    """(c) of the selection design: the candidates read off the sources' noisy tables (:func:`receiver.selection`;
+    ``readout``: the request's, else :data:`design.SELECTION_READOUT`), then the target's prior estimated on its
+    rows — post-processing only."""
     table = receiver.combine_candidates(req, releases)
     Z = req.row_map()(Xt)
-    W, b, details = receiver.selection(table, req.candidates, Z)
+    readout = readout or req.design.get("readout", rule.SELECTION_READOUT)
+    W, b, members, details = receiver.selection(table, req.candidates, Z, readout)
     details.update(scale=table.scale, k=req.k, sources=len(table.guarantees), temperature=1.0, temperature_applied=False,
                    calibration="none (the prototypes' concentration is fitted on the receiver's rows)",
                    source_prior=receiver.class_prior(table.counts.sum(axis=1)).tolist())
-    model = SoundModel(np.asarray(req.classes), req.log1p, req.mean, req.components, W, b, "selection", details)
+    model = SoundModel(np.asarray(req.classes), req.log1p, req.mean, req.components, W, b, "selection", details, members)
     return calibrate.at_target_prior(model, Z)
 
 

@@ -105,7 +105,7 @@ def at_target_prior(model, Z: np.ndarray, *, method: str | None = None, n_boot: 
     from dpadapt import prevalence
 
     method = PREVALENCE if method is None else method
-    s = np.asarray(Z @ model.W.T + model.b)
+    s = model.scores(Z)
     P = np.exp(s - logsumexp(s, axis=1, keepdims=True))
     est = prevalence.estimate(P, model.details["source_prior"], method=method, n_boot=n_boot if Z.shape[0] else 0) \
         if Z.shape[0] else None

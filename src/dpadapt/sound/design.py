@@ -35,14 +35,16 @@ fixed public map for the sources. The rule and its derivation are written in
    the limit of the private ones, so monotonicity holds up to and including ε = None by construction.
    Derivation: ``benchmarks/sound/design_rule.md``.
 4. **The selection design** (``"selection"``, issue 37; cf. DPPL-Public, Wahdany et al., AAAI 2025): the receiver
-   declares public M = :data:`CANDIDATES_PER_CLASS`·K candidates — k-means centres of its own rows in its noise-free
-   prototypes basis (σ = 0 in the rule above: the release noise does not act on the basis), never a raw row — and the
-   sources release the Laplace-noised (K, M) table of counts of their rows by (label, nearest candidate) (ℓ1
-   sensitivity 2 replace-one, 1 add/remove, whatever n and d: :func:`dpadapt.privacy.mechanisms.release_candidate_histogram`).
-   The receiver matches classes to candidates on the noisy table (post-processing); report-noisy-max per class is
-   the same release read class by class. ``design="auto"`` takes it for tiny sources (n/K below
-   :data:`MEAN_ONLY_ROWS_PER_CLASS`) while n/(K·b_eff) < :data:`SELECTION_THRESHOLD` (b_eff the table's public noise
-   scale; ``None``: never), by the rule written in ``benchmarks/sound/README.md``.
+   declares public M = :data:`CANDIDATES_PER_CLASS`·K candidates (two a class) — k-means centres of its own rows in its
+   noise-free prototypes basis (σ = 0 in the rule above: the release noise does not act on the basis), never a raw row —
+   and the sources release the Laplace-noised (K, M) table of counts of their rows by (label, nearest candidate) (ℓ1
+   sensitivity 2 replace-one, 1 add/remove, whatever n, d and M: :func:`dpadapt.privacy.mechanisms.release_candidate_histogram`).
+   The receiver reads the noisy table (post-processing, :data:`SELECTION_READOUT`): each class's prototype is the
+   direction of its candidates weighted by its noisy counts floored at 0 (``"weighted"``); the one-to-one matching of
+   classes to candidates (report-noisy-max read class by class) and the labelled-candidates mixture are the other
+   readouts. ``design="auto"`` takes it for tiny sources (n/K below :data:`MEAN_ONLY_ROWS_PER_CLASS`) while
+   n/(K·b_eff) < :data:`SELECTION_THRESHOLD` (b_eff the table's public noise scale; ``None``: never), by the rule
+   written in ``benchmarks/sound/README.md``.
 """
 
 from __future__ import annotations
@@ -84,12 +86,17 @@ MEAN_ONLY_ROWS_PER_CLASS = 50
 #: cells, chosen by the rule of ``benchmarks/sound/README.md``.
 FINISH_ROWS_PER_CLASS = 500
 FINISH_THRESHOLD: float | None = 94.7
-#: The selection design's candidates per class (M = CANDIDATES_PER_CLASS·K), fixed on the tiny development pairs.
-CANDIDATES_PER_CLASS = 1
-#: ``design="auto"`` takes the selection design for tiny sources while n/(K·b_eff) is below this (``None``: never): the
-#: geometric midpoint of the two lowest q of the tiny development cells (7.85 and 15.7), chosen by the rule of
-#: ``benchmarks/sound/README.md`` (issue 37, item 2; ``results/issue37/selection-choice.txt``).
-SELECTION_THRESHOLD: float | None = 11.1
+#: The selection design's candidates per class (M = CANDIDATES_PER_CLASS·K) and how the receiver reads the noisy table
+#: (:data:`READOUTS`, :func:`dpadapt.sound.receiver.selection`): two candidates a class, each class's prototype the
+#: candidates weighted by its noisy counts, chosen with :data:`SELECTION_THRESHOLD` on the tiny development pairs by
+#: the rule of ``benchmarks/sound/README.md`` (issue 37, item 2, second round; ``results/issue37/candidates/choice.txt``).
+CANDIDATES_PER_CLASS = 2
+READOUTS = ("matching", "labels", "weighted")
+SELECTION_READOUT = "weighted"
+#: ``design="auto"`` takes the selection design for tiny sources while n/(K·b_eff) is below this (``None``: never):
+#: twice the largest q of the tiny development cells (62.8: ε = 8 on 157 rows), i.e. at every private ε there, chosen
+#: jointly with the readout by the same rule.
+SELECTION_THRESHOLD: float | None = 125.6
 #: The largest basis a request asks for (with or without noise).
 MAX_BASIS = 300
 #: On a Dask cluster, the gap statistic's k-means runs on at most this many of the receiver's rows (public-seeded).
@@ -268,7 +275,8 @@ def _selection(Xt, facts: Facts, log1p: bool, d: int, mean, components, spectrum
         raise ValueError(f"the selection design needs at least {K} receiver rows (one candidate a class)")
     scale = selection_noise(facts.sources)
     quantities = {"design": "selection", "cluster_ratio": ratio, "sigma": scale, "n": facts.n, "K": K, "log1p": log1p,
-                  "spectrum_head": spectrum[:10].tolist(), "k_rule": k, "candidates": int(C.shape[0])}
+                  "spectrum_head": spectrum[:10].tolist(), "k_rule": k, "candidates": int(C.shape[0]),
+                  "readout": SELECTION_READOUT}
     return Request(facts.classes, d, log1p, "candidates", facts.sources, mean=mean, components=basis, design=quantities,
                    candidates=C)
 

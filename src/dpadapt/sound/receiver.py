@@ -134,18 +134,70 @@ def combine_candidates(request: Request, releases: list[Release]) -> CandidateTa
     return CandidateTable(total, math.sqrt(var), tuple(guarantees))
 
 
-def selection(table: CandidateTable, candidates: np.ndarray, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict]:
-    """(W, b, details) of the selection design: classes matched one-to-one to candidates by the largest total noisy
-    count (the assignment problem on the released table, Kuhn 1955 — post-processing; with one class it is
-    report-noisy-max), each class's prototype its candidate; scores κ·cos(z, prototype) + log prior, κ the von
-    Mises–Fisher concentration of the receiver's rows around their nearest prototype, the prior the noisy row sums."""
+def label_threshold(scale: float, K: int, M: int) -> float:
+    """The noisy count a candidate's column must exceed to label it (the ``"labels"`` readout): b·ln(K·M/2), b the
+    table's public Laplace scale — an empty column's top count passes with probability about K/2·e^(−t/b) = 1/M, so
+    about one empty candidate a table is labelled by noise; 0 without noise (a column labelled by one source row)."""
+    return float(scale * math.log(max(K * M / 2.0, 1.0)))
+
+
+def selection(table: CandidateTable, candidates: np.ndarray, Z: np.ndarray,
+              readout: str = "matching") -> tuple[np.ndarray, np.ndarray, np.ndarray | None, dict]:
+    """(W, b, members, details) of the selection design, read off the noisy (K, M) table (post-processing only).
+
+    Every readout starts from classes matched one-to-one to candidates by the largest total noisy count (the
+    assignment problem on the released table, Kuhn 1955; with one class it is report-noisy-max), then:
+
+    * ``"matching"`` — each class's prototype is its matched candidate;
+    * ``"labels"`` — every other candidate whose column's top noisy count exceeds :func:`label_threshold` is labelled
+      by that column's argmax; a class scores the von Mises–Fisher mixture of its candidates,
+      log mean_j exp(κ·cos(z, c_j)) (``members``: the class of each row of W);
+    * ``"weighted"`` — each class's prototype is the direction of Σ_j max(n̂_yj, 0)·c_j (its matched candidate
+      when every count is ≤ 0).
+
+    κ is the vMF concentration of the receiver's rows around their nearest centre, the prior the noisy row sums."""
     from scipy.optimize import linear_sum_assignment
 
-    _, chosen = linear_sum_assignment(-table.counts)
-    centers = normalise_rows(np.asarray(candidates, dtype=np.float64)[chosen])
+    counts = table.counts
+    K, M = counts.shape
+    C = normalise_rows(np.asarray(candidates, dtype=np.float64))
+    _, chosen = linear_sum_assignment(-counts)
+    members = None
+    if readout == "matching":
+        centers = C[chosen]
+    elif readout == "weighted":
+        sums = np.maximum(counts, 0.0) @ C
+        empty = np.linalg.norm(sums, axis=1) <= 0
+        sums[empty] = C[chosen[empty]]
+        centers = normalise_rows(sums)
+    elif readout == "labels":
+        label = np.full(M, -1)
+        label[chosen] = np.arange(K)
+        extra = (label < 0) & (counts.max(axis=0) > label_threshold(table.scale, K, M))
+        label[extra] = np.argmax(counts[:, extra], axis=0)
+        keep = np.flatnonzero(label >= 0)
+        centers, members = C[keep], label[keep]
+    else:
+        raise ValueError(f"readout must be one of ('matching', 'labels', 'weighted'), got {readout!r}")
     kappa = vmf_concentration(Z, np.argmax(Z @ centers.T, axis=1), centers) if Z.shape[0] else 1.0
-    prior = class_prior(table.counts.sum(axis=1))
-    return kappa * centers, np.log(prior), {"selected": chosen.tolist(), "concentration": kappa}
+    prior = class_prior(counts.sum(axis=1))
+    details = {"selected": chosen.tolist(), "concentration": kappa, "readout": readout,
+               "candidates_used": int(centers.shape[0])}
+    return kappa * centers, np.log(prior), members, details
+
+
+def class_scores(S: np.ndarray, members: np.ndarray | None, K: int) -> np.ndarray:
+    """Per-class scores from per-centre scores ``S`` (n, M'): ``S`` itself when each class has one centre, else the
+    log mean of exp over each class's centres (a von Mises–Fisher mixture with equal weights)."""
+    if members is None:
+        return S
+    from scipy.special import logsumexp
+
+    out = np.empty((S.shape[0], K))
+    for y in range(K):
+        cols = members == y
+        out[:, y] = logsumexp(S[:, cols], axis=1) - math.log(int(cols.sum()))
+    return out
 
 
 # --- post-processings ---------------------------------------------------------------------------------
@@ -224,6 +276,9 @@ class SoundModel:
     b: np.ndarray
     post: str
     details: dict = dataclasses.field(default_factory=dict)
+    #: The class of each row of W when a class has several centres (the selection design's labelled candidates):
+    #: a class scores the log mean of exp over its rows (:func:`class_scores`); ``None``: one row a class.
+    members: np.ndarray | None = None
 
     @property
     def classes_(self) -> np.ndarray:
@@ -239,7 +294,11 @@ class SoundModel:
         d = self.W.shape[1] if self.components is None else self.components.shape[0]
         if X.shape[1] != d:
             raise ValueError(f"X has {X.shape[1]} features; the model was made for {d}")
-        return np.asarray(self.row_map()(X) @ self.W.T + self.b)
+        return self.scores(self.row_map()(X))
+
+    def scores(self, Z: np.ndarray) -> np.ndarray:
+        """The class scores of mapped rows ``Z`` (log-posteriors at the source prior, up to a constant)."""
+        return class_scores(np.asarray(Z @ self.W.T), self.members, self.b.shape[0]) + self.b
 
     def prior_shift(self) -> np.ndarray:
         """log π_t − log π_s: the target's estimated prior against the DP source prior (zeros when not estimated)."""
