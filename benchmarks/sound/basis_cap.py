@@ -3,6 +3,7 @@
     python benchmarks/sound/basis_cap.py run OUT.jsonl [--workers 2]     # dev pairs × caps × (ε 4, 8: 3 seeds; None: 1)
     python benchmarks/sound/basis_cap.py choose OUT.jsonl                # the rule of README.md ("Issue 37: the basis cap")
     python benchmarks/sound/basis_cap.py report OUT.jsonl --cap C        # the report pairs at ε = None, once, after the choice
+    python benchmarks/sound/basis_cap.py run OUT.jsonl --epsilons None --caps 300 600 1000 --pairs bow5000:K-\>D ...  # as run
 
 Every cell fits ``SoundDA`` (the library's default, finish included) with ``design.MAX_BASIS`` set to each candidate
 cap (``0``: no cap, the rule's sampling bound and min(n_t − 1, d) alone) and the same seed, so differences between
