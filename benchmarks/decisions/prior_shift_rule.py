@@ -48,7 +48,9 @@ def run_one(spec, eps, seed):
     return out
 
 
-def verdict(rows) -> str:
+def verdict(rows, candidates=CANDIDATES) -> str:
+    """The per-family table and the rule's pick: the most calibrated cells, then the lower mean ECE, then the first
+    candidate (today's default)."""
     import pandas as pd
 
     df = pd.DataFrame(rows)
@@ -69,8 +71,7 @@ def verdict(rows) -> str:
     tot = g.groupby("candidate").agg(cells=("ok", "size"), calibrated=("ok", "sum"), ece=("ece", "mean"))
     lines += ["", "| candidate | cells | calibrated | mean ECE |", "|---|---|---|---|"]
     lines += [f"| {c} | {r.cells} | {r.calibrated} | {r.ece:.3f} |" for c, r in tot.iterrows()]
-    a, b = tot.loc["shift"], tot.loc["consistent"]
-    win = "consistent" if (b.calibrated > a.calibrated or (b.calibrated == a.calibrated and b.ece < a.ece)) else "shift"
+    win = min(candidates, key=lambda c: (-tot.loc[c].calibrated, round(float(tot.loc[c].ece), 6), candidates.index(c)))
     return "\n".join(lines) + f"\n\nRule (README): **{win}**.\n"
 
 
