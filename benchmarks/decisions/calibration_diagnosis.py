@@ -15,12 +15,10 @@ from __future__ import annotations
 
 import argparse
 import csv
-import math
 import warnings
 from pathlib import Path
 
 import numpy as np
-from scipy.special import logsumexp
 
 from dpadapt import prevalence as prev
 from dpadapt.bench.suites import decisions as D

@@ -20,8 +20,7 @@ import numpy as np
 
 from dpadapt import prevalence as prev
 from dpadapt.bench.suites import decisions as D
-from dpadapt.bench.suites.sound_rows import PHYSIONET_PAIRS, ROWS, Problem
-from dpadapt.bench.suites.sound_rows import HEART_PAIRS
+from dpadapt.bench.suites.sound_rows import HEART_PAIRS, PHYSIONET_PAIRS, ROWS, Problem
 from dpadapt.metrics import calibration_line, expected_calibration_error
 
 CANDIDATES = ("shift", "consistent")
@@ -75,16 +74,13 @@ def verdict(rows, candidates=CANDIDATES) -> str:
     return "\n".join(lines) + f"\n\nRule (README): **{win}**.\n"
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--seeds", nargs="+", type=int, default=[30, 31, 32])
-    args = ap.parse_args(argv)
-    out = Path(args.out)
+def run_cells(out: Path, seeds, run_one, candidates, title: str) -> str:
+    """Every development cell (one noise-free draw, then ``seeds`` at ε = 1, 4), resumable rows in ``out``, the table
+    and the rule's pick beside it (``.md``)."""
     rows = list(csv.DictReader(out.open())) if out.exists() else []
     done = {(r["pair"], r["eps"], int(r["seed"])) for r in rows}
     pairs = [p for p in (*PHYSIONET_PAIRS, *HEART_PAIRS, *D.SYNTHETIC_PAIRS) if p.available()]
-    jobs = [(p, None, args.seeds[0]) for p in pairs] + [(p, e, s) for s in args.seeds for e in (1.0, 4.0) for p in pairs]
+    jobs = [(p, None, seeds[0]) for p in pairs] + [(p, e, s) for s in seeds for e in (1.0, 4.0) for p in pairs]
     for spec, eps, seed in jobs:
         if (spec.task, "none" if eps is None else str(eps), seed) in done:
             continue
@@ -95,10 +91,17 @@ def main(argv=None):
             if f.tell() == 0:
                 w.writeheader()
             w.writerows(new)
-        print(spec.task, eps, seed, flush=True)
-    text = verdict(rows)
-    out.with_suffix(".md").write_text(f"# Where `predict_proba` puts SoundDA's probabilities: the rule's run\n\n{text}")
-    print(text)
+    text = verdict(rows, candidates)
+    out.with_suffix(".md").write_text(f"# {title}: the rule's run\n\n{text}")
+    return text
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--seeds", nargs="+", type=int, default=[30, 31, 32])
+    args = ap.parse_args(argv)
+    print(run_cells(Path(args.out), args.seeds, run_one, CANDIDATES, "Where `predict_proba` puts SoundDA's probabilities"))
 
 
 if __name__ == "__main__":

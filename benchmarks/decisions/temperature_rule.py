@@ -12,7 +12,6 @@ scored on the target rows (labels for scoring only).
 from __future__ import annotations
 
 import argparse
-import csv
 import warnings
 from pathlib import Path
 
@@ -20,10 +19,10 @@ import numpy as np
 
 from dpadapt import prevalence as prev
 from dpadapt.bench.suites import decisions as D
-from dpadapt.bench.suites.sound_rows import HEART_PAIRS, PHYSIONET_PAIRS, ROWS, Problem
+from dpadapt.bench.suites.sound_rows import ROWS, Problem
 from dpadapt.metrics import calibration_line, expected_calibration_error
 
-from prior_shift_rule import verdict
+from prior_shift_rule import run_cells
 
 CANDIDATES = ("t", "t*f", "t*f^2")
 
@@ -61,24 +60,7 @@ def main(argv=None):
     ap.add_argument("--out", required=True)
     ap.add_argument("--seeds", nargs="+", type=int, default=[40, 41, 42])
     args = ap.parse_args(argv)
-    out = Path(args.out)
-    rows = list(csv.DictReader(out.open())) if out.exists() else []
-    done = {(r["pair"], r["eps"], int(r["seed"])) for r in rows}
-    pairs = [p for p in (*PHYSIONET_PAIRS, *HEART_PAIRS, *D.SYNTHETIC_PAIRS) if p.available()]
-    jobs = [(p, None, args.seeds[0]) for p in pairs] + [(p, e, s) for s in args.seeds for e in (1.0, 4.0) for p in pairs]
-    for spec, eps, seed in jobs:
-        if (spec.task, "none" if eps is None else str(eps), seed) in done:
-            continue
-        new = run_one(spec, eps, seed)
-        rows += new
-        with out.open("a", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=list(new[0]))
-            if fh.tell() == 0:
-                w.writeheader()
-            w.writerows(new)
-    text = verdict(rows, CANDIDATES)
-    out.with_suffix(".md").write_text(f"# An out-of-sample factor on the stated temperature: the rule's run\\n\\n{text}")
-    print(text)
+    print(run_cells(Path(args.out), args.seeds, run_one, CANDIDATES, "An out-of-sample factor on the stated temperature"))
 
 
 if __name__ == "__main__":
