@@ -188,3 +188,31 @@ def test_the_synthetic_family_has_its_stated_rates_and_known_calibration(monkeyp
     assert abs(row["none|em|true_rate"] - pair.yt.mean()) < 1e-12 and 0 <= row["none|em|prevalence"] <= 1
     table = synthetic_sweep([row], lambda method: "none")
     assert len(table) == 2 + 3 and table[2].startswith("| dp-ncm | 4 | em | ") and table[2].endswith(" | 1 |")
+
+
+def test_the_stated_temperature_calibrates_fresh_rows_of_the_sources_distribution():
+    """Noise-free, k/n = 0.2: the stated temperature leaves fresh rows of the source's own distribution calibrated
+    (slope ~1.14 over 5 draws); an extra out-of-sample factor ((n − k − 3)/(n − 2))² would take it to ~1.8."""
+    import warnings
+
+    from scipy.special import logsumexp
+
+    from dpadapt.sound import SoundDA
+
+    d, n, slopes = 80, 400, []
+    for seed in range(5):
+        rng = np.random.default_rng([36, seed])
+        mu = np.full(d, 0.75 / np.sqrt(d))
+
+        def draw(m):
+            y = (rng.random(m) < 0.2).astype(int)
+            return rng.normal(size=(m, d)) + np.where(y[:, None] == 1, mu, -mu), y
+
+        (Xs, ys), (Xt, yt) = draw(n), draw(3000)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = SoundDA(epsilon=None, classes=(0, 1), random_state=0).fit_domains(Xs, ys, Xt)
+        assert model.model_.details["temperature_applied"] and model.model_.details["k"] == d
+        s = model.model_.decision_function(Xt)  # at the source prior: the same distribution, no shift
+        slopes.append(calibration_line(yt, np.exp(s[:, 1] - logsumexp(s, axis=1)))[0])
+    assert 0.8 <= float(np.mean(slopes)) <= 1.4
