@@ -411,6 +411,14 @@ def test_dask_sources_count_as_in_memory_ones():
 def _fit_and_request(neg_shift: float):
     """SoundDA with the score release on a source at rate 0.15 and a target at 0.4 whose negatives' feature 0 is moved by
     ``neg_shift`` (0: pure label shift; else a shift beyond the prior), and what the receiver holds to estimate."""
+    est, Xt, yt = _fit_shifted(neg_shift)
+    req = scores.ScoreRequest.from_release(next(r for r in est.releases_ if r.kind == scores.REQUEST_KIND))
+    args = (req, scores.combine(req, est.releases_), req.model().row_map()(Xt), req.bins(Xt),
+            est.model_.details["statistics_source_prior"])
+    return args, yt.mean()
+
+
+def _fit_shifted(neg_shift: float):
     rng = np.random.default_rng(1)
     Xs, ys = _binary(rng, 2500, 0.15)
     yt = (rng.random(1200) < 0.4).astype(int)
@@ -420,10 +428,19 @@ def _fit_and_request(neg_shift: float):
         warnings.simplefilter("ignore")
         est = SoundDA(epsilon=4.0, delta=DELTA, classes=(0, 1), design="discriminant", score_share=0.25,
                       random_state=0, reproducible_noise=True).fit_domains(Xs, ys, Xt)
-    req = scores.ScoreRequest.from_release(next(r for r in est.releases_ if r.kind == scores.REQUEST_KIND))
-    args = (req, scores.combine(req, est.releases_), req.model().row_map()(Xt), req.bins(Xt),
-            est.model_.details["statistics_source_prior"])
-    return args, yt.mean()
+    return est, Xt, yt
+
+
+def test_the_posteriors_average_to_the_reported_prevalence_whichever_estimator_the_gate_chose():
+    """The prior is applied consistently: where the gate falls back to the mean calibrated posterior, the posteriors
+    already average to it over the receiver's rows and are not shifted again (a shift would move their mean past the
+    reported prevalence); where it chooses EM, the shifted posteriors average to EM's estimate (its fixed point)."""
+    for neg_shift, chose, tol in ((-1.0, "mean", 1e-6), (0.0, scores.GATE_ARM, 1e-3)):
+        est, Xt, _ = _fit_shifted(neg_shift)
+        d = est.model_.details
+        assert d["prevalence"]["gate"]["chose"] == chose
+        assert abs(est.predict_proba(Xt)[:, 1].mean() - d["prevalence"]["prior"][1]) < tol
+        assert d["prior_shift"] is (chose != "mean")
 
 
 def test_an_interval_that_states_a_shift_beyond_the_prior_covers_where_the_resamples_do_not():

@@ -301,9 +301,11 @@ class SoundModel:
         return class_scores(np.asarray(Z @ self.W.T), self.members, self.b.shape[0]) + self.b
 
     def prior_shift(self) -> np.ndarray:
-        """log π_t − log π_s: the target's estimated prior against the DP source prior (zeros when not estimated)."""
+        """log π_t − log π_s: the target's estimated prior against the DP source prior (zeros when not estimated, or
+        when ``details["prior_shift"]`` is false: the probabilities already average to the estimate,
+        :func:`dpadapt.sound.scores.adapt`)."""
         d = self.details
-        if d.get("target_prior") is None or d.get("source_prior") is None:
+        if d.get("target_prior") is None or d.get("source_prior") is None or d.get("prior_shift") is False:
             return np.zeros(self.b.shape)
         return np.log(np.asarray(d["target_prior"], dtype=np.float64)) - np.log(np.asarray(d["source_prior"], dtype=np.float64))
 

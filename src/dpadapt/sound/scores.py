@@ -799,12 +799,20 @@ def estimate(score_request: ScoreRequest, H: Histograms, Zt: np.ndarray, target_
 def adapt(model: SoundModel, score_request: ScoreRequest, releases: list[Release], Xt, *, calibration: str | None = None,
           prevalence: str | None = None, interval: str | None = None, n_boot: int = 200) -> SoundModel:
     """(c) ``model`` calibrated by the sources' score histograms and predicting at the target's prior estimated from
-    them (``details``: the calibration, ``source_prior``, ``target_prior`` and its interval ``prevalence``)."""
+    them (``details``: the calibration, ``source_prior``, ``target_prior`` and its interval ``prevalence``).
+
+    The calibrated posteriors are moved to the estimate π̂ by Bayes' rule (p ∝ p_s·π̂/π_s) only where the estimator
+    is not ``"mean"`` (``details["prior_shift"]``). The ``"mean"`` estimate — the gate's fallback — is the calibrated
+    posteriors' own mean over the receiver's rows: they already are at π̂, and a shift would count the prior twice
+    (their mean would move past it). EM's estimate is the fixed point where the shifted posteriors average to π̂, so
+    its shift is consistent. Chosen by the rule "a consistent prior shift on the second release" of
+    ``benchmarks/decisions/README.md``."""
     H = combine(score_request, releases)
     Zt = model.row_map()(Xt)
     W, b, prior, cal, prev = estimate(score_request, H, Zt, score_request.bins(Xt), model.details["source_prior"],
                                       calibration=calibration, method=prevalence, interval=interval, n_boot=n_boot)
+    used = prev["gate"]["chose"] if "gate" in prev else prevalence  # None: the default, EM where not gated
     details = {**model.details, **cal, "score_histograms_sigma": H.sigma, "source_prior": prior.tolist(),
                "statistics_source_prior": model.details["source_prior"],
-               "target_prior": prev["prior"], "prevalence": prev}
+               "target_prior": prev["prior"], "prevalence": prev, "prior_shift": used != "mean"}
     return dataclasses.replace(model, W=W, b=b, details=details)
