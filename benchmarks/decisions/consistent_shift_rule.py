@@ -12,28 +12,18 @@ and the rule's verdict (:func:`prior_shift_rule.run_cells`).
 
 from __future__ import annotations
 
-import argparse
-import warnings
-from pathlib import Path
-
 import numpy as np
-from prior_shift_rule import run_cells
+from prior_shift_rule import cli, fit_cell
 from scipy.special import logsumexp
 
 from dpadapt.bench.suites import decisions as D
-from dpadapt.bench.suites.sound_rows import Problem
 from dpadapt.metrics import calibration_line, expected_calibration_error, roc_auc
 
 CANDIDATES = ("shift", "consistent")
 
 
 def run_one(spec, eps, seed):
-    pair = spec.load()
-    y = np.asarray(pair.yt_test)
-    delta = None if eps is None else spec.delta(len(pair.ys))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model = D._sound_scores(Problem(spec, pair.Xs, pair.ys, pair.Xt, (0, 1), eps, delta, seed))
+    pair, y, model = fit_cell(spec, eps, seed, D._sound_scores)
     inner = model.model_
     prev = inner.details["prevalence"]
     chose = prev.get("gate", {}).get("chose", prev["method"])
@@ -55,11 +45,7 @@ def run_one(spec, eps, seed):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--seeds", nargs="+", type=int, default=[50, 51, 52])
-    args = ap.parse_args(argv)
-    print(run_cells(Path(args.out), args.seeds, run_one, CANDIDATES, "A consistent prior shift on the second release"))
+    cli(argv, (50, 51, 52), run_one, CANDIDATES, "A consistent prior shift on the second release")
 
 
 if __name__ == "__main__":

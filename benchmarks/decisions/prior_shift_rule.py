@@ -26,13 +26,17 @@ from dpadapt.metrics import calibration_line, expected_calibration_error
 CANDIDATES = ("shift", "consistent")
 
 
-def run_one(spec, eps, seed):
+def fit_cell(spec, eps, seed, fit=ROWS["sound"].fit):
+    """(the pair, its target test labels, ``fit`` on the cell's problem), warnings silenced."""
     pair = spec.load()
-    y = np.asarray(pair.yt_test)
     delta = None if eps is None else spec.delta(len(pair.ys))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = ROWS["sound"].fit(Problem(spec, pair.Xs, pair.ys, pair.Xt, (0, 1), eps, delta, seed))
+        return pair, np.asarray(pair.yt_test), fit(Problem(spec, pair.Xs, pair.ys, pair.Xt, (0, 1), eps, delta, seed))
+
+
+def run_one(spec, eps, seed):
+    pair, y, model = fit_cell(spec, eps, seed)
     P, src = D.source_probabilities(model, pair.Xt_test)["temperature"]
     pi = prev.point(P, src, "mean")
     out = []
@@ -96,12 +100,17 @@ def run_cells(out: Path, seeds, run_one, candidates, title: str) -> str:
     return text
 
 
-def main(argv=None):
+def cli(argv, seeds, run_one, candidates, title: str) -> None:
+    """``--out`` (rows, resumable) and ``--seeds`` (default ``seeds``), then :func:`run_cells`, printed."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
-    ap.add_argument("--seeds", nargs="+", type=int, default=[30, 31, 32])
+    ap.add_argument("--seeds", nargs="+", type=int, default=list(seeds))
     args = ap.parse_args(argv)
-    print(run_cells(Path(args.out), args.seeds, run_one, CANDIDATES, "Where `predict_proba` puts SoundDA's probabilities"))
+    print(run_cells(Path(args.out), args.seeds, run_one, candidates, title))
+
+
+def main(argv=None):
+    cli(argv, (30, 31, 32), run_one, CANDIDATES, "Where `predict_proba` puts SoundDA's probabilities")
 
 
 if __name__ == "__main__":
