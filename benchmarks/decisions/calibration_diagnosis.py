@@ -25,6 +25,8 @@ from dpadapt.bench.suites import decisions as D
 from dpadapt.bench.suites.sound_rows import PHYSIONET_PAIRS, ROWS, Problem
 from dpadapt.metrics import calibration_line, expected_calibration_error
 
+from prior_shift_rule import append_rows
+
 
 def _metrics(y, p):
     slope, _ = calibration_line(y, p)
@@ -141,11 +143,7 @@ def main(argv=None):
                     continue
                 new = run_one(spec, eps, seed)
                 rows += new
-                with out.open("a", newline="") as f:
-                    w = csv.DictWriter(f, fieldnames=list(new[0]))
-                    if f.tell() == 0:
-                        w.writeheader()
-                    w.writerows(new)
+                append_rows(out, new)
                 print(spec.task, e, seed, flush=True)
     text = table(rows)
     out.with_suffix(".md").write_text(f"# Where SoundDA loses its target calibration (12 PhysioNet pairs)\n\nSeed-mean per pair; "

@@ -78,6 +78,15 @@ def verdict(rows, candidates=CANDIDATES) -> str:
     return "\n".join(lines) + f"\n\nRule (README): **{win}**.\n"
 
 
+def append_rows(out: Path, new: list[dict]) -> None:
+    """Append one cell's rows to the resumable CSV ``out`` (its header first when the file is new)."""
+    with out.open("a", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(new[0]))
+        if f.tell() == 0:
+            w.writeheader()
+        w.writerows(new)
+
+
 def run_cells(out: Path, seeds, run_one, candidates, title: str) -> str:
     """Every development cell (one noise-free draw, then ``seeds`` at ε = 1, 4), resumable rows in ``out``, the table
     and the rule's pick beside it (``.md``)."""
@@ -90,11 +99,7 @@ def run_cells(out: Path, seeds, run_one, candidates, title: str) -> str:
             continue
         new = run_one(spec, eps, seed)
         rows += new
-        with out.open("a", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(new[0]))
-            if f.tell() == 0:
-                w.writeheader()
-            w.writerows(new)
+        append_rows(out, new)
     text = verdict(rows, candidates)
     out.with_suffix(".md").write_text(f"# {title}: the rule's run\n\n{text}")
     return text
