@@ -23,12 +23,11 @@ import math
 import sys
 import time
 import warnings
-from collections import defaultdict
 
 import numpy as np
 
 from dpadapt.bench.suites import sound_rows as R
-from selection import _q, _stats  # the first round's q and mean ± SE (benchmarks/sound/selection.py)
+from selection import _stats, dev_cells  # the first round's mean ± SE and cells (benchmarks/sound/selection.py)
 
 EPSILONS = (1.0, 2.0, 4.0, 8.0, None)
 CS = (1, 2, 4, 8)
@@ -122,15 +121,7 @@ def _tol(se_a: float, se_b: float) -> float:
 
 
 def choose(paths: list[str]) -> int:
-    rows = [json.loads(line) for p in paths for line in open(p)]
-    rows = [r for r in rows if r["split"] == "dev"]
-    cells: dict = defaultdict(lambda: defaultdict(list))
-    q: dict = {}
-    for r in rows:
-        cells[(r["task"], r["epsilon"])][r["row"]].append(r["accuracy"])
-        q[(r["task"], r["epsilon"])] = _q(r)
-    qs = sorted({v for v in q.values() if math.isfinite(v)})
-    cuts = [0.0, *(math.sqrt(a * b) for a, b in zip(qs, qs[1:])), 2.0 * qs[-1]]
+    cells, q, cuts = dev_cells([json.loads(line) for p in paths for line in open(p)])
     tasks = sorted({k[0] for k in cells})
     order = sorted({k[1] for k in cells}, key=lambda e: math.inf if e is None else e)
     print("per cell (mean ± SE):")

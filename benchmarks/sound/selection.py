@@ -78,16 +78,22 @@ def _stats(xs: list[float]) -> tuple[float, float]:
     return float(a.mean()), float(a.std(ddof=1) / math.sqrt(a.size)) if a.size > 1 else 0.0
 
 
-def choose(path: str) -> int:
-    rows = [json.loads(line) for line in open(path)]
-    rows = [r for r in rows if r["split"] == "dev"]
+def dev_cells(rows: list[dict]) -> tuple[dict, dict, list[float]]:
+    """(accuracies per (task, ε) cell and row, q per cell, the candidate triggers τ: 0, the geometric midpoints of
+    consecutive finite q, 2·max q) of the development records among ``rows``."""
     cells: dict = defaultdict(lambda: defaultdict(list))
     q: dict = {}
     for r in rows:
+        if r["split"] != "dev":
+            continue
         cells[(r["task"], r["epsilon"])][r["row"]].append(r["accuracy"])
         q[(r["task"], r["epsilon"])] = _q(r)
     qs = sorted({v for v in q.values() if math.isfinite(v)})
-    cuts = [0.0, *(math.sqrt(a * b) for a, b in zip(qs, qs[1:])), 2.0 * qs[-1]]
+    return cells, q, [0.0, *(math.sqrt(a * b) for a, b in zip(qs, qs[1:])), 2.0 * qs[-1]]
+
+
+def choose(path: str) -> int:
+    cells, q, cuts = dev_cells([json.loads(line) for line in open(path)])
     results = []
     for tau in cuts:
         per_cell, feasible, worst = {}, True, math.inf
