@@ -5,8 +5,6 @@ checks of untrusted input, and the receiver's matching on data whose classes are
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 
@@ -120,9 +118,9 @@ def _subclusters(seed: int, n: int = 120):
 
 
 def test_more_candidates_than_classes_readouts(monkeypatch):
-    """M = 2K candidates: the labels readout gives each class both its sub-clusters (a vMF mixture of its candidates) and
-    classifies every row; the one-to-one matching keeps one sub-cluster a class and cannot; the weighted readout is one
-    prototype a class. All read the one released table (post-processing)."""
+    """M = 2K candidates: the weighted readout gives each class one prototype between both its sub-clusters and
+    classifies every row; the one-to-one matching keeps one sub-cluster a class and cannot. Both read the one released
+    table (post-processing)."""
     from dpadapt import sound
     from dpadapt.sound import design
 
@@ -133,40 +131,36 @@ def test_more_candidates_than_classes_readouts(monkeypatch):
     assert est.request_["candidates"].shape[0] == 6
     req, stats = Request.from_release(est.request_), [r for r in est.releases_ if r.kind == sound.STATS_KIND]
     got = {r: sound._adapt_selection(req, stats, Xt, r) for r in design.READOUTS}
-    assert got["labels"].score(Xt, yt) == 1.0 and got["matching"].score(Xt, yt) < 0.9
-    assert sorted(got["labels"].members.tolist()) == [0, 0, 1, 1, 2, 2] and got["labels"].details["candidates_used"] == 6
-    assert got["weighted"].members is None and got["weighted"].W.shape == (3, req.k)
+    assert got["weighted"].score(Xt, yt) == 1.0 and got["matching"].score(Xt, yt) < 0.9
+    assert got["weighted"].W.shape == got["matching"].W.shape == (3, req.k)
     with pytest.raises(ValueError, match="readout"):
         sound._adapt_selection(req, stats, Xt, "vote")
 
 
-def test_label_threshold_lets_about_one_empty_column_through():
-    """An all-empty (K, M) table under Laplace noise of scale b: about one column a table passes t = b·ln(K·M/2)."""
-    from dpadapt.sound.receiver import label_threshold
-
-    rng = np.random.default_rng(0)
-    K, M, b = 10, 40, 2.0
-    noisy = rng.laplace(0.0, b, size=(2000, K, M))
-    passed = (noisy.max(axis=1) > label_threshold(b, K, M)).sum(axis=1)
-    assert 0.7 < passed.mean() < 1.3
-    assert label_threshold(0.0, K, M) == 0.0
-
-
-def test_a_mixture_model_round_trips_and_refuses_a_score_request(tmp_path, monkeypatch):
-    from dpadapt.modelio import load_model, save_model
-    from dpadapt.sound import design, scores
+def test_a_request_that_states_no_readout_is_read_by_the_matching(monkeypatch):
+    """A selection request made before the readout was stated (its design has no ``readout``) keeps the design it was
+    made for, the one-to-one matching."""
+    from dpadapt import sound
+    from dpadapt.sound import design
 
     Xs, ys = _subclusters(0)
-    Xt, yt = _subclusters(1)
+    Xt, _ = _subclusters(1)
     monkeypatch.setattr(design, "CANDIDATES_PER_CLASS", 2)
-    monkeypatch.setattr(design, "SELECTION_READOUT", "labels")
+    est = SoundDA(epsilon=None, classes=(0, 1, 2), design="selection", random_state=0).fit_domains(Xs, ys, Xt)
+    req, stats = Request.from_release(est.request_), [r for r in est.releases_ if r.kind == sound.STATS_KIND]
+    assert req.design["readout"] == "weighted" == est.model_.details["readout"]
+    req.design.pop("readout")
+    assert sound._adapt_selection(req, stats, Xt).details["readout"] == "matching"
+
+
+def test_a_selection_model_round_trips(tmp_path):
+    from dpadapt.modelio import load_model, save_model
+
+    Xs, ys = _subclusters(0)
+    Xt, _ = _subclusters(1)
     est = SoundDA(epsilon=8.0, classes=(0, 1, 2), design="selection", random_state=0).fit_domains(Xs, ys, Xt)
-    assert est.model_.details["readout"] == "labels" and est.model_.members is not None
     save_model(tmp_path / "m.dpadapt", est.model_, {})
-    loaded = load_model(tmp_path / "m.dpadapt")
-    np.testing.assert_array_equal(loaded.predict(Xt), est.predict(Xt))
-    with pytest.raises(ValueError, match="linear scorer"):
-        scores.request(est.model_, Xt)
+    np.testing.assert_array_equal(load_model(tmp_path / "m.dpadapt").predict(Xt), est.predict(Xt))
 
 
 def test_auto_takes_selection_only_below_the_threshold(monkeypatch):

@@ -31,7 +31,9 @@ from selection import _stats, dev_cells  # the first round's mean ± SE and cell
 
 EPSILONS = (1.0, 2.0, 4.0, 8.0, None)
 CS = (1, 2, 4, 8)
-#: The rule's candidates (readout, c); the other rows of a run are recorded, never chosen among.
+#: The rule's candidates (readout, c); the other rows of a run are recorded, never chosen among. ``labels`` (a von
+#: Mises–Fisher mixture of each class's noisy-argmax-labelled candidates) lost and left the library afterwards: `run`
+#: no longer makes its rows; `choose` reads them from results/issue37/candidates/.
 VARIANTS = (("matching", 1), ("labels", 2), ("labels", 4), ("labels", 8),
             ("weighted", 1), ("weighted", 2), ("weighted", 4), ("weighted", 8))
 REPORT_CELLS = (("decaf6:D->W", 1.0), ("decaf6:D->W", 2.0), ("decaf6:W->D", 2.0))

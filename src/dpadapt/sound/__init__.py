@@ -143,12 +143,12 @@ def _adapt_selection(req: Request, releases: list[Release], Xt, readout: str | N
     rows — post-processing only."""
     table = receiver.combine_candidates(req, releases)
     Z = req.row_map()(Xt)
-    readout = readout or req.design.get("readout", rule.SELECTION_READOUT)
-    W, b, members, details = receiver.selection(table, req.candidates, Z, readout)
+    readout = readout or req.design.get("readout", "matching")  # a request made before the readout was stated: matching
+    W, b, details = receiver.selection(table, req.candidates, Z, readout)
     details.update(scale=table.scale, k=req.k, sources=len(table.guarantees), temperature=1.0, temperature_applied=False,
                    calibration="none (the prototypes' concentration is fitted on the receiver's rows)",
                    source_prior=receiver.class_prior(table.counts.sum(axis=1)).tolist())
-    model = SoundModel(np.asarray(req.classes), req.log1p, req.mean, req.components, W, b, "selection", details, members)
+    model = SoundModel(np.asarray(req.classes), req.log1p, req.mean, req.components, W, b, "selection", details)
     return calibrate.at_target_prior(model, Z)
 
 

@@ -41,8 +41,8 @@ fixed public map for the sources. The rule and its derivation are written in
    sensitivity 2 replace-one, 1 add/remove, whatever n, d and M: :func:`dpadapt.privacy.mechanisms.release_candidate_histogram`).
    The receiver reads the noisy table (post-processing, :data:`SELECTION_READOUT`): each class's prototype is the
    direction of its candidates weighted by its noisy counts floored at 0 (``"weighted"``); the one-to-one matching of
-   classes to candidates (report-noisy-max read class by class) and the labelled-candidates mixture are the other
-   readouts. ``design="auto"`` takes it for tiny sources (n/K below :data:`MEAN_ONLY_ROWS_PER_CLASS`) while
+   classes to candidates (report-noisy-max read class by class; the design of requests that state no readout) is the
+   other readout. ``design="auto"`` takes it for tiny sources (n/K below :data:`MEAN_ONLY_ROWS_PER_CLASS`) while
    n/(K·b_eff) < :data:`SELECTION_THRESHOLD` (b_eff the table's public noise scale; ``None``: never), by the rule
    written in ``benchmarks/sound/README.md``.
 """
@@ -91,7 +91,7 @@ FINISH_THRESHOLD: float | None = 94.7
 #: candidates weighted by its noisy counts, chosen with :data:`SELECTION_THRESHOLD` on the tiny development pairs by
 #: the rule of ``benchmarks/sound/README.md`` (issue 37, item 2, second round; ``results/issue37/candidates/choice.txt``).
 CANDIDATES_PER_CLASS = 2
-READOUTS = ("matching", "labels", "weighted")
+READOUTS = ("matching", "weighted")
 SELECTION_READOUT = "weighted"
 #: ``design="auto"`` takes the selection design for tiny sources while n/(K·b_eff) is below this (``None``: never):
 #: twice the largest q of the tiny development cells (62.8: ε = 8 on 157 rows), i.e. at every private ε there, chosen

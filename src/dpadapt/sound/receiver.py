@@ -134,24 +134,15 @@ def combine_candidates(request: Request, releases: list[Release]) -> CandidateTa
     return CandidateTable(total, math.sqrt(var), tuple(guarantees))
 
 
-def label_threshold(scale: float, K: int, M: int) -> float:
-    """The noisy count a candidate's column must exceed to label it (the ``"labels"`` readout): b·ln(K·M/2), b the
-    table's public Laplace scale — an empty column's top count passes with probability about K/2·e^(−t/b) = 1/M, so
-    about one empty candidate a table is labelled by noise; 0 without noise (a column labelled by one source row)."""
-    return float(scale * math.log(max(K * M / 2.0, 1.0)))
-
-
 def selection(table: CandidateTable, candidates: np.ndarray, Z: np.ndarray,
-              readout: str = "matching") -> tuple[np.ndarray, np.ndarray, np.ndarray | None, dict]:
-    """(W, b, members, details) of the selection design, read off the noisy (K, M) table (post-processing only).
+              readout: str = "matching") -> tuple[np.ndarray, np.ndarray, dict]:
+    """(W, b, details) of the selection design, read off the noisy (K, M) table (post-processing only).
 
     Every readout starts from classes matched one-to-one to candidates by the largest total noisy count (the
     assignment problem on the released table, Kuhn 1955; with one class it is report-noisy-max), then:
 
-    * ``"matching"`` — each class's prototype is its matched candidate;
-    * ``"labels"`` — every other candidate whose column's top noisy count exceeds :func:`label_threshold` is labelled
-      by that column's argmax; a class scores the von Mises–Fisher mixture of its candidates,
-      log mean_j exp(κ·cos(z, c_j)) (``members``: the class of each row of W);
+    * ``"matching"`` — each class's prototype is its matched candidate (the design of requests made before the
+      readout was stated);
     * ``"weighted"`` — each class's prototype is the direction of Σ_j max(n̂_yj, 0)·c_j (its matched candidate
       when every count is ≤ 0).
 
@@ -162,7 +153,6 @@ def selection(table: CandidateTable, candidates: np.ndarray, Z: np.ndarray,
     K, M = counts.shape
     C = normalise_rows(np.asarray(candidates, dtype=np.float64))
     _, chosen = linear_sum_assignment(-counts)
-    members = None
     if readout == "matching":
         centers = C[chosen]
     elif readout == "weighted":
@@ -170,34 +160,13 @@ def selection(table: CandidateTable, candidates: np.ndarray, Z: np.ndarray,
         empty = np.linalg.norm(sums, axis=1) <= 0
         sums[empty] = C[chosen[empty]]
         centers = normalise_rows(sums)
-    elif readout == "labels":
-        label = np.full(M, -1)
-        label[chosen] = np.arange(K)
-        extra = (label < 0) & (counts.max(axis=0) > label_threshold(table.scale, K, M))
-        label[extra] = np.argmax(counts[:, extra], axis=0)
-        keep = np.flatnonzero(label >= 0)
-        centers, members = C[keep], label[keep]
     else:
-        raise ValueError(f"readout must be one of ('matching', 'labels', 'weighted'), got {readout!r}")
+        raise ValueError(f"readout must be one of ('matching', 'weighted'), got {readout!r}")
     kappa = vmf_concentration(Z, np.argmax(Z @ centers.T, axis=1), centers) if Z.shape[0] else 1.0
     prior = class_prior(counts.sum(axis=1))
     details = {"selected": chosen.tolist(), "concentration": kappa, "readout": readout,
                "candidates_used": int(centers.shape[0])}
-    return kappa * centers, np.log(prior), members, details
-
-
-def class_scores(S: np.ndarray, members: np.ndarray | None, K: int) -> np.ndarray:
-    """Per-class scores from per-centre scores ``S`` (n, M'): ``S`` itself when each class has one centre, else the
-    log mean of exp over each class's centres (a von Mises–Fisher mixture with equal weights)."""
-    if members is None:
-        return S
-    from scipy.special import logsumexp
-
-    out = np.empty((S.shape[0], K))
-    for y in range(K):
-        cols = members == y
-        out[:, y] = logsumexp(S[:, cols], axis=1) - math.log(int(cols.sum()))
-    return out
+    return kappa * centers, np.log(prior), details
 
 
 # --- post-processings ---------------------------------------------------------------------------------
@@ -276,9 +245,6 @@ class SoundModel:
     b: np.ndarray
     post: str
     details: dict = dataclasses.field(default_factory=dict)
-    #: The class of each row of W when a class has several centres (the selection design's labelled candidates):
-    #: a class scores the log mean of exp over its rows (:func:`class_scores`); ``None``: one row a class.
-    members: np.ndarray | None = None
 
     @property
     def classes_(self) -> np.ndarray:
@@ -298,7 +264,7 @@ class SoundModel:
 
     def scores(self, Z: np.ndarray) -> np.ndarray:
         """The class scores of mapped rows ``Z`` (log-posteriors at the source prior, up to a constant)."""
-        return class_scores(np.asarray(Z @ self.W.T), self.members, self.b.shape[0]) + self.b
+        return np.asarray(Z @ self.W.T + self.b)
 
     def prior_shift(self) -> np.ndarray:
         """log π_t − log π_s: the target's estimated prior against the DP source prior (zeros when not estimated, or

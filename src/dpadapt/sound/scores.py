@@ -237,9 +237,6 @@ def request(model: SoundModel, Zt_or_Xt, *, bins: int | None = None, confidence:
     """(a) The receiver's score request for ``model``: binary, ``bins`` (default :data:`DEFAULT_BINS`) bins of the logit
     at the quantiles of its own rows' logits; K > 2, ``confidence`` (default :func:`confidence_bins`) confidence bins at
     the quantiles of its own rows' top-class probabilities (``Zt_or_Xt``: its raw rows)."""
-    if getattr(model, "members", None) is not None:
-        raise ValueError("a score request sends a linear scorer (one row of W a class); this model scores classes by "
-                         "several centres each (the selection design's labelled candidates)")
     K = len(model.classes)
     s = model.decision_function(Zt_or_Xt)
     if K == 2:
