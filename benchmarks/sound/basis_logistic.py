@@ -144,6 +144,19 @@ def run_one(task: str, eps, seeds: int) -> list[dict]:
     return rows
 
 
+def federated_epsilon(eps: float, sizes: list[int]) -> float:
+    """ε′ of one pooled noisy GD (δ = 1/(10 n)) whose noise multiplier is √(Σ z_i²), z_i that of unit i at
+    (ε, 1/(10 n_i)): the sum of the units' own Gaussians per step (README.md, third amendment)."""
+    from dpadapt.privacy import accounting
+
+    z = math.sqrt(sum(accounting.analytic_gaussian_sigma(eps, 1.0 / (10.0 * m), 1.0) ** 2 for m in sizes))
+    lo, hi, delta = 1e-4, eps, 1.0 / (10.0 * sum(sizes))
+    for _ in range(60):  # z(ε′) falls as ε′ grows
+        mid = math.sqrt(lo * hi)
+        lo, hi = (lo, mid) if accounting.analytic_gaussian_sigma(mid, delta, 1.0) <= z else (mid, hi)
+    return hi
+
+
 def run_multi(task: str, eps, seeds: int) -> list[dict]:
     """PhysioNet three units: ``default`` and ``basis-lr-per-source`` (README.md, second amendment). Each unit fits
     its own model at (ε, 1/(10 n_i)) in the same basis; the receiver averages the coefficients weighted by n_i, i.e.
@@ -163,8 +176,12 @@ def run_multi(task: str, eps, seeds: int) -> list[dict]:
             _basis_lr(rmap(X), y, classes, eps, 1.0 / (10.0 * X.shape[0]), 10 * seed + i).predict_proba(Zt), 1e-300, None))
             for i, (X, y) in enumerate(sources))
         proba = np.exp(logp - logp.max(axis=1, keepdims=True))
+        eps_fed = eps if eps is None else federated_epsilon(eps, [X.shape[0] for X, _ in sources])
+        fed = _basis_lr(np.vstack([rmap(X) for X, _ in sources]), np.concatenate([y for _, y in sources]), classes,
+                        eps_fed, 1.0 / (10.0 * n), seed)
         rows.append({"task": task, "epsilon": eps, "seed": seed, "metric": metric, "default": default,
-                     "basis-lr-per-source": _score(proba / proba.sum(axis=1, keepdims=True), classes, ytest, metric)})
+                     "basis-lr-per-source": _score(proba / proba.sum(axis=1, keepdims=True), classes, ytest, metric),
+                     "epsilon_federated": eps_fed, "basis-lr-federated": _score(fed.predict_proba(Zt), classes, ytest, metric)})
     return rows
 
 
@@ -181,7 +198,7 @@ def run(out: str, seeds: int, middle: bool, filters: list[str], workers: int, on
                 f.write(json.dumps(r) + "\n")
             f.flush()
             print(rows[0]["task"], rows[0]["epsilon"], {c: round(float(np.mean([r[c] for r in rows])), 1) for c in
-                                                        ("default", "basis-lr", "basis-lr-per-source") if c in rows[0]}, flush=True)
+                                                        ("default", "basis-lr", "basis-lr-per-source", "basis-lr-federated") if c in rows[0]}, flush=True)
     return 0
 
 
@@ -220,9 +237,35 @@ def _best(r: dict, every_none: bool = True) -> float:
 JUDGED = {"default": lambda r: r["default"], "basis-lr-best": _best, "post-hoc finish-trigger only": lambda r: _best(r, False)}
 
 
+def table_multi(rows: list[dict], lr: dict) -> int:
+    """PhysioNet three units: default, per-source average, federated (mean ± SE), DP-LR pooled, and the pooled
+    basis-lr of ``run`` when its rows are given as a second file."""
+    cols = ["default", "basis-lr-per-source", "basis-lr-federated"]
+    print("| pair | ε | ε′ (federated) | " + " | ".join(cols) + " | DP-LR (pooled, one Gaussian) | federated − DP-LR |")
+    print("|---|---|---|" + "---|" * (len(cols) + 2))
+    for task in PHYSIONET_3:
+        for eps in EPSILONS:
+            rs = [r for r in rows if r["task"] == task and r["epsilon"] == eps]
+            if not rs:
+                continue
+            m = {c: _mean_se([r[c] for r in rs]) for c in cols}
+            ref = _mean_se(lr[task, eps]) if (task, eps) in lr else None
+            gap = ""
+            if ref:
+                g, se = m["basis-lr-federated"][0] - ref[0], math.hypot(m["basis-lr-federated"][1], ref[1])
+                gap = f"{g:+.1f}" + (" **below**" if g < -max(1.0, 2 * se) else "")
+            e2 = rs[0].get("epsilon_federated")
+            print(f"| {task} | {eps if eps else 'None'} | {f'{e2:.2f}' if e2 else ''} | "
+                  + " | ".join(f"{m[c][0]:.1f} ± {m[c][1]:.1f}" for c in cols)
+                  + f" | {f'{ref[0]:.1f} ± {ref[1]:.1f}' if ref else ''} | {gap} |")
+    return 0
+
+
 def table(path: str) -> int:
     rows = [json.loads(line) for line in open(path)]
     lr, so = references()
+    if "basis-lr-per-source" in rows[0]:
+        return table_multi(rows, lr)
     tasks = [t for t in _tasks(True, []) if any(r["task"] == t for r in rows)]
     cell = {}
     print("| pair | ε | design, k | n·ε/K | q | default | basis-lr | basis-lr − default | basis-lr-best | DP-LR | best − DP-LR |")
