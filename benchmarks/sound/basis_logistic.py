@@ -56,8 +56,14 @@ FAMILIES = {"tiny googlenet": ("googlenet1024:D->A",), "tiny surf": ("surf:D->A"
             "physionet 3 units": PHYSIONET_3}
 
 
-def _tasks(middle: bool, filters: list[str]) -> list[str]:
+def single_tasks() -> list[str]:
+    """The single-source PhysioNet development pairs the finish trigger reaches (n/K ≥ 500; ``finish.py single``)."""
+    return [p.task for p in R.PHYSIONET_PAIRS if p.load().Xs.shape[0] / 2 >= rule.FINISH_ROWS_PER_CLASS]
+
+
+def _tasks(middle: bool, filters: list[str], single: bool = False) -> list[str]:
     tasks = [p.task for p in R.TINY_DEV_PAIRS] + list(LARGE_BOW) + list(PHYSIONET_3) + (list(MIDDLE) if middle else [])
+    tasks = single_tasks() if single else tasks
     return [t for t in tasks if not filters or any(f in t for f in filters)]
 
 
@@ -185,13 +191,13 @@ def run_multi(task: str, eps, seeds: int) -> list[dict]:
     return rows
 
 
-def run(out: str, seeds: int, middle: bool, filters: list[str], workers: int, one=run_one) -> int:
+def run(out: str, seeds: int, middle: bool, filters: list[str], workers: int, one=run_one, single: bool = False) -> int:
     import concurrent.futures as cf
 
     done = set()
     if Path(out).is_file():  # resumable: a (task, ε) already written is skipped
         done = {(r["task"], r["epsilon"]) for r in map(json.loads, open(out))}
-    jobs = [(t, e, seeds) for t in _tasks(middle, filters) for e in EPSILONS if (t, e) not in done]
+    jobs = [(t, e, seeds) for t in _tasks(middle, filters, single) for e in EPSILONS if (t, e) not in done]
     with open(out, "a") as f, cf.ProcessPoolExecutor(workers, initializer=_init_worker) as pool:
         for rows in pool.map(one, *zip(*jobs)) if jobs else ():
             for r in rows:
@@ -216,8 +222,8 @@ def references() -> tuple[dict, dict]:
     lr = dplr_cells()
     recs = json.loads((HERE.parent / "dp_source_only/results/dp-source-only-dev.json").read_text())["records"]
     for r in recs:
-        if r["row"] == "dp-lr" and r["task"] == "googlenet1024:D->A" and r["epsilon"] is not None:
-            lr.setdefault((r["task"], float(r["epsilon"])), []).append(r["accuracy"])
+        if r["row"] == "dp-lr" and r["epsilon"] is not None and (r["task"] == "googlenet1024:D->A" or "physionet" in r["task"]):
+            lr.setdefault((r["task"], float(r["epsilon"])), []).append(r["auc"] if "physionet" in r["task"] else r["accuracy"])
     for r in json.load(open(HERE / "results/issue37/tiny-references.json"))["records"]:
         if r["row"] == "dp-lr" and r["task"].startswith("surf") and r["epsilon"] is not None:
             lr.setdefault((r["task"], float(r["epsilon"])), []).append(r["accuracy"])
@@ -266,7 +272,8 @@ def table(path: str) -> int:
     lr, so = references()
     if "basis-lr-per-source" in rows[0]:
         return table_multi(rows, lr)
-    tasks = [t for t in _tasks(True, []) if any(r["task"] == t for r in rows)]
+    tasks = list(dict.fromkeys(r["task"] for r in rows))
+    large = (*LARGE_BOW, *PHYSIONET_3, *(t for t in tasks if t.startswith("physionet:") and t not in PHYSIONET_3))
     cell = {}
     print("| pair | ε | design, k | n·ε/K | q | default | basis-lr | basis-lr − default | basis-lr-best | DP-LR | best − DP-LR |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
@@ -299,7 +306,7 @@ def table(path: str) -> int:
                 print(f"  {fam:18s} mean gap {np.mean(gaps):+.2f} ({'met' if np.mean(gaps) >= -0.5 else 'not met'}); pairs > 2 "
                       f"below: {sum(g < -2 for g in gaps)}; " + ", ".join(f"{t} {g:+.1f}" for (t, _), g in zip(got, gaps)))
         below = []
-        for t in (*LARGE_BOW, *PHYSIONET_3):
+        for t in large:
             for eps in (4.0, 8.0):
                 if (t, eps) in cell and (t, eps) in lr:
                     (v, se), (lv, lse) = cell[t, eps][0][name], _mean_se(lr[t, eps])
@@ -334,9 +341,10 @@ def main(argv=None) -> int:
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--pairs", nargs="*", default=[], help="substrings of the tasks to run")
     ap.add_argument("--middle", action="store_true", help="also the middle development pairs")
+    ap.add_argument("--single", action="store_true", help="only the single-source PhysioNet pairs the finish trigger reaches")
     a = ap.parse_args(argv)
     if a.cmd == "run":
-        return run(a.out, a.seeds, a.middle, a.pairs, a.workers)
+        return run(a.out, a.seeds, a.middle, a.pairs, a.workers, single=a.single)
     if a.cmd == "multi":
         return run(a.out, a.seeds, False, ["physionet"], a.workers, one=run_multi)
     return table(a.out)
