@@ -179,15 +179,21 @@ def target_posterior(fit: TargetScale, g: np.ndarray) -> np.ndarray:
 
 
 def apply(model, fit: TargetScale) -> None:
-    """Fold ``fit`` into the binary ``model``'s (W, b) and its target prior, so that ``predict_proba`` (scores + the
-    prior shift) gives the target's log posterior odds ``slope``·(g − ``offset``) + logit π̂."""
-    src = np.asarray(model.details["source_prior"], dtype=np.float64)
-    log_prior = np.log(src)
-    model.details.update(target_scale=fit.to_dict())
-    if fit.method == "none":
-        return
-    a = fit.slope
-    b = a * (np.asarray(model.b, dtype=np.float64) - log_prior) + log_prior
-    b[1] -= a * fit.offset
-    model.W = a * np.asarray(model.W, dtype=np.float64)
-    model.b = b
+    """Record ``fit`` on ``model`` (``details["target_scale"]``); its (W, b) stay the released model's (its
+    ``decision_function`` and any score request made from it are unchanged), and ``predict``/``predict_proba`` read
+    the target's scale through :func:`on_target`."""
+    model.details.update(target_scale={k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+                                       for k, v in fit.to_dict().items()})
+
+
+def on_target(details: dict, s: np.ndarray) -> np.ndarray:
+    """Binary scores ``s`` (log-likelihoods + log DP source prior) put on the target's scale recorded in ``details``:
+    class 1 against class 0 scores ``slope``·(g − ``offset``) + logit π_s, so that the prior shift to π̂ gives the
+    target's log posterior odds of the module docstring; ``s`` as it is where none was applied."""
+    fit = details.get("target_scale")
+    if not fit or fit.get("method", "none") == "none":
+        return s
+    src = np.asarray(details["source_prior"], dtype=np.float64)
+    logit_src = math.log(src[1]) - math.log(src[0])
+    g = s[:, 1] - s[:, 0] - logit_src
+    return np.column_stack([np.zeros(g.shape), float(fit["slope"]) * (g - float(fit["offset"])) + logit_src])
