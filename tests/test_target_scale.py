@@ -77,20 +77,23 @@ def fit_sound(along: float, spread: float):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fitted = SoundDA(epsilon=None, classes=(0, 1), random_state=0).fit_domains(Xs, ys, Xt).model_
-    assert fitted.details["llr_separation"] > 0 and "target_scale" not in fitted.details  # the default: unchanged
+    assert fitted.details["llr_separation"] > 0 and fitted.details["target_scale"]["method"] == calibrate.TARGET_SCALE
     Z = fitted.row_map()(Xt)
     out = {}
     for scale in target_scale.METHODS:
         model = calibrate.at_target_prior(copy.deepcopy(fitted), Z, scale=scale, n_boot=20)
         p = model.predict_proba(Xt)[:, 1]
         out[scale] = (calibration_line(yt, p)[0], roc_auc(yt, p), model.details["prevalence"]["prior"][1], p.mean())
+    plain = fitted.scores(Z)  # (W, b) stay the released model's: decision_function and a score request are unchanged
+    assert np.array_equal(plain, calibrate.at_target_prior(copy.deepcopy(fitted), Z, scale="none").scores(Z))
     with pytest.raises(ValueError, match="scale"):
         calibrate.at_target_prior(copy.deepcopy(fitted), Z, scale="bogus")
-    return out, float(yt.mean())
+    return out
 
 
 def test_sound_da_on_a_unit_wider_along_the_discriminant_moments_and_mixture_recalibrate_keeping_the_ranking():
-    out, _ = fit_sound(along=1.8, spread=1.0)
+    assert calibrate.TARGET_SCALE == "moments"  # SoundDA's binary default, chosen by the rule (benchmarks/decisions)
+    out = fit_sound(along=1.8, spread=1.0)
     assert out["none"][0] < 0.6  # today: over-confident on the wider unit
     assert 0.8 < out["moments"][0] < 1.25 and 0.75 < out["mixture"][0] < 1.25
     assert len({round(o[1], 12) for o in out.values()}) == 1  # ROC-AUC identical
@@ -99,7 +102,7 @@ def test_sound_da_on_a_unit_wider_along_the_discriminant_moments_and_mixture_rec
 
 
 def test_sound_da_on_a_unit_wider_in_every_direction_shows_closer_classes_which_separation_reads():
-    out, _ = fit_sound(along=1.0, spread=1.6)  # the row map's ℓ2 normalisation pulls the class means together
+    out = fit_sound(along=1.0, spread=1.6)  # the row map's ℓ2 normalisation pulls the class means together
     assert out["none"][0] < 0.75 and 0.8 < out["separation"][0] < 1.25
     assert out["moments"][0] < out["none"][0]  # moments reads it as a narrower unit: more over-confident still
     assert len({round(o[1], 12) for o in out.values()}) == 1

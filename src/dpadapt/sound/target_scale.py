@@ -182,7 +182,7 @@ def apply(model, fit: TargetScale) -> None:
     """Record ``fit`` on ``model`` (``details["target_scale"]``); its (W, b) stay the released model's (its
     ``decision_function`` and any score request made from it are unchanged), and ``predict``/``predict_proba`` read
     the target's scale through :func:`on_target`."""
-    model.details.update(target_scale={k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+    model.details.update(target_scale={k: v if isinstance(v, str) else (float(v) if math.isfinite(v) else None)
                                        for k, v in fit.to_dict().items()})
 
 
