@@ -51,7 +51,6 @@ import dataclasses
 import math
 
 import numpy as np
-from scipy.special import expit, logit
 
 from dpadapt.labelshift import MIN_PRIOR
 
@@ -128,6 +127,8 @@ def separation(g: np.ndarray, separation: float, midpoint: float, prior: float) 
 
 def _em(g: np.ndarray, w: np.ndarray, d: float, c: float, start: TargetScale) -> np.ndarray:
     """EM of the fixed-distance mixture for every row weighting ``w`` (B, n) at once: (B, 3) rows (π, δ, v_t)."""
+    from scipy.special import expit, logit
+
     B = w.shape[0]
     total = w.sum(axis=1, keepdims=True)
     pi = np.full((B, 1), start.prior)
@@ -173,6 +174,8 @@ def mixture(g: np.ndarray, separation: float, midpoint: float, prior: float, *, 
 def target_posterior(fit: TargetScale, g: np.ndarray) -> np.ndarray:
     """P(y = 1 | g) on the target under ``fit`` (``"none"``: the source-prior odds g + logit π_s are not known here;
     use :func:`apply` on the model)."""
+    from scipy.special import expit, logit
+
     if fit.method == "none":
         raise ValueError("a fallen-back fit has no target posterior of its own")
     return expit(fit.slope * (g - fit.offset) + logit(fit.prior))
