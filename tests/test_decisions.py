@@ -163,7 +163,7 @@ def test_the_sound_warning_names_a_stated_temperature_far_from_one():
 
     near = calibration_warning("sound", SimpleNamespace(details={"temperature": 0.9}))
     far = calibration_warning("sound", SimpleNamespace(details={"temperature": 0.2}))
-    assert near.startswith("sound: its probabilities were over-confident") and "temperature" not in near
+    assert near.startswith("sound: its probabilities were miscalibrated") and "temperature" not in near
     assert "stated temperature is 0.20" in far and "5.0-fold" in far and "\n" not in far
     assert calibration_warning("sound", SimpleNamespace(details={"temperature": FAR_TEMPERATURE})) == near
     assert calibration_warning("dp-ncm", None) is None  # no measurement, no warning
