@@ -35,14 +35,16 @@ Var_t g = v_t + π(1 − π)Δ². Two estimates from the receiver's rows:
   distance fixed at Δ and a common variance, started at ``"moments"``; its π̂ is the reported prevalence (with a
   percentile bootstrap interval over the rows).
 
-**Guards.** v_t is floored at :data:`MIN_SPREAD_SHARE`·Δ (the target's odds at most 1/share as steep as the
+**Guards.** v_t is floored at :data:`MIN_SPREAD_SHARE`·Δ (the target's odds at most 1/share times as steep as the
 source's; ``"separation"``: Δ_t at most Δ/share); where the rows' variance cannot be explained (v̂_t ≤ 0: the
 separation alone would spread g more than the rows do; ``"separation"``: s²_g ≤ Δ, less than the within-class
 spread alone) the model is kept as it was (the source-prior posteriors shifted to π̂, ``"none"``). Binary
 discriminant with the temperature applied only; any other model is left as it is.
 
-:data:`dpadapt.sound.calibrate.TARGET_SCALE` selects the step; it was put to the rule of
-``benchmarks/decisions/README.md`` ("A receiver-side statement of the shift between units").
+:data:`dpadapt.sound.calibrate.TARGET_SCALE` selects the step (``"moments"``, chosen by the rule "a receiver-side
+statement of the shift between units" of ``benchmarks/decisions/README.md``, where what it does not fix is stated).
+The fit is recorded in the model's ``details["target_scale"]`` and read at prediction (:func:`on_target`); the
+model's (W, b), its ``decision_function`` and any score request made from it stay the released model's.
 """
 
 from __future__ import annotations
