@@ -188,7 +188,7 @@ def test_hospital_guide_default_flow_runs_as_written(data_root, tmp_path, monkey
                   "expected calibration error  ", "wrote heart-report.html"):
         assert shown in out and shown in page, shown
     assert re.search(r"estimated prevalence of 'disease': \d+\.\d % \(90 % interval \d+\.\d–\d+\.\d %; mean;", out)
-    warning = "dpadapt adapt: warning: sound: its probabilities were over-confident on the PhysioNet development pairs"
+    warning = "dpadapt adapt: warning: sound: its probabilities were miscalibrated on the PhysioNet development pairs"
     assert warning in err and warning in page
     report = (tmp_path / "hungary" / "heart-report.html").read_text()
     assert all(f'id="{i}"' in report for i in ("prevalence", "rule", "at-rule", "reliability"))

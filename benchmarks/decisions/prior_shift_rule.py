@@ -87,9 +87,9 @@ def append_rows(out: Path, new: list[dict]) -> None:
         w.writerows(new)
 
 
-def run_cells(out: Path, seeds, run_one, candidates, title: str) -> str:
+def run_cells(out: Path, seeds, run_one, candidates, title: str, extra=None) -> str:
     """Every development cell (one noise-free draw, then ``seeds`` at ε = 1, 4), resumable rows in ``out``, the table
-    and the rule's pick beside it (``.md``)."""
+    and the rule's pick beside it (``.md``), then ``extra(rows)`` (a reported-only table) when given."""
     rows = list(csv.DictReader(out.open())) if out.exists() else []
     done = {(r["pair"], r["eps"], int(r["seed"])) for r in rows}
     pairs = [p for p in (*PHYSIONET_PAIRS, *HEART_PAIRS, *D.SYNTHETIC_PAIRS) if p.available()]
@@ -101,17 +101,19 @@ def run_cells(out: Path, seeds, run_one, candidates, title: str) -> str:
         rows += new
         append_rows(out, new)
     text = verdict(rows, candidates)
+    if extra is not None:
+        text += "\n" + extra(rows)
     out.with_suffix(".md").write_text(f"# {title}: the rule's run\n\n{text}")
     return text
 
 
-def cli(argv, seeds, run_one, candidates, title: str) -> None:
+def cli(argv, seeds, run_one, candidates, title: str, extra=None) -> None:
     """``--out`` (rows, resumable) and ``--seeds`` (default ``seeds``), then :func:`run_cells`, printed."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--seeds", nargs="+", type=int, default=list(seeds))
     args = ap.parse_args(argv)
-    print(run_cells(Path(args.out), args.seeds, run_one, candidates, title))
+    print(run_cells(Path(args.out), args.seeds, run_one, candidates, title, extra))
 
 
 def main(argv=None):

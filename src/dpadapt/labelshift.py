@@ -23,7 +23,6 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-from scipy.special import logsumexp
 
 #: The smallest prior a class may take (EM drives an absent class towards 0; a floor keeps log π finite).
 MIN_PRIOR = 1e-6
@@ -57,6 +56,8 @@ def em_target_prior(log_proba: np.ndarray, source_prior, *, max_iter: int = 1000
     ``log_proba``: (n, K) log p_s(y | x) of the receiver's rows under the source prior ``source_prior``
     (K,). Stops when the prior moves by less than ``tol`` (ℓ1) or after ``max_iter`` iterations.
     """
+    from scipy.special import logsumexp
+
     L = np.asarray(log_proba, dtype=np.float64)
     if L.ndim != 2 or L.shape[0] == 0 or not np.all(np.isfinite(L) | (L == -np.inf)):
         raise ValueError("log_proba must be an (n, K) array of log-posteriors with n ≥ 1")
@@ -77,5 +78,7 @@ def em_target_prior(log_proba: np.ndarray, source_prior, *, max_iter: int = 1000
 
 def adjust_log_proba(log_proba: np.ndarray, estimate: PriorEstimate) -> np.ndarray:
     """Log-posteriors under the target prior: ``log_proba + log π_t − log π_s``, renormalised."""
+    from scipy.special import logsumexp
+
     A = np.asarray(log_proba, dtype=np.float64) + estimate.log_ratio()
     return A - logsumexp(A, axis=1, keepdims=True)

@@ -19,7 +19,11 @@ log-likelihood part of the scores by it, keeping the DP source prior. The protot
 von Mises–Fisher concentration fitted on the receiver's own rows; its factor is 1.
 
 The target's prior is then estimated on the receiver's rows (:mod:`dpadapt.prevalence`), and the model
-predicts at it. Everything here reads only the release, its public σ and the receiver's rows.
+predicts at it. The temperature makes the model calibrated on the source; for two classes the shift between the
+source's and the receiver's unit is then stated on the receiver's rows against the released class moments
+(:mod:`dpadapt.sound.target_scale`, :data:`TARGET_SCALE`): the target's log posterior odds are a monotone affine
+map of the tempered log-likelihood ratio (ranking unchanged). Everything here reads only the release, its public σ
+and the receiver's rows.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import math
 
 import numpy as np
 
+from dpadapt.sound import target_scale
 from dpadapt.sound.receiver import Statistics
 
 #: The corrected separation is kept at least this share of the plug-in one (a separation all noise keeps a trace).
@@ -86,8 +91,11 @@ def calibrate(design: str, st: Statistics, W: np.ndarray, b: np.ndarray, *, meth
     if method == "none":
         return W, b, {**details, "temperature_applied": False, "calibration": "none (scores as released)"}
     log_prior = np.log(np.maximum(st.counts, 1.0) / np.maximum(st.counts, 1.0).sum())
-    return t * W, t * (b - log_prior) + log_prior, {**details, "temperature_applied": True,
-                                                     "calibration": "noise- and sample-aware temperature"}
+    W, b = t * W, t * (b - log_prior) + log_prior
+    if W.shape[0] == 2:  # the stated class moments of the log-likelihood ratio (dpadapt.sound.target_scale)
+        _, means, _ = _pooled(st)
+        details["llr_separation"], details["llr_midpoint"] = target_scale.source_llr_moments(W, b, log_prior, means, t)
+    return W, b, {**details, "temperature_applied": True, "calibration": "noise- and sample-aware temperature"}
 
 
 #: The calibration applied by default ("temperature" or "none") and the prevalence estimator of
@@ -95,20 +103,43 @@ def calibrate(design: str, st: Statistics, W: np.ndarray, b: np.ndarray, *, meth
 #: on its development cells (``benchmarks/decisions/results/decisions-tables.md``).
 CALIBRATION = "temperature"
 PREVALENCE = "mean"
+#: The receiver-side statement of the shift between units on a binary tempered discriminant
+#: (:mod:`dpadapt.sound.target_scale`: "none", "moments", "separation" or "mixture"): "moments", chosen by the rule
+#: "a receiver-side statement of the shift between units" of ``benchmarks/decisions/README.md``
+#: (``benchmarks/decisions/results/target-moments-rule.md``).
+TARGET_SCALE = "moments"
 
 
-def at_target_prior(model, Z: np.ndarray, *, method: str | None = None, n_boot: int = 100):
+def at_target_prior(model, Z: np.ndarray, *, method: str | None = None, n_boot: int = 100, scale: str | None = None):
     """``model`` with the target's prior estimated on the receiver's mapped rows ``Z`` (``details``:
-    ``target_prior`` and its interval ``prevalence``); its predict/predict_proba then use it."""
+    ``target_prior`` and its interval ``prevalence``); its predict/predict_proba then use it. A binary tempered
+    discriminant is then put on the target's scale by ``scale`` (default :data:`TARGET_SCALE`;
+    :mod:`dpadapt.sound.target_scale`), whose ``"mixture"`` also gives the prevalence."""
     from scipy.special import logsumexp
 
     from dpadapt import prevalence
 
     method = PREVALENCE if method is None else method
+    scale = TARGET_SCALE if scale is None else scale
+    if scale not in target_scale.METHODS:
+        raise ValueError(f"scale must be one of {target_scale.METHODS}, got {scale!r}")
+    model.details.pop("target_scale", None)
     s = model.scores(Z)
     P = np.exp(s - logsumexp(s, axis=1, keepdims=True))
     est = prevalence.estimate(P, model.details["source_prior"], method=method, n_boot=n_boot if Z.shape[0] else 0) \
         if Z.shape[0] else None
-    if est is not None:
-        model.details.update(target_prior=est.prior.tolist(), prevalence=est.to_dict())
+    if est is None:
+        return model
+    if scale != "none" and "llr_separation" in model.details:
+        g = target_scale.llr(model, Z)
+        args = (g, model.details["llr_separation"], model.details["llr_midpoint"], float(est.prior[1]))
+        if scale in ("moments", "separation"):
+            fit = getattr(target_scale, scale)(*args)
+        else:
+            fit, (low, high) = target_scale.mixture(*args, n_boot=n_boot, level=est.level, seed=prevalence.BOOTSTRAP_SEED)
+            if fit.method == "mixture":
+                est = prevalence.Prevalence(np.array([1 - fit.prior, fit.prior]), np.array([1 - high, low]),
+                                            np.array([1 - low, high]), est.level, "mixture", est.source_prior)
+        target_scale.apply(model, fit)
+    model.details.update(target_prior=est.prior.tolist(), prevalence=est.to_dict())
     return model

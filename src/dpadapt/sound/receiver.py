@@ -275,16 +275,23 @@ class SoundModel:
             return np.zeros(self.b.shape)
         return np.log(np.asarray(d["target_prior"], dtype=np.float64)) - np.log(np.asarray(d["source_prior"], dtype=np.float64))
 
+    def at_target(self, s: np.ndarray) -> np.ndarray:
+        """Scores ``s`` (as :meth:`scores`) on the target: on the target's scale where ``details["target_scale"]``
+        was applied (:mod:`dpadapt.sound.target_scale`), then shifted to the target's estimated prior."""
+        from dpadapt.sound import target_scale
+
+        return target_scale.on_target(self.details, s) + self.prior_shift()
+
     def predict_proba(self, X) -> np.ndarray:
         """Class probabilities at the target's estimated prior (``details["target_prior"]``, :mod:`dpadapt.sound.calibrate`)."""
         from scipy.special import logsumexp
 
-        s = self.decision_function(X) + self.prior_shift()
+        s = self.at_target(self.decision_function(X))
         return np.exp(s - logsumexp(s, axis=1, keepdims=True))
 
     def predict(self, X) -> np.ndarray:
         """The most probable class at the target's estimated prior (the Bayes rule for accuracy on the target)."""
-        return self.classes[np.argmax(self.decision_function(X) + self.prior_shift(), axis=1)]
+        return self.classes[np.argmax(self.at_target(self.decision_function(X)), axis=1)]
 
     def score(self, X, y) -> float:
         return float(np.mean(self.predict(X) == np.asarray(y)))

@@ -811,5 +811,6 @@ def adapt(model: SoundModel, score_request: ScoreRequest, releases: list[Release
     used = prev["gate"]["chose"] if "gate" in prev else prevalence  # None: the default, EM where not gated
     details = {**model.details, **cal, "score_histograms_sigma": H.sigma, "source_prior": prior.tolist(),
                "statistics_source_prior": model.details["source_prior"],
-               "target_prior": prev["prior"], "prevalence": prev, "prior_shift": used != "mean"}
+               "target_prior": prev["prior"], "prevalence": prev, "prior_shift": used != "mean",
+               "target_scale": None}  # this release's own calibration replaces the first model's target scale
     return dataclasses.replace(model, W=W, b=b, details=details)

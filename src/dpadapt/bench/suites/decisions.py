@@ -36,6 +36,9 @@ ESTIMATORS: tuple[str, ...] = ("sound", "sound-scores", "dpot-cs", "dp-ncm", "dp
 SCORE_CALIBRATION, SCORE_PREVALENCE = "platt", "gated"
 PREVALENCE = prev.METHODS
 N_BOOT = 100
+#: The key under which a ``sound`` run records the default model's own probabilities (the stated temperature, the
+#: target scale of :data:`dpadapt.sound.calibrate.TARGET_SCALE`, at its prevalence estimate): ``default|default|…``.
+DEFAULT_MODEL = PREVALENCE_OF_DEFAULT = "default"
 
 #: The synthetic family: two classes of ``SYNTHETIC_D``-dimensional unit-variance Gaussians whose means are
 #: ``SYNTHETIC_SEPARATION`` apart (Mahalanobis; ROC-AUC of the Bayes posterior Φ(Δ/√2) ≈ 0.92), the same in
@@ -230,6 +233,17 @@ def _runner(spec: PairSpec, estimator: str, epsilon: float | None):
         P, src = source_probabilities(model, pair.Xt_test)[default]
         est = prev.estimate(P, src, method=prev.DEFAULT, n_boot=0)
         extra["reliability"] = reliability(y, prev.shift(P, src, est.prior)[:, 1])
+        stated = getattr(getattr(model, "model_", None), "details", {}).get("prevalence")
+        if estimator == "sound" and stated is not None:  # the default model itself (target scale included), at its prior
+            Pd = np.asarray(model.predict_proba(pair.Xt_test), dtype=np.float64)
+            fixed = prev.Prevalence(*(np.asarray(stated[k]) for k in ("prior", "low", "high")), stated["level"],
+                                    stated["method"], np.asarray(stated["prior"]))
+            for key, v in candidate_metrics(y, Pd, fixed.prior, stated["method"], fixed).items():
+                extra[f"{DEFAULT_MODEL}|{PREVALENCE_OF_DEFAULT}|{key}"] = v
+            extra["reliability"] = reliability(y, Pd[:, 1])
+        elif estimator != "sound":  # the tables' column for the default model: a baseline at the default estimator
+            tag = f"none|{prev.DEFAULT}|"
+            extra.update({f"none|{PREVALENCE_OF_DEFAULT}|{k[len(tag):]}": v for k, v in list(extra.items()) if k.startswith(tag)})
         return RunOutcome(extra[f"{default}|em|balanced_ba"], dict(getattr(model, "guarantees_", {}) or {}), extra)
 
     return run
@@ -258,8 +272,10 @@ def _write_report(rows, out):
 def write_report_for(rows, out):
     """The suite's tables for a slice of it (``benchmarks/decisions/run_decisions.py``), at the chosen defaults."""
     from dpadapt.bench.suites.decisions_report import write_report
-    from dpadapt.sound.calibrate import CALIBRATION, PREVALENCE
+    from dpadapt.sound.calibrate import CALIBRATION, PREVALENCE, TARGET_SCALE
 
+    if TARGET_SCALE != "none" and any(f"{DEFAULT_MODEL}|{PREVALENCE_OF_DEFAULT}|slope" in r for r in rows):
+        return write_report(rows, out, selected=(DEFAULT_MODEL, PREVALENCE_OF_DEFAULT))
     return write_report(rows, out, selected=(CALIBRATION, PREVALENCE))
 
 

@@ -145,7 +145,7 @@ def synthetic_sweep(rows, cal_of) -> list[str]:
     out = ["| estimator | ε | prevalence | " + " | ".join(f"{r:g}" for r in rates) + " | max | 90 % coverage | mean slope | seeds |",
            "|---|---|---|" + "---|" * (len(rates) + 4)]
     for method, e in sorted({(m, e) for m, _, e in cells}, key=lambda k: (k[0], -k[1])):
-        for prev in PREVALENCES:
+        for prev in (*PREVALENCES, *(("default",) if cal_of(method) == "default" else ())):
             key = f"{cal_of(method)}|{prev}|"
             errs, cov, slope = [], [], []
             for r in rates:
@@ -154,6 +154,8 @@ def synthetic_sweep(rows, cal_of) -> list[str]:
                 errs.append(_mean(rs, key + "abs_error"))
                 cov.append(_mean(rs, key + "covered"))
                 slope.append(_mean(rs, key + "slope"))
+            if all(math.isnan(x) for x in errs):  # not recorded for this candidate (the default model: one estimator)
+                continue
             n = min((len(v) for (m, _, ee), v in cells.items() if m == method and ee == e), default=0)
             out.append(f"| {method} | {_eps(e)} | {prev} | " + " | ".join(f"{x:.3f}" for x in errs) +
                        f" | **{np.nanmax(errs):.3f}** | {np.nanmean(cov):.2f} | {np.nanmean(slope):.2f} | {n} |")
