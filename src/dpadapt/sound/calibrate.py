@@ -104,8 +104,8 @@ def calibrate(design: str, st: Statistics, W: np.ndarray, b: np.ndarray, *, meth
 CALIBRATION = "temperature"
 PREVALENCE = "mean"
 #: The receiver-side statement of the shift between units on a binary tempered discriminant
-#: (:mod:`dpadapt.sound.target_scale`: "none", "moments", "separation" or "mixture"): "moments", chosen by the rule
-#: "a receiver-side statement of the shift between units" of ``benchmarks/decisions/README.md``
+#: (:mod:`dpadapt.sound.target_scale`: "none" or "moments"): "moments", chosen by the rule "a receiver-side
+#: statement of the shift between units" of ``benchmarks/decisions/README.md``
 #: (``benchmarks/decisions/results/target-moments-rule.md``).
 TARGET_SCALE = "moments"
 
@@ -114,7 +114,7 @@ def at_target_prior(model, Z: np.ndarray, *, method: str | None = None, n_boot: 
     """``model`` with the target's prior estimated on the receiver's mapped rows ``Z`` (``details``:
     ``target_prior`` and its interval ``prevalence``); its predict/predict_proba then use it. A binary tempered
     discriminant is then put on the target's scale by ``scale`` (default :data:`TARGET_SCALE`;
-    :mod:`dpadapt.sound.target_scale`), whose ``"mixture"`` also gives the prevalence."""
+    :mod:`dpadapt.sound.target_scale`) at that prior."""
     from scipy.special import logsumexp
 
     from dpadapt import prevalence
@@ -130,16 +130,9 @@ def at_target_prior(model, Z: np.ndarray, *, method: str | None = None, n_boot: 
         if Z.shape[0] else None
     if est is None:
         return model
-    if scale != "none" and "llr_separation" in model.details:
-        g = target_scale.llr(model, Z)
-        args = (g, model.details["llr_separation"], model.details["llr_midpoint"], float(est.prior[1]))
-        if scale in ("moments", "separation"):
-            fit = getattr(target_scale, scale)(*args)
-        else:
-            fit, (low, high) = target_scale.mixture(*args, n_boot=n_boot, level=est.level, seed=prevalence.BOOTSTRAP_SEED)
-            if fit.method == "mixture":
-                est = prevalence.Prevalence(np.array([1 - fit.prior, fit.prior]), np.array([1 - high, low]),
-                                            np.array([1 - low, high]), est.level, "mixture", est.source_prior)
+    if scale == "moments" and "llr_separation" in model.details:
+        fit = target_scale.moments(target_scale.llr(model, Z), model.details["llr_separation"],
+                                   model.details["llr_midpoint"], float(est.prior[1]))
         target_scale.apply(model, fit)
     model.details.update(target_prior=est.prior.tolist(), prevalence=est.to_dict())
     return model

@@ -20,25 +20,16 @@ Then, by Bayes' rule, the target's log posterior odds are
     (Δ / v_t)·(g − c − δ) + logit π,
 
 a monotone affine map of g (ROC-AUC unchanged). Its moments: E_t g = c + δ + (π − ½)Δ and
-Var_t g = v_t + π(1 − π)Δ². Two estimates from the receiver's rows:
-
-* ``"moments"`` — π̂ the reported prevalence (:data:`dpadapt.sound.calibrate.PREVALENCE`), then in closed form
-  δ̂ = ḡ − c − (π̂ − ½)Δ and v̂_t = s²_g − π̂(1 − π̂)Δ² (ḡ, s²_g the mean and variance of g over the rows);
-* ``"separation"`` — the other reading of the same two moments: the target keeps the source's within-class
-  spread (v_t = Δ) and has a separation Δ_t of its own, g | y ~ N(c + δ ± Δ_t/2, Δ), so that its log posterior odds
-  are (Δ_t/Δ)·(g − c − δ) + logit π, with Δ̂_t² = (s²_g − Δ)/(π̂(1 − π̂)) and δ̂ = ḡ − c − (π̂ − ½)Δ̂_t. Reason
-  (from the design, not from any target label): the request's row map ℓ2-normalises every row before and after
-  the basis (:class:`dpadapt.sound.spaces.RowMap`), so a unit whose rows scatter more widely arrives with its
-  class means pulled together by the larger norms while the normalised within-class spread stays near the
-  source's: a wider raw spread shows as a smaller separation, not as a larger v_t;
-* ``"mixture"`` — (π, δ, v_t) by EM for the one-dimensional two-component Gaussian mixture with the component
-  distance fixed at Δ and a common variance, started at ``"moments"``; its π̂ is the reported prevalence (with a
-  percentile bootstrap interval over the rows).
+Var_t g = v_t + π(1 − π)Δ². The estimate from the receiver's rows, ``"moments"``: π̂ the reported prevalence
+(:data:`dpadapt.sound.calibrate.PREVALENCE`), then in closed form δ̂ = ḡ − c − (π̂ − ½)Δ and
+v̂_t = s²_g − π̂(1 − π̂)Δ² (ḡ, s²_g the mean and variance of g over the rows). Two other readings of the same
+rows were measured beside it and lost (a target with the source's spread and a separation of its own; a
+one-dimensional mixture fitted by EM: the rule "a receiver-side statement of the shift between units" of
+``benchmarks/decisions/README.md``), and left the library.
 
 **Guards.** v_t is floored at :data:`MIN_SPREAD_SHARE`·Δ (the target's odds at most 1/share times as steep as the
-source's; ``"separation"``: Δ_t at most Δ/share); where the rows' variance cannot be explained (v̂_t ≤ 0: the
-separation alone would spread g more than the rows do; ``"separation"``: s²_g ≤ Δ, less than the within-class
-spread alone) the model is kept as it was (the source-prior posteriors shifted to π̂, ``"none"``). Binary
+source's); where the rows' variance cannot be explained (v̂_t ≤ 0: the separation alone would spread g more
+than the rows do) the model is kept as it was (the source-prior posteriors shifted to π̂, ``"none"``). Binary
 discriminant with the temperature applied only; any other model is left as it is.
 
 :data:`dpadapt.sound.calibrate.TARGET_SCALE` selects the step (``"moments"``, chosen by the rule "a receiver-side
@@ -54,13 +45,9 @@ import math
 
 import numpy as np
 
-from dpadapt.labelshift import MIN_PRIOR
-
-METHODS = ("none", "moments", "mixture", "separation")
+METHODS = ("none", "moments")
 #: The floor of the target's within-class variance, as a share of the source's (Δ).
 MIN_SPREAD_SHARE = 0.25
-#: EM's stopping rule (largest change of π, δ/√Δ, v_t/Δ) and its iteration cap.
-EM_TOL, EM_MAX_ITER = 1e-8, 500
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,75 +99,6 @@ def moments(g: np.ndarray, separation: float, midpoint: float, prior: float) -> 
     v = max(v, MIN_SPREAD_SHARE * d)
     delta = float(np.mean(g)) - midpoint - (prior - 0.5) * d
     return TargetScale("moments", d / v, midpoint + delta, prior, d, v)
-
-
-def separation(g: np.ndarray, separation: float, midpoint: float, prior: float) -> TargetScale:
-    """The closed form of ``"separation"`` at the prevalence ``prior`` (its guards; module docstring)."""
-    d = float(separation)
-    if not (math.isfinite(d) and d > 0) or g.size < 2:
-        return _unchanged(prior, d, "no separation or too few rows")
-    excess = float(np.var(g)) - d
-    if not excess > 0:
-        return _unchanged(prior, d, "the rows' variance is not explained by the stated within-class spread")
-    dt = min(math.sqrt(excess / max(prior * (1.0 - prior), MIN_PRIOR)), d / MIN_SPREAD_SHARE)
-    delta = float(np.mean(g)) - midpoint - (prior - 0.5) * dt
-    return TargetScale("separation", dt / d, midpoint + delta, prior, dt, d)
-
-
-def _em(g: np.ndarray, w: np.ndarray, d: float, c: float, start: TargetScale) -> np.ndarray:
-    """EM of the fixed-distance mixture for every row weighting ``w`` (B, n) at once: (B, 3) rows (π, δ, v_t)."""
-    from scipy.special import expit, logit
-
-    B = w.shape[0]
-    total = w.sum(axis=1, keepdims=True)
-    pi = np.full((B, 1), start.prior)
-    delta = np.full((B, 1), start.offset - c)
-    v = np.full((B, 1), start.spread)
-    floor = MIN_SPREAD_SHARE * d
-    for _ in range(EM_MAX_ITER):
-        lo, hi = MIN_PRIOR, 1.0 - MIN_PRIOR
-        r = expit(d / v * (g - c - delta) + logit(np.clip(pi, lo, hi)))
-        new_pi = np.clip((w * r).sum(axis=1, keepdims=True) / total, lo, hi)
-        new_delta = (w * (g - c - (r - 0.5) * d)).sum(axis=1, keepdims=True) / total
-        e = g - c - new_delta
-        new_v = np.maximum((w * (r * (e - d / 2) ** 2 + (1 - r) * (e + d / 2) ** 2)).sum(axis=1, keepdims=True) / total,
-                           floor)
-        moved = max(float(np.abs(new_pi - pi).max()), float(np.abs(new_delta - delta).max()) / math.sqrt(d),
-                    float(np.abs(new_v - v).max()) / d)
-        pi, delta, v = new_pi, new_delta, new_v
-        if moved < EM_TOL:
-            break
-    return np.hstack([pi, delta, v])
-
-
-def mixture(g: np.ndarray, separation: float, midpoint: float, prior: float, *, n_boot: int = 0,
-            level: float = 0.9, seed: int = 0) -> tuple[TargetScale, tuple[float, float]]:
-    """``"mixture"``: EM started at :func:`moments` (kept as it was where that falls back), and the ``level``
-    percentile bootstrap interval of its π over the rows (``n_boot`` resamples; 0: a point interval)."""
-    start = moments(g, separation, midpoint, prior)
-    if start.method == "none":
-        return start, (prior, prior)
-    d, c = start.separation, midpoint
-    pi, delta, v = _em(g, np.ones((1, g.size)), d, c, start)[0]
-    fit = TargetScale("mixture", d / v, c + delta, float(pi), d, float(v))
-    if n_boot <= 0:
-        return fit, (fit.prior, fit.prior)
-    rng = np.random.default_rng(seed)
-    n = g.size
-    counts = np.array([np.bincount(rng.integers(0, n, n), minlength=n) for _ in range(n_boot)], dtype=np.float64)
-    draws = _em(g, counts, d, c, fit)[:, 0]
-    tail = (1.0 - level) / 2.0
-    return fit, (float(np.quantile(draws, tail)), float(np.quantile(draws, 1.0 - tail)))
-
-
-def target_posterior(fit: TargetScale, g: np.ndarray) -> np.ndarray:
-    """P(y = 1 | g) on the target under ``fit`` (``"none"``: the source-prior odds g + logit π_s are not known here;
-    use :func:`apply` on the model)."""
-    from scipy.special import expit, logit
-
-    if fit.method == "none":
-        raise ValueError("a fallen-back fit has no target posterior of its own")
-    return expit(fit.slope * (g - fit.offset) + logit(fit.prior))
 
 
 def apply(model, fit: TargetScale) -> None:
