@@ -18,7 +18,16 @@ fine limit of the second release's per-class score histograms):
 * ``target-platt`` — Platt on all the target rows with their labels, in-sample: the ceiling of any affine map of g.
 
 Target labels: for scoring, and in ``labelled-m`` / ``target-platt`` as the point of the diagnosis. Writes the rows
-(resumable) and, beside them (``.md``), the tables.
+(resumable) and, beside them (``.md``), the tables. Added after the planned run, reported and chosen on by nothing:
+``--raw-weights`` (the domain classifier on the raw feature rows), the covariate-shift check
+(:func:`covariate_shift_check`, ``--check-with`` the other run's rows) and ``--floor`` (:func:`bar_floor`: how often
+a calibrated model passes the bar on each pair's scored rows)::
+
+    python benchmarks/decisions/shift_bounds.py --raw-weights --no-heart \\
+        --out benchmarks/decisions/results/shift-bounds-raw-weights.csv
+    python benchmarks/decisions/shift_bounds.py --out benchmarks/decisions/results/shift-bounds.csv \\
+        --check-with benchmarks/decisions/results/shift-bounds-raw-weights.csv
+    python benchmarks/decisions/shift_bounds.py --floor --out benchmarks/decisions/results/shift-bounds-floor.md
 """
 
 from __future__ import annotations
