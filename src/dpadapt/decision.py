@@ -30,7 +30,8 @@ RULES = ("bayes", "balanced", "sensitivity", "alert_rate")
 #: (``benchmarks/decisions/README.md``): method → what was measured. ``dpadapt adapt`` warns for these.
 KNOWN_MISCALIBRATED = {
     "sound": "its probabilities were miscalibrated on the PhysioNet development pairs (calibrated in 3–4 of 12 pairs; "
-             "mean calibration slope 0.7–1.1, mean ECE 0.07–0.09 at ε = 1, 4 and noise-free; benchmarks/decisions)",
+             "mean calibration slope 0.7–1.1, mean ECE 0.07–0.09 at ε = 1, 4 and noise-free; benchmarks/decisions) and "
+             "over-confident on the tiny image sources (top-label ECE 0.04–0.65; benchmarks/sound)",
     "dpot": "its probabilities were over-confident on the PhysioNet development pairs (mean calibration slope 0.09 at "
             "ε = 1; benchmarks/decisions) and on Heart Cleveland → Hungary (slope 0.2 at ε = 1: docs/tables.md's DPOT flow)",
 }
