@@ -137,3 +137,16 @@ def test_every_exported_classifier_with_a_decision_function_is_covered():
                   and issubclass(obj, BaseEstimator) and not issubclass(obj, RegressorMixin)
                   and hasattr(obj, "decision_function")}
     assert found and found <= {name.split("-")[0] for name in _makers((0, 1))}
+
+
+def test_roc_auc_scorer_through_a_skada_pipeline(rng):
+    skada = pytest.importorskip("skada")
+    Xs, ys = _draw(rng, 160, 2)
+    Xt, yt = _draw(rng, 160, 2, shift=0.3)
+    X, y = np.vstack([Xs, Xt]), np.concatenate([ys, np.full(160, -1)])
+    sample_domain = np.r_[np.ones(160, int), -np.ones(160, int)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pipe = skada.make_da_pipeline(SoundDA(epsilon=4.0, classes=(0, 1), random_state=0)).fit(X, y, sample_domain=sample_domain)
+    assert pipe.decision_function(Xt).shape == (160,)
+    assert get_scorer("roc_auc")(pipe, Xt, yt) == pytest.approx(roc_auc_score(yt, pipe.predict_proba(Xt)[:, 1]))
