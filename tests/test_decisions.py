@@ -114,7 +114,7 @@ def test_sound_model_predicts_at_the_target_prior(monkeypatch):
     assert est["prior"][1] < 0.4  # moved from the source's 0.5 towards the target's 0.1 (the mean-posterior estimate moves part of the way)
     shifted = model.predict_proba(Xt)[:, 1]
     assert abs(shifted.mean() - est["prior"][1]) < 0.1  # probabilities at the estimated prior
-    raw = model.model_.classes[np.argmax(model.decision_function(Xt), axis=1)]  # at the DP source prior
+    raw = model.model_.classes[np.argmax(model.model_.decision_function(Xt), axis=1)]  # at the DP source prior
     assert np.mean(model.predict(Xt) == yt) > np.mean(raw == yt) + 0.01
 
 

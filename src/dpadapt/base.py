@@ -6,6 +6,10 @@ the estimator boundary (:meth:`DAEstimator.__init_subclass__`) a subclass's ``fi
 labels as indices 0..K-1 of the declared ``classes`` (and fits with ``classes=range(K)``), and its
 ``predict`` turns indices back into the declared labels; ``classes_`` holds the declared labels and
 ``predict_proba``'s columns follow their order. Integer label sets go through unchanged.
+
+``decision_function`` follows scikit-learn's shape (:func:`binary_scores`): (n, K) for K > 2 classes, and for two
+classes the 1-D score of ``classes_[1]`` against ``classes_[0]`` (so scorers such as ``"roc_auc"`` and
+``CalibratedClassifierCV`` take it as it is).
 """
 
 from __future__ import annotations
@@ -409,6 +413,14 @@ def _whole_numbers(y) -> bool:
     if y.dtype.kind in "iub":
         return True
     return y.dtype.kind == "f" and bool(np.all(np.isfinite(y))) and bool(np.all(y == np.round(y)))
+
+
+def binary_scores(scores) -> np.ndarray:
+    """Class scores (n, K) in scikit-learn's ``decision_function`` shape: for K = 2 the 1-D ``s₁ − s₀`` (the score of
+    ``classes_[1]`` against ``classes_[0]``: > 0 exactly where the argmax picks ``classes_[1]``, a tie going to
+    ``classes_[0]`` as in the argmax); otherwise unchanged."""
+    s = np.asarray(scores)
+    return s[:, 1] - s[:, 0] if s.ndim == 2 and s.shape[1] == 2 else s
 
 
 def _fitted_first(method):

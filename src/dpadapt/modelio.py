@@ -408,6 +408,13 @@ class TorchClassifier:
         network.eval()
 
     def decision_function(self, X) -> np.ndarray:
+        """The network's logits: (n, K); for two classes (scikit-learn's shape) the 1-D ``z₁ − z₀``, > 0 exactly where
+        ``predict`` picks ``classes_[1]``."""
+        from dpadapt.base import binary_scores
+
+        return binary_scores(self._logits(X))
+
+    def _logits(self, X) -> np.ndarray:
         import torch
 
         from dpadapt.validation import check_fitted_features
@@ -420,12 +427,12 @@ class TorchClassifier:
         return np.concatenate(out) if out else np.zeros((0, len(self.classes_)))
 
     def predict_proba(self, X) -> np.ndarray:
-        z = self.decision_function(X)
+        z = self._logits(X)
         z = np.exp(z - z.max(axis=1, keepdims=True))
         return z / z.sum(axis=1, keepdims=True)
 
     def predict(self, X) -> np.ndarray:
-        return self.classes_[np.argmax(self.decision_function(X), axis=1)]
+        return self.classes_[np.argmax(self._logits(X), axis=1)]
 
     def score(self, X, y) -> float:
         return float(np.mean(self.predict(X) == np.asarray(y)))

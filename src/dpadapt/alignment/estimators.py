@@ -8,6 +8,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from dpadapt.alignment import prima
 from dpadapt.api import ConfigEstimator, Family, register
+from dpadapt.base import binary_scores
 from dpadapt.configs.prima import PrisaConfig
 from dpadapt.privacy.mechanisms import random_streams
 
@@ -49,8 +50,11 @@ class PRIMA(ConfigEstimator):
         return self.model_.predict(X)
 
     def decision_function(self, X):
+        """The target's class scores (prototype scores, or head votes plus a tie-break < 1), whose argmax ``predict``
+        takes: (n, K); for two classes (scikit-learn's shape) the 1-D ``s₁ − s₀``, > 0 exactly where ``predict`` picks
+        ``classes_[1]`` (no prior is applied after the scores)."""
         check_is_fitted(self, "model_")
-        return self.model_.decision_function(X)
+        return binary_scores(self.model_.decision_function(X))
 
 
 def contract_example(random_state: int) -> tuple[prima.PrimaConfig, dict]:

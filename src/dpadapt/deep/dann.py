@@ -28,6 +28,7 @@ import torch
 from torch import nn
 
 from dpadapt.api import ConfigEstimator
+from dpadapt.base import binary_scores
 from dpadapt.configs.deep import DANNConfig, training_steps
 from dpadapt.deep.dpsgd import PrivacySpec, clipped_block_sums
 from dpadapt.deep.runtime import training_device
@@ -311,7 +312,12 @@ class DANN(ConfigEstimator):
     # -- prediction --------------------------------------------------------------------------
 
     def decision_function(self, X) -> np.ndarray:
-        """Class logits of the label head."""
+        """Class logits of the label head (the training source's prior): (n, K); for two classes (scikit-learn's shape)
+        the 1-D ``z₁ − z₀``, > 0 exactly where ``predict`` picks ``classes_[1]``."""
+        return binary_scores(self._logits(X))
+
+    def _logits(self, X) -> np.ndarray:
+        """The label head's logits (n, K), whatever K."""
         X = check_fitted_features(self, X, "network_", allow_sparse=True)
         out = []
         with torch.no_grad():
@@ -320,8 +326,8 @@ class DANN(ConfigEstimator):
         return np.concatenate(out) if out else np.zeros((0, len(self.classes_)))
 
     def predict_proba(self, X) -> np.ndarray:
-        logits = torch.from_numpy(self.decision_function(X))
+        logits = torch.from_numpy(self._logits(X))
         return torch.softmax(logits, dim=1).numpy()
 
     def predict(self, X) -> np.ndarray:
-        return self.classes_[np.argmax(self.decision_function(X), axis=1)]
+        return self.classes_[np.argmax(self._logits(X), axis=1)]

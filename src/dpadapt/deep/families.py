@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from dpadapt.api import Family, Plan, register
+from dpadapt.base import binary_scores
 from dpadapt.deep import contract_examples
 from dpadapt.configs.deep import DANNConfig, DPDAConfig, DPSWDConfig, GDPDAConfig
 from dpadapt.deep.dann import DANN, mlp_network, to_tensor
@@ -133,12 +134,17 @@ class ReleasedNetwork:
         self.guarantee = release.guarantee
 
     def decision_function(self, X) -> np.ndarray:
+        """The released network's logits: (n, K); for two classes (scikit-learn's shape) the 1-D ``z₁ − z₀``, > 0
+        exactly where ``predict`` picks ``classes_[1]``."""
+        return binary_scores(self._logits(X))
+
+    def _logits(self, X) -> np.ndarray:
         with torch.no_grad():
             return np.concatenate([self.network_(to_tensor(X[s : s + 2048])).numpy()
                                    for s in range(0, X.shape[0], 2048)]) if X.shape[0] else np.zeros((0, len(self.classes_)))
 
     def predict(self, X) -> np.ndarray:
-        return self.classes_[np.argmax(self.decision_function(X), axis=1)]
+        return self.classes_[np.argmax(self._logits(X), axis=1)]
 
     def score(self, X, y) -> float:
         return float(np.mean(self.predict(X) == np.asarray(y)))

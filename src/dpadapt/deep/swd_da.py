@@ -45,6 +45,7 @@ import torch
 from torch import nn
 
 from dpadapt.api import ConfigEstimator
+from dpadapt.base import binary_scores
 from dpadapt.baselines.source_only import FlooredStandardScaler
 from dpadapt.configs.deep import DPSWDConfig, training_steps
 from dpadapt.deep.dann import GradientReversal
@@ -477,8 +478,13 @@ class DPSWDAdapter(ConfigEstimator):
                            time.perf_counter() - t0, plan.sigma)
 
     def decision_function(self, X) -> np.ndarray:
+        """The classifier h∘g's logits (the source's prior): (n, K); for two classes (scikit-learn's shape) the 1-D
+        ``z₁ − z₀``, > 0 exactly where ``predict`` picks ``classes_[1]``."""
+        return binary_scores(self._logits(X))
+
+    def _logits(self, X) -> np.ndarray:
         X = check_fitted_features(self, X, "train_result_")
         return predict_logits(self.train_result_.g, self.train_result_.h, self._transform(X))
 
     def predict(self, X) -> np.ndarray:
-        return self.classes_[np.argmax(self.decision_function(X), axis=1)]
+        return self.classes_[np.argmax(self._logits(X), axis=1)]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from dpadapt.base import ConfigEstimator, several_sources
+from dpadapt.base import ConfigEstimator, binary_scores, several_sources
 from dpadapt.configs.sound import Config
 from dpadapt.release import Release, ReleaseError
 from dpadapt.sound import _per_party, run_parties, scores
@@ -84,8 +84,12 @@ class SoundDA(ConfigEstimator):
         return self
 
     def decision_function(self, X):
+        """The released model's scores, at the DP source prior (before the target's scale and prior that ``predict`` and
+        ``predict_proba`` apply): (n, K); for two classes (scikit-learn's shape) the 1-D log-odds ``s₁ − s₀`` of
+        ``classes_[1]``, > 0 where the released model picks ``classes_[1]`` at the source prior (``predict``, at the
+        target's estimated prior, can differ near the boundary)."""
         check_is_fitted(self, "model_")
-        return self.model_.decision_function(X)
+        return binary_scores(self.model_.decision_function(X))
 
     def predict(self, X):
         return self.model_.predict(X)
