@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import numpy as np
 from prior_shift_rule import fit_cell
 
 from dpadapt.bench.suites import decisions as D
