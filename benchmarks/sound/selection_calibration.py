@@ -74,12 +74,9 @@ def table(path: str) -> int:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    r = sub.add_parser("run")
-    r.add_argument("out")
-    r.add_argument("--seeds", type=int, default=3)
-    t = sub.add_parser("table")
-    t.add_argument("out")
+    ap.add_argument("cmd", choices=("run", "table"))
+    ap.add_argument("out", help="the rows (JSON lines; run appends)")
+    ap.add_argument("--seeds", type=int, default=3, help="releases a private ε (run)")
     a = ap.parse_args(argv)
     return run(a.out, a.seeds) if a.cmd == "run" else table(a.out)
 
