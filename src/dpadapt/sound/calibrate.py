@@ -131,8 +131,8 @@ def at_target_prior(model, Z: np.ndarray, *, method: str | None = None, n_boot: 
     if est is None:
         return model
     if scale == "moments" and "llr_separation" in model.details:
-        fit = target_scale.moments(target_scale.llr(model, Z), model.details["llr_separation"],
-                                   model.details["llr_midpoint"], float(est.prior[1]))
+        g = target_scale.llr_of_scores(s, model.details["source_prior"])
+        fit = target_scale.moments(g, model.details["llr_separation"], model.details["llr_midpoint"], float(est.prior[1]))
         target_scale.apply(model, fit)
     model.details.update(target_prior=est.prior.tolist(), prevalence=est.to_dict())
     return model

@@ -66,21 +66,23 @@ class TargetScale:
         return dataclasses.asdict(self)
 
 
-def _llr(W: np.ndarray, b: np.ndarray, log_prior: np.ndarray, Z: np.ndarray) -> np.ndarray:
-    s = np.asarray(Z @ np.asarray(W).T + b)
+def llr_of_scores(s: np.ndarray, source_prior) -> np.ndarray:
+    """g from binary class scores ``s`` (n, 2) (log-likelihoods + log DP source prior ``source_prior``): class 1
+    against class 0 at no prior."""
+    log_prior = np.log(np.asarray(source_prior, dtype=np.float64))
     return s[:, 1] - s[:, 0] - (log_prior[1] - log_prior[0])
 
 
 def llr(model, Z: np.ndarray) -> np.ndarray:
     """g on mapped rows ``Z``: the binary model's log-likelihood ratio at no prior (class 1 against class 0)."""
-    return _llr(model.W, model.b, np.log(np.asarray(model.details["source_prior"], dtype=np.float64)), Z)
+    return llr_of_scores(model.scores(Z), model.details["source_prior"])
 
 
 def source_llr_moments(W: np.ndarray, b: np.ndarray, log_prior: np.ndarray, means: np.ndarray, t: float
                        ) -> tuple[float, float]:
     """(Δ, c) of the module docstring: the tempered model (W, b) with its log DP prior, the released class means
     ``means`` (2, k) and the temperature ``t``."""
-    m = _llr(W, b, log_prior, means)
+    m = llr_of_scores(np.asarray(means @ np.asarray(W).T + b), np.exp(log_prior))
     return float(t * (m[1] - m[0])), float((m[0] + m[1]) / 2.0)
 
 
@@ -118,5 +120,5 @@ def on_target(details: dict, s: np.ndarray) -> np.ndarray:
         return s
     src = np.asarray(details["source_prior"], dtype=np.float64)
     logit_src = math.log(src[1]) - math.log(src[0])
-    g = s[:, 1] - s[:, 0] - logit_src
+    g = llr_of_scores(s, src)
     return np.column_stack([np.zeros(g.shape), float(fit["slope"]) * (g - float(fit["offset"])) + logit_src])
